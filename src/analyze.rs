@@ -1,0 +1,58 @@
+//! The analyzer as a library call: bytes + options → receipt.
+//!
+//! This is the one function the CLI, the sweep, the mutation check and the
+//! verifier call, so they can never count differently.
+
+use crate::receipt::{build_receipt, Receipt, ReceiptOptions};
+use crate::trace::{self, Limits, Rejection, Trace};
+use crate::verdict::{judge_trace, Judgement, Verdict};
+
+/// Options of one analysis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AnalyzeOptions {
+    /// Input limits.
+    pub limits: Limits,
+    /// Include per-row verdicts in the receipt.
+    pub rows: bool,
+    /// Reject the document at its first invalid row instead of counting it.
+    pub strict: bool,
+}
+
+/// A finished analysis: the validated trace, one judgement per row, the receipt.
+#[derive(Debug)]
+pub struct Analysis {
+    /// The validated trace.
+    pub trace: Trace,
+    /// One judgement per row, in row order.
+    pub judgements: Vec<Judgement>,
+    /// The receipt.
+    pub receipt: Receipt,
+}
+
+/// Validates, judges and aggregates one trace.
+pub fn analyze_bytes(bytes: &[u8], options: AnalyzeOptions) -> Result<Analysis, Rejection> {
+    let trace = trace::load(bytes, options.limits)?;
+    let judgements = judge_trace(&trace);
+    if options.strict {
+        if let Some((i, set)) = judgements
+            .iter()
+            .enumerate()
+            .find_map(|(i, j)| match j.verdict {
+                Verdict::Invalid(set) => Some((i, set)),
+                _ => None,
+            })
+        {
+            let reasons: Vec<&str> = set.iter().map(|r| r.as_str()).collect();
+            return Err(Rejection::at(
+                format!("/rows/{i}"),
+                format_args!("is invalid ({}) and --strict is set", reasons.join(", ")),
+            ));
+        }
+    }
+    let receipt = build_receipt(&trace, &judgements, ReceiptOptions { rows: options.rows });
+    Ok(Analysis {
+        trace,
+        judgements,
+        receipt,
+    })
+}

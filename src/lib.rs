@@ -1,0 +1,30 @@
+//! `goodput`: count only the LLM requests that met every declared latency gate,
+//! and keep misses, failures and unfinished work visible beside that count.
+//!
+//! The modules follow the data flow of the analyzer:
+//!
+//! ```text
+//! bytes ─▶ trace::parse ─▶ trace::validate ─▶ verdict ─▶ receipt::build ─▶ render
+//! ```
+//!
+//! `trace` turns untrusted bytes into a [`trace::Trace`] (or a [`trace::Rejection`]
+//! naming the JSON pointer of the first document-level problem); `verdict` gives
+//! every row exactly one verdict under the declared gates; `receipt` aggregates
+//! verdicts into the versioned receipt; `render` turns a receipt into bytes for a
+//! person or a machine. Nothing below `cli` prints or exits.
+
+pub mod analyze;
+pub mod cli;
+pub mod error;
+pub mod io;
+pub mod receipt;
+pub mod render;
+pub mod schema;
+pub mod stats;
+pub mod trace;
+pub mod verdict;
+
+/// The generator name written into every receipt.
+pub const GENERATOR_NAME: &str = "goodput";
+/// The generator version written into every receipt (the crate version).
+pub const GENERATOR_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,296 @@
+//! The receipt (`goodput-receipt/1`, SPEC §5): the versioned, reproducible
+//! verdict on a trace. These types are the single source of the receipt's
+//! shape: serialization, `goodput schema receipt` and the committed
+//! `schema/receipt.schema.json` all come from them.
+//!
+//! Maps are `BTreeMap` and struct fields serialize in declaration order, so the
+//! same trace and options always give the same bytes.
+
+pub mod build;
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::trace::{Gates, Labels, Warmup};
+
+pub use build::{build_receipt, ReceiptOptions};
+
+/// The schema tag of every receipt this version writes.
+pub const RECEIPT_SCHEMA: &str = "goodput-receipt/1";
+
+/// A goodput receipt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Receipt {
+    /// Always `goodput-receipt/1`.
+    pub schema: String,
+    /// The tool that produced the receipt.
+    pub generator: Generator,
+    /// Which bytes were judged.
+    pub trace: TraceInfo,
+    /// Input limits in force.
+    pub limits: LimitsInfo,
+    /// The measurement contract the verdicts were made under.
+    pub contract: ContractInfo,
+    /// Counts, rates, latency and reasons, rolled up and per class.
+    pub results: Results,
+    /// Per-row verdicts, in trace order (only with `--rows`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<Vec<RowVerdict>>,
+}
+
+/// The tool that produced a receipt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Generator {
+    /// `goodput`.
+    pub name: String,
+    /// The tool's version.
+    pub version: String,
+}
+
+/// Identity of the judged input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TraceInfo {
+    /// Lower-case hex sha256 of the exact input bytes.
+    pub sha256: String,
+    /// Input length in bytes.
+    pub bytes: u64,
+    /// Number of elements of the trace's `rows` array.
+    pub rows: u64,
+}
+
+/// Input limits in force (defaults 500 rows, 65,536 bytes; both inclusive).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LimitsInfo {
+    /// Most rows accepted.
+    pub max_rows: u64,
+    /// Most bytes accepted.
+    pub max_bytes: u64,
+}
+
+/// The contract in force, echoed from the trace with defaults resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContractInfo {
+    /// `inclusive` (value == gate passes) or `strict` (value == gate misses).
+    pub equality: String,
+    /// Always `nearest-rank`: Pp is the value at 1-based rank ceil(p × n / 100).
+    pub percentile_method: String,
+    /// What `outputTokens` counts: `usage` or `chunks`.
+    pub tokens: String,
+    /// `tpot`, or `chunk_cadence` when tokens are stream chunks.
+    pub tpot_label: String,
+    /// Where measurements were taken (echoed from the trace).
+    pub boundary: Labels,
+    /// How load was generated (echoed from the trace).
+    pub workload: Labels,
+    /// The measurement window.
+    pub window: WindowInfo,
+    /// The warm-up interval, or null.
+    pub warmup: Option<Warmup>,
+    /// The class of rows that name none, or null.
+    pub default_class: Option<String>,
+    /// SLO gates per class.
+    pub classes: BTreeMap<String, Gates>,
+}
+
+/// The window with its resolved horizon and length.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WindowInfo {
+    /// Window start (inclusive), ms.
+    pub start_ms: f64,
+    /// Window end (exclusive), ms.
+    pub end_ms: f64,
+    /// When observation stopped, ms.
+    pub horizon_ms: f64,
+    /// endMs − startMs: every rate is per second of this.
+    pub duration_ms: f64,
+}
+
+/// Results rolled up and per class.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Results {
+    /// Every row, including invalid rows whose class does not resolve.
+    pub all: Block,
+    /// Each declared class alone.
+    pub classes: BTreeMap<String, Block>,
+}
+
+/// The figures of one class, or of all rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Block {
+    /// How many rows got each verdict.
+    pub counts: Counts,
+    /// Rates per window second and shares of the cohort.
+    pub rates: Rates,
+    /// Latency of completed cohort rows (pass + miss).
+    pub latency: LatencyBlock,
+    /// Breakdown of misses, failures, invalid rows, exclusions and censoring.
+    pub reasons: Reasons,
+}
+
+/// Row counts. pass + miss + failed + censored = cohort;
+/// cohort + excluded + invalid = arrivals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Counts {
+    /// Every row.
+    pub arrivals: u64,
+    /// Rows with at least one invalid reason.
+    pub invalid: u64,
+    /// Valid rows arriving in the warm-up or outside the window.
+    pub excluded: u64,
+    /// Valid rows arriving inside the window: the denominator.
+    pub cohort: u64,
+    /// Completed cohort rows meeting every applicable gate.
+    pub pass: u64,
+    /// Completed cohort rows missing at least one gate.
+    pub miss: u64,
+    /// Failed cohort rows.
+    pub failed: u64,
+    /// Cohort rows with no outcome by the horizon.
+    pub censored: u64,
+}
+
+/// Rates per window second (never per horizon second) and shares of the cohort.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rates {
+    /// pass / window s.
+    pub goodput_per_s: f64,
+    /// pass / cohort; null for an empty cohort.
+    pub pass_share: Option<f64>,
+    /// cohort / window s.
+    pub offered_per_s: f64,
+    /// (pass + miss) / window s.
+    pub completed_per_s: f64,
+    /// Output tokens of pass + miss rows / window s.
+    pub output_tokens_per_s: f64,
+    /// Output tokens of pass rows / window s.
+    pub good_tokens_per_s: f64,
+    /// failed / cohort; null for an empty cohort.
+    pub failure_share: Option<f64>,
+    /// censored / cohort; null for an empty cohort.
+    pub censored_share: Option<f64>,
+}
+
+/// Latency summaries per metric.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LatencyBlock {
+    /// Time to first token, ms.
+    pub ttft_ms: LatencySummary,
+    /// Time per output token (or chunk cadence), ms; rows with outputTokens > 1 only.
+    pub tpot_ms: LatencySummary,
+    /// End to end, ms.
+    pub e2e_ms: LatencySummary,
+}
+
+/// Nearest-rank summary of one metric; every statistic is null when n = 0.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LatencySummary {
+    /// Number of values.
+    pub n: u64,
+    /// Smallest value.
+    pub min: Option<f64>,
+    /// Sum of the values in sorted order / n.
+    pub mean: Option<f64>,
+    /// Nearest-rank 50th percentile.
+    pub p50: Option<f64>,
+    /// Nearest-rank 90th percentile.
+    pub p90: Option<f64>,
+    /// Nearest-rank 95th percentile.
+    pub p95: Option<f64>,
+    /// Nearest-rank 99th percentile.
+    pub p99: Option<f64>,
+    /// Largest value.
+    pub max: Option<f64>,
+}
+
+/// Why rows did not pass.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Reasons {
+    /// Missed metrics; a row counts under each metric it missed.
+    pub miss: MissReasons,
+    /// Failed cohort rows by reason (non-zero reasons only).
+    pub failure: BTreeMap<String, u64>,
+    /// Invalid rows by reason; a row counts under each of its reasons (non-zero only).
+    pub invalid: BTreeMap<String, u64>,
+    /// Excluded rows by cause.
+    pub exclusion: ExclusionReasons,
+    /// Censored rows by cause, and how many were already late at the horizon.
+    pub censored: CensoredReasons,
+}
+
+/// Missed metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MissReasons {
+    /// Rows over their TTFT gate.
+    pub ttft: u64,
+    /// Rows over their TPOT gate.
+    pub tpot: u64,
+    /// Rows over their E2E gate.
+    pub e2e: u64,
+}
+
+/// Exclusion causes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExclusionReasons {
+    /// Arrived in the warm-up interval.
+    pub warmup: u64,
+    /// Arrived outside the window.
+    pub outside_window: u64,
+}
+
+/// Censoring causes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CensoredReasons {
+    /// Still running at the horizon.
+    pub in_flight: u64,
+    /// Completed after the horizon.
+    pub completed_after_horizon: u64,
+    /// Failed after the horizon.
+    pub failed_after_horizon: u64,
+    /// Censored rows already past a TTFT or E2E gate at the horizon (each counted once).
+    #[serde(rename = "knownLate")]
+    pub known_late: u64,
+}
+
+/// One row's verdict (with `--rows`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RowVerdict {
+    /// Position in the trace's `rows` array (0-based), so a row without a usable id can be found.
+    pub index: u64,
+    /// The row's id, or null when it has no usable string id.
+    pub id: Option<String>,
+    /// The class the row counts under, or null when it does not resolve.
+    pub class: Option<String>,
+    /// `pass`, `miss`, `failed`, `censored`, `excluded` or `invalid`.
+    pub verdict: String,
+    /// Invalid reasons, the exclusion reason, the censor reason (plus `knownLate`),
+    /// the failure reason, or the missed metrics.
+    pub reasons: Vec<String>,
+    /// TTFT in ms (pass and miss rows; null otherwise).
+    pub ttft_ms: Option<f64>,
+    /// TPOT in ms (pass and miss rows with more than one output token; null otherwise).
+    pub tpot_ms: Option<f64>,
+    /// E2E in ms (pass and miss rows; null otherwise).
+    pub e2e_ms: Option<f64>,
+    /// The row's labels, echoed (absent when the row has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Labels>,
+}

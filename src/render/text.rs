@@ -1,0 +1,235 @@
+//! The receipt for a person: per class and for all rows, readable at 100
+//! columns. The JSON receipt is the record; this is a view of it.
+
+use std::fmt::Write;
+
+use crate::receipt::{Block, LatencySummary, Receipt};
+
+/// An invalid row to list by position and id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvalidRow {
+    /// Position in `rows`.
+    pub index: usize,
+    /// The row's id, when it has a usable one.
+    pub id: Option<String>,
+    /// Its reasons.
+    pub reasons: Vec<&'static str>,
+}
+
+/// How many invalid rows the text view lists before summarising the rest.
+pub const MAX_LISTED_INVALID_ROWS: usize = 20;
+
+/// Formats a number for people: integers plainly, others with `decimals`.
+fn num(x: f64, decimals: usize) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
+fn opt(x: Option<f64>, decimals: usize) -> String {
+    x.map_or_else(|| "—".to_owned(), |v| num(v, decimals))
+}
+
+fn share(x: Option<f64>) -> String {
+    x.map_or_else(|| "—".to_owned(), |v| format!("{:.1} %", v * 100.0))
+}
+
+fn gate(g: Option<f64>, rule: &str) -> String {
+    g.map_or_else(|| "none".to_owned(), |v| format!("{rule} {}", num(v, 3)))
+}
+
+/// Top `n` entries of a reason map, largest first (ties by name).
+fn top(map: &std::collections::BTreeMap<String, u64>, n: usize) -> String {
+    let mut v: Vec<(&String, &u64)> = map.iter().filter(|(_, c)| **c > 0).collect();
+    if v.is_empty() {
+        return "none".to_owned();
+    }
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut s: Vec<String> = v.iter().take(n).map(|(k, c)| format!("{k} {c}")).collect();
+    if v.len() > n {
+        s.push(format!("+{} more", v.len() - n));
+    }
+    s.join(", ")
+}
+
+/// Renders the human-readable receipt.
+pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
+    let mut o = String::new();
+    let c = &receipt.contract;
+    let blocks: Vec<(&str, &Block)> = std::iter::once(("all", &receipt.results.all))
+        .chain(receipt.results.classes.iter().map(|(k, b)| (k.as_str(), b)))
+        .collect();
+    let w = blocks
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(3)
+        .clamp(11, 24);
+    let tpot_name = if c.tpot_label == "tpot" {
+        "tpot"
+    } else {
+        "chunk"
+    };
+
+    let _ = writeln!(
+        o,
+        "goodput {} receipt ({})",
+        receipt.generator.version, receipt.schema
+    );
+    let _ = writeln!(o, "trace     sha256 {}", receipt.trace.sha256);
+    let _ = writeln!(
+        o,
+        "          {} bytes, {} rows; limits {} rows, {} bytes",
+        receipt.trace.bytes, receipt.trace.rows, receipt.limits.max_rows, receipt.limits.max_bytes
+    );
+    let token_note = if c.tpot_label == "tpot" {
+        "model tokens (TPOT)".to_owned()
+    } else {
+        "stream chunks (chunk cadence, not TPOT)".to_owned()
+    };
+    let _ = writeln!(
+        o,
+        "contract  equality {}, {} percentiles, tokens = {}",
+        c.equality, c.percentile_method, token_note
+    );
+    let win = &c.window;
+    let mut window_line = format!(
+        "          window [{}, {}) ms = {} s, horizon {} ms",
+        num(win.start_ms, 3),
+        num(win.end_ms, 3),
+        num(win.duration_ms / 1000.0, 3),
+        num(win.horizon_ms, 3)
+    );
+    if let Some(wu) = &c.warmup {
+        let _ = write!(
+            window_line,
+            ", warm-up [{}, {}) ms",
+            num(wu.start_ms, 3),
+            num(wu.end_ms, 3)
+        );
+    }
+    let _ = writeln!(o, "{window_line}");
+    let rule = if c.equality == "strict" { "<" } else { "<=" };
+    for (i, (name, g)) in c.classes.iter().enumerate() {
+        let head = if i == 0 { "gates" } else { "" };
+        let default = if c.default_class.as_deref() == Some(name) {
+            " (default)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "{head:<9} {name}{default}: ttft {}, {tpot_name} {}, e2e {} (ms)",
+            gate(g.ttft_ms, rule),
+            gate(g.tpot_ms, rule),
+            gate(g.e2e_ms, rule)
+        );
+    }
+
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "COUNTS", "arrivals", "cohort", "pass", "miss", "failed", "censored", "excluded", "invalid"
+    );
+    for (name, b) in &blocks {
+        let k = &b.counts;
+        let _ = writeln!(
+            o,
+            "{name:<w$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            k.arrivals, k.cohort, k.pass, k.miss, k.failed, k.censored, k.excluded, k.invalid
+        );
+    }
+
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
+        "RATES /s", "goodput", "pass share", "offered", "completed", "output tok", "fail share"
+    );
+    for (name, b) in &blocks {
+        let r = &b.rates;
+        let _ = writeln!(
+            o,
+            "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
+            num(r.goodput_per_s, 3),
+            share(r.pass_share),
+            num(r.offered_per_s, 3),
+            num(r.completed_per_s, 3),
+            num(r.output_tokens_per_s, 1),
+            share(r.failure_share)
+        );
+    }
+
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:<6} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "LATENCY ms", "metric", "n", "p50", "p95", "p99", "max", "mean"
+    );
+    for (name, b) in &blocks {
+        let rows: [(&str, &LatencySummary); 3] = [
+            ("ttft", &b.latency.ttft_ms),
+            (tpot_name, &b.latency.tpot_ms),
+            ("e2e", &b.latency.e2e_ms),
+        ];
+        for (i, (metric, s)) in rows.iter().enumerate() {
+            let label = if i == 0 { *name } else { "" };
+            let _ = writeln!(
+                o,
+                "{label:<w$} {metric:<6} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                s.n,
+                opt(s.p50, 1),
+                opt(s.p95, 1),
+                opt(s.p99, 1),
+                opt(s.max, 1),
+                opt(s.mean, 1)
+            );
+        }
+    }
+
+    let _ = writeln!(o, "\nREASONS");
+    for (name, b) in &blocks {
+        let r = &b.reasons;
+        let _ = writeln!(
+            o,
+            "{name:<w$} miss: ttft {}, {tpot_name} {}, e2e {}",
+            r.miss.ttft, r.miss.tpot, r.miss.e2e
+        );
+        let _ = writeln!(o, "{:<w$} failure: {}", "", top(&r.failure, 3));
+        let _ = writeln!(o, "{:<w$} invalid: {}", "", top(&r.invalid, 3));
+        let _ = writeln!(
+            o,
+            "{:<w$} censored: in_flight {}, completed_after_horizon {}, failed_after_horizon {} \
+             (knownLate {})",
+            "",
+            r.censored.in_flight,
+            r.censored.completed_after_horizon,
+            r.censored.failed_after_horizon,
+            r.censored.known_late
+        );
+        let _ = writeln!(
+            o,
+            "{:<w$} excluded: warmup {}, outside_window {}",
+            "", r.exclusion.warmup, r.exclusion.outside_window
+        );
+    }
+
+    if !invalid_rows.is_empty() {
+        let _ = writeln!(o, "\nINVALID ROWS");
+        for row in invalid_rows.iter().take(MAX_LISTED_INVALID_ROWS) {
+            let id = row
+                .id
+                .as_deref()
+                .map_or_else(|| "(no usable id)".to_owned(), |id| format!("{id:?}"));
+            let _ = writeln!(o, "/rows/{:<6} {id}: {}", row.index, row.reasons.join(", "));
+        }
+        if invalid_rows.len() > MAX_LISTED_INVALID_ROWS {
+            let _ = writeln!(
+                o,
+                "… and {} more (all are listed by `--json --rows`)",
+                invalid_rows.len() - MAX_LISTED_INVALID_ROWS
+            );
+        }
+    }
+    o
+}

@@ -1,0 +1,105 @@
+//! JSON Schemas of the trace and the receipt, generated from the types.
+//!
+//! The receipt schema comes straight from [`crate::receipt::Receipt`]. The trace
+//! schema describes what `analyze` *accepts*: the document level is strict
+//! (unknown fields, bad types and bad enums are rejected), while each row is
+//! described but not constrained, because a bad row makes that row invalid,
+//! never the document (SPEC §3). Rules a JSON Schema cannot state (window
+//! ordering, spans, class resolution) are enforced by `trace::validate`.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+
+use crate::receipt::Receipt;
+use crate::trace::{Equality, Gates, Labels, TokenCount, Warmup, Window};
+
+/// The tag every trace carries.
+#[derive(Serialize)]
+pub struct TraceSchemaTag;
+
+impl JsonSchema for TraceSchemaTag {
+    fn schema_name() -> Cow<'static, str> {
+        "TraceSchemaTag".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Always \"goodput-trace/1\".",
+            "const": crate::trace::model::TRACE_SCHEMA
+        })
+    }
+}
+
+/// One request. Described here, checked by the analyzer: a row that breaks
+/// these rules is counted as invalid, with reasons, and the receipt is still
+/// produced.
+#[derive(Serialize)]
+pub struct RowDescription;
+
+impl JsonSchema for RowDescription {
+    fn schema_name() -> Cow<'static, str> {
+        "Row".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "One request. Fields: id (non-empty string, at most 128 code points, \
+                unique), class (a declared class; optional), arrivalMs (number), status \
+                (\"completed\" | \"failed\" | \"in_flight\"), firstTokenMs, completedMs, \
+                outputTokens (integral, 1..=10^9 on completed rows), reason (failed rows), \
+                endedMs, labels (object of strings, finite numbers, booleans). A row that \
+                breaks a rule is counted invalid with every applicable reason (SPEC §3); it \
+                never rejects the document, so this schema does not constrain rows."
+        })
+    }
+}
+
+/// A `goodput-trace/1` document, as accepted by `goodput analyze`.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "goodput-trace/1")]
+pub struct TraceDocument {
+    /// Always `goodput-trace/1`.
+    pub schema: TraceSchemaTag,
+    /// The measurement window.
+    pub window: Window,
+    /// The warm-up interval, or null.
+    #[serde(default)]
+    pub warmup: Option<Warmup>,
+    /// How a value equal to its gate is judged. Required: the rule is part of the contract.
+    pub equality: Equality,
+    /// SLO classes by name (at least one).
+    #[schemars(length(min = 1))]
+    pub classes: BTreeMap<String, Gates>,
+    /// Class of rows without `class`; required when several classes exist and a row names none.
+    #[serde(default)]
+    pub default_class: Option<String>,
+    /// What outputTokens counts (default `usage`).
+    #[serde(default)]
+    pub tokens: TokenCount,
+    /// Where measurements were taken: scalar values only.
+    #[serde(default)]
+    pub boundary: Labels,
+    /// How load was generated: scalar values only.
+    #[serde(default)]
+    pub workload: Labels,
+    /// The requests (may be empty; at most the row limit).
+    pub rows: Vec<RowDescription>,
+}
+
+/// The trace schema as pretty JSON with a final newline.
+pub fn trace_schema_json() -> String {
+    pretty(&schemars::schema_for!(TraceDocument))
+}
+
+/// The receipt schema as pretty JSON with a final newline.
+pub fn receipt_schema_json() -> String {
+    pretty(&schemars::schema_for!(Receipt))
+}
+
+fn pretty(schema: &Schema) -> String {
+    let mut s = serde_json::to_string_pretty(schema).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,195 @@
+//! The validated contract of a trace: the types every later stage reads.
+//!
+//! These types are also what `goodput schema trace` describes and what the
+//! receipt echoes under `contract`, so the schema, the validator's output and the
+//! receipt cannot disagree about a field's name or meaning.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The largest magnitude any timestamp may have, in milliseconds (SPEC §2).
+pub const MAX_ABS_TIMESTAMP_MS: f64 = 1e15;
+/// The longest window, horizon or row span, in milliseconds (24 hours).
+pub const MAX_SPAN_MS: f64 = 86_400_000.0;
+/// The largest `outputTokens` a row may claim.
+pub const MAX_OUTPUT_TOKENS: f64 = 1e9;
+/// The longest row id, in Unicode code points.
+pub const MAX_ID_CHARS: usize = 128;
+/// The schema tag a trace must carry.
+pub const TRACE_SCHEMA: &str = "goodput-trace/1";
+
+/// How a value sitting exactly on its gate is judged. The trace must declare it:
+/// a reviewer must never have to guess whether `ttft == gate` passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Equality {
+    /// A value equal to its gate passes (`value <= gate`).
+    Inclusive,
+    /// A value equal to its gate misses (`value < gate`).
+    Strict,
+}
+
+impl Equality {
+    /// Whether `value_ms` meets `gate_ms` under this rule.
+    pub fn meets(self, value_ms: f64, gate_ms: f64) -> bool {
+        match self {
+            Equality::Inclusive => value_ms <= gate_ms,
+            Equality::Strict => value_ms < gate_ms,
+        }
+    }
+
+    /// The rule's name as written in traces and receipts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Equality::Inclusive => "inclusive",
+            Equality::Strict => "strict",
+        }
+    }
+}
+
+/// What `outputTokens` counts. Chunk counts are not model tokens, so the figure
+/// derived from them is labelled chunk cadence, never TPOT.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenCount {
+    /// Server-reported model tokens (the `usage` block).
+    #[default]
+    Usage,
+    /// Stream chunks counted by the client.
+    Chunks,
+}
+
+impl TokenCount {
+    /// The label of the per-token figure in force: `tpot` or `chunk_cadence`.
+    pub fn tpot_label(self) -> &'static str {
+        match self {
+            TokenCount::Usage => "tpot",
+            TokenCount::Chunks => "chunk_cadence",
+        }
+    }
+
+    /// The name as written in traces and receipts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenCount::Usage => "usage",
+            TokenCount::Chunks => "chunks",
+        }
+    }
+}
+
+/// The latency gates of one SLO class. `None` (JSON `null`) means "no gate on
+/// this metric"; all three must be named so an omission is never mistaken for
+/// a deliberate absence.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Gates {
+    /// Time-to-first-token gate in ms (first token − arrival), or null.
+    #[schemars(required, range(min = 0.0))]
+    pub ttft_ms: Option<f64>,
+    /// Time-per-output-token gate in ms ((completed − first token) / (tokens − 1)), or null.
+    #[schemars(required, range(min = 0.0))]
+    pub tpot_ms: Option<f64>,
+    /// End-to-end gate in ms (completed − arrival), or null.
+    #[schemars(required, range(min = 0.0))]
+    pub e2e_ms: Option<f64>,
+}
+
+/// The measurement window as written in a trace: arrivals in
+/// `[startMs, endMs)` form the cohort; observation stopped at `horizonMs`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Window {
+    /// First instant of the window (inclusive), ms.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub start_ms: f64,
+    /// End of the window (exclusive), ms; greater than `startMs`, at most 24 h after it.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub end_ms: f64,
+    /// When observation stopped, ms; at least `endMs` (the default), at most 24 h after `startMs`.
+    #[serde(default)]
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub horizon_ms: Option<f64>,
+}
+
+/// The warm-up interval `[startMs, endMs)`; arrivals in it are excluded.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Warmup {
+    /// First instant of the warm-up (inclusive), ms.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub start_ms: f64,
+    /// End of the warm-up (exclusive), ms; at most `window.startMs`.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub end_ms: f64,
+}
+
+impl Warmup {
+    /// Whether an arrival falls in the half-open warm-up interval.
+    pub fn contains(&self, t_ms: f64) -> bool {
+        self.start_ms <= t_ms && t_ms < self.end_ms
+    }
+}
+
+/// A label value: free metadata echoed into the receipt, never interpreted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Scalar {
+    /// A boolean label.
+    Bool(bool),
+    /// A finite number label.
+    Number(f64),
+    /// A string label.
+    String(String),
+}
+
+/// Free labels (`boundary`, `workload`, row `labels`), sorted by key.
+pub type Labels = BTreeMap<String, Scalar>;
+
+/// The document-level contract of a validated trace, with defaults resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contract {
+    /// Window start (inclusive), ms.
+    pub start_ms: f64,
+    /// Window end (exclusive), ms.
+    pub end_ms: f64,
+    /// Observation horizon, ms (`endMs` when the trace gave none).
+    pub horizon_ms: f64,
+    /// The warm-up interval, if declared.
+    pub warmup: Option<Warmup>,
+    /// The equality rule in force.
+    pub equality: Equality,
+    /// SLO classes by name; a class's index is its position in this map.
+    pub classes: BTreeMap<String, Gates>,
+    /// The class of rows that name none, if declared.
+    pub default_class: Option<String>,
+    /// What `outputTokens` counts.
+    pub tokens: TokenCount,
+    /// Where the measurements were taken (echoed).
+    pub boundary: Labels,
+    /// How the load was generated (echoed).
+    pub workload: Labels,
+}
+
+impl Contract {
+    /// The window length in seconds: the denominator of every rate.
+    pub fn window_s(&self) -> f64 {
+        (self.end_ms - self.start_ms) / 1000.0
+    }
+
+    /// The index of a declared class in `classes`, or `None`.
+    pub fn class_index(&self, name: &str) -> Option<usize> {
+        self.classes.keys().position(|k| k == name)
+    }
+
+    /// The class a row without an explicit `class` belongs to, if any:
+    /// `defaultClass`, else the only class when there is exactly one.
+    pub fn implicit_class(&self) -> Option<usize> {
+        match &self.default_class {
+            Some(name) => self.class_index(name),
+            None if self.classes.len() == 1 => Some(0),
+            None => None,
+        }
+    }
+}

@@ -124,6 +124,7 @@ pub struct RawRow {
     /// `endedMs`.
     pub ended_ms: Slot<f64>,
     /// `labels`, sorted by key.
+    #[allow(clippy::type_complexity)] // a boxed slice of pairs: the compact form on purpose
     pub labels: Slot<Box<[(Box<str>, Scalar)]>>,
 }
 

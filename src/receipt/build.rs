@@ -198,6 +198,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             classes,
         },
         rows,
+        sweep: None,
     }
 }
 

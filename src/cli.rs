@@ -381,6 +381,17 @@ fn sweep_command(args: SweepArgs, stdout: &mut dyn Write) -> Result<i32, Error> 
 }
 
 fn mutate_command(args: MutateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let calc = Analyzer::for_mutations_of(args.limits.limits());
+    mutate_with(args, &calc, stdout)
+}
+
+/// `goodput mutate` with the calculator as a parameter: the binary passes the
+/// real analyzer; tests pass broken ones to see exit status 1.
+pub fn mutate_with(
+    args: MutateArgs,
+    calc: &dyn mutate::Calculator,
+    stdout: &mut dyn Write,
+) -> Result<i32, Error> {
     let limits = args.limits.limits();
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     // The trace itself must pass the limits the reviewer gave.
@@ -392,11 +403,10 @@ fn mutate_command(args: MutateArgs, stdout: &mut dyn Write) -> Result<i32, Error
             strict: false,
         },
     )?;
-    let report =
-        mutate::check(&bytes, &Analyzer::for_mutations_of(limits)).map_err(|e| match e {
-            mutate::MutateError::Rejected(r) => Error::Rejected(r),
-            other => Error::Mutate(other),
-        })?;
+    let report = mutate::check(&bytes, calc).map_err(|e| match e {
+        mutate::MutateError::Rejected(r) => Error::Rejected(r),
+        other => Error::Mutate(other),
+    })?;
     if args.json {
         emit(stdout, &json_bytes(&report, "report")?)?;
     } else {

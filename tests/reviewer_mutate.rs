@@ -10,7 +10,10 @@ use goodput::trace::{Limits, Rejection};
 use serde_json::{json, Value};
 
 const MIXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/mixed.json");
-const TWO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/two-classes.json");
+const TWO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/reviewer/two-classes.json"
+);
 
 fn real() -> Analyzer {
     Analyzer::for_mutations_of(Limits::default())
@@ -197,7 +200,10 @@ fn mutations_without_their_precondition_say_why() {
         why("drop_censored").as_deref(),
         Some("there is no censored row to drop")
     );
-    assert_eq!((report.caught, report.not_caught, report.not_applicable), (4, 0, 3));
+    assert_eq!(
+        (report.caught, report.not_caught, report.not_applicable),
+        (4, 0, 3)
+    );
 }
 
 #[test]
@@ -206,7 +212,10 @@ fn a_trace_with_no_rows_has_nothing_applicable_and_still_passes() {
                      "equality": "inclusive", "classes": {"a": {"ttftMs": 1, "tpotMs": 1, "e2eMs": 1}},
                      "rows": []});
     let report = check(&serde_json::to_vec(&doc).expect("json"), &real()).expect("check runs");
-    assert_eq!((report.caught, report.not_caught, report.not_applicable), (0, 0, 7));
+    assert_eq!(
+        (report.caught, report.not_caught, report.not_applicable),
+        (0, 0, 7)
+    );
     assert!(report.passed());
     assert!(report
         .mutations

@@ -8,7 +8,10 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 const MIXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/mixed.json");
-const TWO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/two-classes.json");
+const TWO: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/reviewer/two-classes.json"
+);
 
 fn analysis(bytes: &[u8]) -> Analysis {
     let options = AnalyzeOptions {
@@ -76,14 +79,20 @@ fn scaling_one_gate_at_a_time_counts_by_hand() {
     assert_eq!(passes(&entries[15..22]), [4, 5, 5, 5, 5, 5, 5]);
     // Deltas against the declared 5; goodput / 10 s.
     let e = &entries[5]; // ttft × 1.25
-    assert_eq!((e.factors.ttft, e.factors.tpot, e.factors.e2e), (1.25, 1.0, 1.0));
+    assert_eq!(
+        (e.factors.ttft, e.factors.tpot, e.factors.e2e),
+        (1.25, 1.0, 1.0)
+    );
     assert_eq!(e.delta_pass, 1);
     assert_eq!(e.goodput_per_s, 0.6);
     assert!((e.delta_goodput_per_s - 0.1).abs() < 1e-12);
     assert_eq!(e.pass_share, Some(0.6));
     // Gates in force are plain products; only the scaled gate moves.
     let g = e.classes["chat"];
-    assert_eq!((g.ttft_ms, g.tpot_ms, g.e2e_ms), (Some(1250.0), Some(50.0), Some(5000.0)));
+    assert_eq!(
+        (g.ttft_ms, g.tpot_ms, g.e2e_ms),
+        (Some(1250.0), Some(50.0), Some(5000.0))
+    );
 }
 
 #[test]
@@ -92,7 +101,10 @@ fn fragility_names_the_rows_nearest_each_gate() {
         MIXED,
         &SweepPlan::one_at_a_time(None, &DEFAULT_FACTORS).expect("plan"),
     );
-    let f = entries[0].fragility.as_ref().expect("declared entry has fragility");
+    let f = entries[0]
+        .fragility
+        .as_ref()
+        .expect("declared entry has fragility");
     assert!(entries[1..].iter().all(|e| e.fragility.is_none()));
     // Within 5 % below a gate: ttft >= 950 (p2 1000, p3 960), tpot >= 47.5 (p4 50),
     // e2e >= 4750 (none) → 3 rows.
@@ -107,7 +119,10 @@ fn fragility_names_the_rows_nearest_each_gate() {
     assert_eq!((u.threshold_ms, u.factor), (1200.0, 1.2));
     assert_eq!(u.row_id.as_deref(), Some("m1"));
     // TPOT up: m2 at 60 → 1.2. E2E down: p4 at 3100 → 0.62; E2E up: nobody misses on E2E alone.
-    assert_eq!(f.tipping.tpot.up.as_ref().map(|p| p.threshold_ms), Some(60.0));
+    assert_eq!(
+        f.tipping.tpot.up.as_ref().map(|p| p.threshold_ms),
+        Some(60.0)
+    );
     assert_eq!(f.tipping.e2e.down.as_ref().map(|p| p.factor), Some(0.62));
     assert!(f.tipping.e2e.up.is_none());
 }
@@ -142,13 +157,18 @@ fn one_class_moves_alone_and_null_gates_stay_null() {
 
 #[test]
 fn a_grid_takes_every_combination() {
-    let entries = run(MIXED, &SweepPlan::grid(None, &DEFAULT_FACTORS).expect("plan"));
+    let entries = run(
+        MIXED,
+        &SweepPlan::grid(None, &DEFAULT_FACTORS).expect("plan"),
+    );
     // 7³ = 343 alternatives (1 is not among the factors) + the declared line.
     assert_eq!(entries.len(), 344);
     let at = |t: f64, p: f64, e: f64| {
         entries
             .iter()
-            .find(|x| x.hypothetical && (x.factors.ttft, x.factors.tpot, x.factors.e2e) == (t, p, e))
+            .find(|x| {
+                x.hypothetical && (x.factors.ttft, x.factors.tpot, x.factors.e2e) == (t, p, e)
+            })
             .map(|x| x.pass)
     };
     // ttft <= 500, tpot <= 25, e2e <= 2500: p1 (500/25/1500) and p5 (200/—/200) → 2.
@@ -164,7 +184,10 @@ fn bad_factors_and_unknown_classes_are_refused() {
         Err(SweepError::BadFactor(-1.0))
     );
     assert_eq!(
-        SweepPlan::grid(None, &[f64::NAN]).map(|_| ()).unwrap_err().to_string(),
+        SweepPlan::grid(None, &[f64::NAN])
+            .map(|_| ())
+            .unwrap_err()
+            .to_string(),
         "--factors: NaN is not a positive finite number"
     );
     assert_eq!(SweepPlan::grid(None, &[]), Err(SweepError::NoFactors));
@@ -183,15 +206,18 @@ fn bad_factors_and_unknown_classes_are_refused() {
 /// A random trace: one or two classes, gates on a coarse grid (ties with row
 /// values are common), every status, small integral times.
 fn trace_strategy() -> impl Strategy<Value = Value> {
-    let gate = prop_oneof![Just(None), (0u32..=8).prop_map(|g| Some(f64::from(g) * 50.0))];
+    let gate = prop_oneof![
+        Just(None),
+        (0u32..=8).prop_map(|g| Some(f64::from(g) * 50.0))
+    ];
     let gates = (gate.clone(), gate.clone(), gate);
     let row = (
-        0u8..4,         // status: 0, 1 completed; 2 failed; 3 in flight
-        0u32..1000,     // arrival
-        0u32..=400,     // ttft
-        0u32..=400,     // completion after first token
-        1u32..=5,       // output tokens
-        any::<bool>(),  // class b (when there are two)
+        0u8..4,        // status: 0, 1 completed; 2 failed; 3 in flight
+        0u32..1000,    // arrival
+        0u32..=400,    // ttft
+        0u32..=400,    // completion after first token
+        1u32..=5,      // output tokens
+        any::<bool>(), // class b (when there are two)
     );
     (
         prop::collection::vec(gates, 1..=2),

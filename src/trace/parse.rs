@@ -160,6 +160,7 @@ pub struct RawDocument {
 struct Cursor {
     in_rows: Cell<bool>,
     row: Cell<usize>,
+    member: std::cell::RefCell<String>,
 }
 
 /// Reads `bytes` as a trace document. Fails only when the bytes are not one
@@ -183,7 +184,12 @@ pub fn parse(bytes: &[u8]) -> Result<RawDocument, Rejection> {
             let near = if cursor.in_rows.get() {
                 format!("/rows/{}", cursor.row.get())
             } else {
-                String::new()
+                let member = cursor.member.borrow();
+                if member.is_empty() {
+                    String::new()
+                } else {
+                    format!("/{}", super::validate::escape(&member))
+                }
             };
             Err(Rejection::unreadable(&err, near))
         }
@@ -271,7 +277,13 @@ impl<'de> Visitor<'de> for TopVisitor<'_> {
                 saw_rows = true;
                 doc.rows = rows;
             } else {
+                {
+                    let mut member = self.cursor.member.borrow_mut();
+                    member.clear();
+                    member.push_str(&key);
+                }
                 let value: Value = map.next_value()?;
+                self.cursor.member.borrow_mut().clear();
                 let key = key.into_owned();
                 if doc.members.contains_key(&key) && doc.duplicate_member.is_none() {
                     doc.duplicate_member = Some(key.clone());

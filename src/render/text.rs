@@ -54,6 +54,18 @@ fn top(map: &std::collections::BTreeMap<String, u64>, n: usize) -> String {
     s.join(", ")
 }
 
+/// Quotes an id, cut to 48 characters so a 128-character id keeps the line
+/// within 100 columns.
+fn shorten_id(id: &str) -> String {
+    const KEEP: usize = 48;
+    if id.chars().count() <= KEEP {
+        format!("{id:?}")
+    } else {
+        let head: String = id.chars().take(KEEP - 1).collect();
+        format!("{:?}…", head)
+    }
+}
+
 /// Renders the human-readable receipt.
 pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     let mut o = String::new();
@@ -220,7 +232,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
             let id = row
                 .id
                 .as_deref()
-                .map_or_else(|| "(no usable id)".to_owned(), |id| format!("{id:?}"));
+                .map_or_else(|| "(no usable id)".to_owned(), shorten_id);
             let _ = writeln!(o, "/rows/{:<6} {id}: {}", row.index, row.reasons.join(", "));
         }
         if invalid_rows.len() > MAX_LISTED_INVALID_ROWS {

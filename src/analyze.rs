@@ -31,7 +31,19 @@ pub struct Analysis {
 
 /// Validates, judges and aggregates one trace.
 pub fn analyze_bytes(bytes: &[u8], options: AnalyzeOptions) -> Result<Analysis, Rejection> {
-    let trace = trace::load(bytes, options.limits)?;
+    judge_and_count(trace::load(bytes, options.limits)?, options)
+}
+
+/// Like [`analyze_bytes`], but takes the bytes by value and frees them as soon
+/// as they are hashed and parsed, so a large trace's text never shares the
+/// heap with its judgements (this is what the CLI does).
+pub fn analyze_owned(bytes: Vec<u8>, options: AnalyzeOptions) -> Result<Analysis, Rejection> {
+    let trace = trace::load(&bytes, options.limits)?;
+    drop(bytes);
+    judge_and_count(trace, options)
+}
+
+fn judge_and_count(trace: Trace, options: AnalyzeOptions) -> Result<Analysis, Rejection> {
     let judgements = judge_trace(&trace);
     if options.strict {
         if let Some((i, set)) = judgements

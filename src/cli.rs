@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::analyze::{analyze_bytes, AnalyzeOptions};
+use crate::analyze::{analyze_owned, AnalyzeOptions};
 use crate::error::{Error, EXIT_OK};
 use crate::io::{read_limited, write_atomic};
 use crate::render::json::to_canonical_json;
@@ -106,8 +106,7 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         rows: args.rows,
         strict: args.strict,
     };
-    let analysis = analyze_bytes(&bytes, options)?;
-    drop(bytes);
+    let analysis = analyze_owned(bytes, options)?;
     let json = || {
         to_canonical_json(&analysis.receipt).map_err(|e| Error::Write {
             path: "receipt".to_owned(),

@@ -20,12 +20,22 @@ fn verdicts(r: &Receipt) -> Vec<(String, String, Vec<String>)> {
         .as_ref()
         .expect("rows")
         .iter()
-        .map(|row| (row.id.clone().unwrap_or_default(), row.verdict.clone(), row.reasons.clone()))
+        .map(|row| {
+            (
+                row.id.clone().unwrap_or_default(),
+                row.verdict.clone(),
+                row.reasons.clone(),
+            )
+        })
         .collect()
 }
 
 fn v(id: &str, verdict: &str, reasons: &[&str]) -> (String, String, Vec<String>) {
-    (id.to_owned(), verdict.to_owned(), reasons.iter().map(|s| s.to_string()).collect())
+    (
+        id.to_owned(),
+        verdict.to_owned(),
+        reasons.iter().map(|s| s.to_string()).collect(),
+    )
 }
 
 #[test]
@@ -41,11 +51,17 @@ fn inclusive_equality_passes_rows_sitting_on_their_gates() {
     assert_eq!((b.counts.cohort, b.counts.pass, b.counts.miss), (5, 3, 2));
     assert_eq!(b.rates.goodput_per_s, 0.3); // 3 / 10 s
     assert_eq!(b.rates.pass_share, Some(0.6)); // 3 / 5
-    assert_eq!((b.reasons.miss.ttft, b.reasons.miss.tpot, b.reasons.miss.e2e), (1, 1, 0));
+    assert_eq!(
+        (b.reasons.miss.ttft, b.reasons.miss.tpot, b.reasons.miss.e2e),
+        (1, 1, 0)
+    );
     // TTFT sorted [200, 200, 300, 1000, 1001]: p50 rank ceil(2.5) = 3 → 300;
     // p90 rank ceil(4.5) = 5 → 1001; mean 2701 / 5 = 540.2.
     let ttft = &b.latency.ttft_ms;
-    assert_eq!((ttft.n, ttft.p50, ttft.p90, ttft.p99), (5, Some(300.0), Some(1001.0), Some(1001.0)));
+    assert_eq!(
+        (ttft.n, ttft.p50, ttft.p90, ttft.p99),
+        (5, Some(300.0), Some(1001.0), Some(1001.0))
+    );
     assert_eq!(ttft.mean, Some(540.2));
     // TPOT sorted [20, 28.5, 50, 50, 80]: p50 → 50; mean 228.5 / 5 = 45.7.
     assert_eq!(b.latency.tpot_ms.p50, Some(50.0));
@@ -67,7 +83,10 @@ fn strict_equality_fails_a_row_sitting_on_its_gate() {
     assert_eq!(b.rates.goodput_per_s, 0.1);
     assert_eq!(b.rates.pass_share, Some(0.2));
     // ttft: a, c → 2; tpot: a, c, e → 3; e2e: b → 1.
-    assert_eq!((b.reasons.miss.ttft, b.reasons.miss.tpot, b.reasons.miss.e2e), (2, 3, 1));
+    assert_eq!(
+        (b.reasons.miss.ttft, b.reasons.miss.tpot, b.reasons.miss.e2e),
+        (2, 3, 1)
+    );
     assert_eq!(
         verdicts(&r),
         vec![
@@ -95,7 +114,10 @@ fn a_one_token_completion_has_no_tpot_and_is_not_judged_on_it() {
     assert_eq!(b.rates.pass_share, Some(0.75));
     // TPOT block holds only o3 and o4: sorted [10, 50]; p50 rank 1 → 10; p90 rank 2 → 50.
     let tpot = &b.latency.tpot_ms;
-    assert_eq!((tpot.n, tpot.p50, tpot.p90, tpot.mean), (2, Some(10.0), Some(50.0), Some(30.0)));
+    assert_eq!(
+        (tpot.n, tpot.p50, tpot.p90, tpot.mean),
+        (2, Some(10.0), Some(50.0), Some(30.0))
+    );
     assert_eq!(b.latency.ttft_ms.n, 4);
     let rows = r.rows.as_ref().unwrap();
     assert_eq!(rows[0].tpot_ms, None);
@@ -116,8 +138,16 @@ fn failures_stay_in_the_denominator() {
     assert_eq!(b.rates.failure_share, Some(0.8)); // 4 / 5
     assert_eq!(b.rates.goodput_per_s, 1.0 / 60.0);
     assert_eq!(b.rates.offered_per_s, 5.0 / 60.0);
-    let failure: Vec<(&str, u64)> = b.reasons.failure.iter().map(|(k, n)| (k.as_str(), *n)).collect();
-    assert_eq!(failure, vec![("disconnect", 1), ("http_503", 1), ("timeout", 2)]);
+    let failure: Vec<(&str, u64)> = b
+        .reasons
+        .failure
+        .iter()
+        .map(|(k, n)| (k.as_str(), *n))
+        .collect();
+    assert_eq!(
+        failure,
+        vec![("disconnect", 1), ("http_503", 1), ("timeout", 2)]
+    );
 }
 
 #[test]
@@ -128,8 +158,17 @@ fn warm_up_and_out_of_window_arrivals_are_excluded() {
     //   w3 (10000 = start, inclusive): ttft 500, e2e 2000 → pass; w4: ttft 1001 → miss.
     let r = receipt("warmup.json");
     let b = all(&r);
-    assert_eq!((b.counts.arrivals, b.counts.excluded, b.counts.cohort), (7, 5, 2));
-    assert_eq!((b.reasons.exclusion.warmup, b.reasons.exclusion.outside_window), (3, 2));
+    assert_eq!(
+        (b.counts.arrivals, b.counts.excluded, b.counts.cohort),
+        (7, 5, 2)
+    );
+    assert_eq!(
+        (
+            b.reasons.exclusion.warmup,
+            b.reasons.exclusion.outside_window
+        ),
+        (3, 2)
+    );
     assert_eq!((b.counts.pass, b.counts.miss), (1, 1));
     assert_eq!(b.rates.goodput_per_s, 0.1);
     assert_eq!(b.rates.offered_per_s, 0.2);
@@ -148,8 +187,19 @@ fn censored_rows_count_and_known_late_uses_horizon_evidence() {
     //   i5 in flight from 6000, first token 6500: e2e evidence 6000 > 5000 → knownLate
     let r = receipt("in_flight.json");
     let b = all(&r);
-    assert_eq!((b.counts.cohort, b.counts.pass, b.counts.censored, b.counts.excluded), (4, 1, 3, 1));
-    assert_eq!((b.reasons.censored.in_flight, b.reasons.censored.known_late), (3, 2));
+    assert_eq!(
+        (
+            b.counts.cohort,
+            b.counts.pass,
+            b.counts.censored,
+            b.counts.excluded
+        ),
+        (4, 1, 3, 1)
+    );
+    assert_eq!(
+        (b.reasons.censored.in_flight, b.reasons.censored.known_late),
+        (3, 2)
+    );
     assert_eq!(b.rates.censored_share, Some(0.75));
     assert_eq!(b.rates.pass_share, Some(0.25));
 }
@@ -167,9 +217,19 @@ fn completion_after_the_horizon_is_censored_and_on_it_is_not() {
     let r = receipt("after_horizon.json");
     let b = all(&r);
     let c = b.counts;
-    assert_eq!((c.cohort, c.pass, c.miss, c.failed, c.censored), (7, 1, 1, 1, 4));
+    assert_eq!(
+        (c.cohort, c.pass, c.miss, c.failed, c.censored),
+        (7, 1, 1, 1, 4)
+    );
     let cz = b.reasons.censored;
-    assert_eq!((cz.completed_after_horizon, cz.failed_after_horizon, cz.known_late), (3, 1, 3));
+    assert_eq!(
+        (
+            cz.completed_after_horizon,
+            cz.failed_after_horizon,
+            cz.known_late
+        ),
+        (3, 1, 3)
+    );
     assert_eq!(b.rates.pass_share, Some(1.0 / 7.0));
     assert_eq!(b.rates.censored_share, Some(4.0 / 7.0));
 }
@@ -180,7 +240,15 @@ fn every_row_sharing_an_id_is_invalid_and_ids_are_case_sensitive() {
     // b's are invalid (duplicate_id ×4; bad_field ×1); A and c pass.
     let r = receipt("duplicate_ids.json");
     let b = all(&r);
-    assert_eq!((b.counts.arrivals, b.counts.invalid, b.counts.cohort, b.counts.pass), (6, 4, 2, 2));
+    assert_eq!(
+        (
+            b.counts.arrivals,
+            b.counts.invalid,
+            b.counts.cohort,
+            b.counts.pass
+        ),
+        (6, 4, 2, 2)
+    );
     assert_eq!(b.reasons.invalid.get("duplicate_id"), Some(&4));
     assert_eq!(b.reasons.invalid.get("bad_field"), Some(&1));
     assert_eq!(b.rates.pass_share, Some(1.0));
@@ -194,9 +262,20 @@ fn two_classes_count_separately_and_an_unknown_class_only_under_all() {
     // p1 names "premium": invalid unknown_class, counted only under all.
     let r = receipt("two_classes.json");
     let (a, i, bt) = (all(&r), class(&r, "interactive"), class(&r, "batch"));
-    assert_eq!((a.counts.arrivals, a.counts.invalid, a.counts.pass, a.counts.miss), (5, 1, 2, 2));
+    assert_eq!(
+        (
+            a.counts.arrivals,
+            a.counts.invalid,
+            a.counts.pass,
+            a.counts.miss
+        ),
+        (5, 1, 2, 2)
+    );
     assert_eq!((i.counts.arrivals, i.counts.pass, i.counts.miss), (2, 1, 1));
-    assert_eq!((bt.counts.arrivals, bt.counts.pass, bt.counts.miss), (2, 1, 1));
+    assert_eq!(
+        (bt.counts.arrivals, bt.counts.pass, bt.counts.miss),
+        (2, 1, 1)
+    );
     assert_eq!(i.counts.invalid + bt.counts.invalid, 0);
     assert_eq!(a.rates.goodput_per_s, 2.0 / 60.0);
     assert_eq!(bt.reasons.miss.e2e, 1);
@@ -214,13 +293,20 @@ fn malformed_ordering_makes_rows_invalid_with_every_reason() {
     //   m6 in flight with completedMs; m4 has all three instants equal: TTFT 0 is legal → pass.
     let r = receipt("malformed_ordering.json");
     let b = all(&r);
-    assert_eq!((b.counts.invalid, b.counts.cohort, b.counts.pass), (5, 1, 1));
+    assert_eq!(
+        (b.counts.invalid, b.counts.cohort, b.counts.pass),
+        (5, 1, 1)
+    );
     assert_eq!(
         verdicts(&r),
         vec![
             v("m1", "invalid", &["first_token_before_arrival"]),
             v("m2", "invalid", &["completion_before_first_token"]),
-            v("m3", "invalid", &["first_token_before_arrival", "completion_before_arrival"]),
+            v(
+                "m3",
+                "invalid",
+                &["first_token_before_arrival", "completion_before_arrival"]
+            ),
             v("m4", "pass", &[]),
             v("m5", "invalid", &["ended_before_arrival"]),
             v("m6", "invalid", &["completion_on_unfinished"]),
@@ -239,7 +325,10 @@ fn chunk_counts_are_labelled_chunk_cadence() {
     let b = all(&r);
     assert_eq!((b.counts.pass, b.counts.miss), (2, 1));
     assert_eq!(b.rates.goodput_per_s, 0.4);
-    assert_eq!((b.latency.tpot_ms.n, b.latency.tpot_ms.max), (2, Some(100.0)));
+    assert_eq!(
+        (b.latency.tpot_ms.n, b.latency.tpot_ms.max),
+        (2, Some(100.0))
+    );
 }
 
 #[test]
@@ -250,7 +339,15 @@ fn the_spec_example_gives_the_spec_verdicts() {
     //     1000 → censored, not knownLate. Window 60 s: goodput 1/60, pass share 1/3.
     let r = receipt("spec_example.json");
     let b = all(&r);
-    assert_eq!((b.counts.cohort, b.counts.pass, b.counts.failed, b.counts.censored), (3, 1, 1, 1));
+    assert_eq!(
+        (
+            b.counts.cohort,
+            b.counts.pass,
+            b.counts.failed,
+            b.counts.censored
+        ),
+        (3, 1, 1, 1)
+    );
     assert_eq!(b.rates.pass_share, Some(1.0 / 3.0));
     assert_eq!(b.reasons.censored.known_late, 0);
     assert_eq!(class(&r, "batch").counts.failed, 1);
@@ -263,9 +360,23 @@ fn an_empty_cohort_has_null_shares_and_empty_latency() {
     let r = receipt("empty_rows.json");
     let b = all(&r);
     assert_eq!(b.counts.cohort, 0);
-    assert_eq!((b.rates.pass_share, b.rates.failure_share, b.rates.censored_share), (None, None, None));
+    assert_eq!(
+        (
+            b.rates.pass_share,
+            b.rates.failure_share,
+            b.rates.censored_share
+        ),
+        (None, None, None)
+    );
     assert_eq!(b.rates.goodput_per_s, 0.0);
-    assert_eq!((b.latency.ttft_ms.n, b.latency.ttft_ms.p50, b.latency.ttft_ms.mean), (0, None, None));
+    assert_eq!(
+        (
+            b.latency.ttft_ms.n,
+            b.latency.ttft_ms.p50,
+            b.latency.ttft_ms.mean
+        ),
+        (0, None, None)
+    );
 }
 
 #[test]
@@ -273,7 +384,10 @@ fn row_level_problems_never_sink_the_document() {
     // 22 rows: 21 invalid for every kind of row-level problem, one valid pass.
     let r = receipt("bad_fields.json");
     let b = all(&r);
-    assert_eq!((b.counts.arrivals, b.counts.invalid, b.counts.pass), (22, 21, 1));
+    assert_eq!(
+        (b.counts.arrivals, b.counts.invalid, b.counts.pass),
+        (22, 21, 1)
+    );
     let rows = r.rows.as_ref().unwrap();
     let reasons_of = |i: usize| rows[i].reasons.join(",");
     assert_eq!(reasons_of(0), "bad_field"); // not an object

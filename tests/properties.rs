@@ -28,56 +28,75 @@ fn gates() -> impl Strategy<Value = Value> {
 /// A row: mostly valid, sometimes broken in one of several ways.
 fn row() -> impl Strategy<Value = Value> {
     (
-        0u32..12,         // id: 0 shares "r-dup" with other rows; otherwise unique
-        0u32..4,          // class: none, a, b, unknown
-        0u32..120,        // arrival / 100
-        0u32..3,          // status
-        0u32..30,         // ttft / 100
-        0u32..40,         // decode time / 100
-        1u32..6,          // output tokens
-        0u32..12,         // corruption kind (0..=8: none)
+        0u32..12,  // id: 0 shares "r-dup" with other rows; otherwise unique
+        0u32..4,   // class: none, a, b, unknown
+        0u32..120, // arrival / 100
+        0u32..3,   // status
+        0u32..30,  // ttft / 100
+        0u32..40,  // decode time / 100
+        1u32..6,   // output tokens
+        0u32..12,  // corruption kind (0..=8: none)
     )
-        .prop_map(|(id, class, arrival, status, ttft, decode, tokens, corrupt)| {
-            let arrival = f64::from(arrival * 100);
-            let first = arrival + f64::from(ttft * 100);
-            let done = first + f64::from(decode * 100);
-            let id = if id == 0 { "r-dup".to_owned() } else { String::new() };
-            let mut r = json!({"id": id, "arrivalMs": arrival});
-            let o = r.as_object_mut().unwrap();
-            match class {
-                1 => { o.insert("class".into(), json!("a")); }
-                2 => { o.insert("class".into(), json!("b")); }
-                3 if corrupt == 9 => { o.insert("class".into(), json!("zzz")); }
-                _ => {}
-            }
-            match status {
-                0 => {
-                    o.insert("status".into(), json!("completed"));
-                    o.insert("firstTokenMs".into(), json!(first));
-                    o.insert("completedMs".into(), json!(done));
-                    o.insert("outputTokens".into(), json!(tokens));
-                }
-                1 => {
-                    o.insert("status".into(), json!("failed"));
-                    o.insert("reason".into(), json!(if ttft % 2 == 0 { "timeout" } else { "http_503" }));
-                    if decode % 3 != 0 {
-                        o.insert("endedMs".into(), json!(done));
+        .prop_map(
+            |(id, class, arrival, status, ttft, decode, tokens, corrupt)| {
+                let arrival = f64::from(arrival * 100);
+                let first = arrival + f64::from(ttft * 100);
+                let done = first + f64::from(decode * 100);
+                let id = if id == 0 {
+                    "r-dup".to_owned()
+                } else {
+                    String::new()
+                };
+                let mut r = json!({"id": id, "arrivalMs": arrival});
+                let o = r.as_object_mut().unwrap();
+                match class {
+                    1 => {
+                        o.insert("class".into(), json!("a"));
                     }
+                    2 => {
+                        o.insert("class".into(), json!("b"));
+                    }
+                    3 if corrupt == 9 => {
+                        o.insert("class".into(), json!("zzz"));
+                    }
+                    _ => {}
                 }
-                _ => {
-                    o.insert("status".into(), json!("in_flight"));
-                    if decode % 2 == 0 {
+                match status {
+                    0 => {
+                        o.insert("status".into(), json!("completed"));
                         o.insert("firstTokenMs".into(), json!(first));
+                        o.insert("completedMs".into(), json!(done));
+                        o.insert("outputTokens".into(), json!(tokens));
+                    }
+                    1 => {
+                        o.insert("status".into(), json!("failed"));
+                        o.insert(
+                            "reason".into(),
+                            json!(if ttft % 2 == 0 { "timeout" } else { "http_503" }),
+                        );
+                        if decode % 3 != 0 {
+                            o.insert("endedMs".into(), json!(done));
+                        }
+                    }
+                    _ => {
+                        o.insert("status".into(), json!("in_flight"));
+                        if decode % 2 == 0 {
+                            o.insert("firstTokenMs".into(), json!(first));
+                        }
                     }
                 }
-            }
-            match corrupt {
-                10 => { o.insert("arrivalMs".into(), json!("soon")); }
-                11 => { o.insert("firstTokenMs".into(), json!(arrival - 100.0)); }
-                _ => {}
-            }
-            r
-        })
+                match corrupt {
+                    10 => {
+                        o.insert("arrivalMs".into(), json!("soon"));
+                    }
+                    11 => {
+                        o.insert("firstTokenMs".into(), json!(arrival - 100.0));
+                    }
+                    _ => {}
+                }
+                r
+            },
+        )
 }
 
 prop_compose! {
@@ -193,23 +212,59 @@ fn any_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
-        any::<f64>().prop_filter("finite", |x| x.is_finite()).prop_map(|x| json!(x)),
+        any::<f64>()
+            .prop_filter("finite", |x| x.is_finite())
+            .prop_map(|x| json!(x)),
         "[a-zA-Z_]{0,12}".prop_map(Value::String),
         prop::sample::select(vec![
-            "goodput-trace/1", "completed", "failed", "in_flight", "inclusive", "strict",
-            "id", "arrivalMs", "status", "firstTokenMs", "completedMs", "outputTokens",
-        ]).prop_map(|s| json!(s)),
+            "goodput-trace/1",
+            "completed",
+            "failed",
+            "in_flight",
+            "inclusive",
+            "strict",
+            "id",
+            "arrivalMs",
+            "status",
+            "firstTokenMs",
+            "completedMs",
+            "outputTokens",
+        ])
+        .prop_map(|s| json!(s)),
     ];
     leaf.prop_recursive(4, 64, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
             prop::collection::btree_map(
                 prop::sample::select(vec![
-                    "schema", "window", "startMs", "endMs", "horizonMs", "warmup", "equality",
-                    "classes", "a", "ttftMs", "tpotMs", "e2eMs", "rows", "id", "arrivalMs",
-                    "status", "firstTokenMs", "completedMs", "outputTokens", "reason", "endedMs",
-                    "labels", "class", "tokens", "defaultClass", "x",
-                ]).prop_map(str::to_owned),
+                    "schema",
+                    "window",
+                    "startMs",
+                    "endMs",
+                    "horizonMs",
+                    "warmup",
+                    "equality",
+                    "classes",
+                    "a",
+                    "ttftMs",
+                    "tpotMs",
+                    "e2eMs",
+                    "rows",
+                    "id",
+                    "arrivalMs",
+                    "status",
+                    "firstTokenMs",
+                    "completedMs",
+                    "outputTokens",
+                    "reason",
+                    "endedMs",
+                    "labels",
+                    "class",
+                    "tokens",
+                    "defaultClass",
+                    "x",
+                ])
+                .prop_map(str::to_owned),
                 inner,
                 0..8,
             )
@@ -220,7 +275,13 @@ fn any_json() -> impl Strategy<Value = Value> {
 
 fn ends_in_receipt_or_rejection(bytes: &[u8]) {
     // Ok → exit 0; Err(Rejection) → exit 2. Anything else (a panic) fails the test.
-    let options = AnalyzeOptions { limits: Limits { max_rows: 10_000, max_bytes: 1 << 20 }, ..AnalyzeOptions::default() };
+    let options = AnalyzeOptions {
+        limits: Limits {
+            max_rows: 10_000,
+            max_bytes: 1 << 20,
+        },
+        ..AnalyzeOptions::default()
+    };
     if let Ok(a) = analyze_bytes(bytes, options) {
         let c = a.receipt.results.all.counts;
         assert_eq!(c.cohort + c.excluded + c.invalid, c.arrivals);

@@ -28,8 +28,13 @@ fn num(x: f64, decimals: usize) -> String {
     }
 }
 
+/// A table cell: always `decimals` places, so columns line up.
+fn fixed(x: f64, decimals: usize) -> String {
+    format!("{x:.decimals$}")
+}
+
 fn opt(x: Option<f64>, decimals: usize) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| num(v, decimals))
+    x.map_or_else(|| "—".to_owned(), |v| fixed(v, decimals))
 }
 
 fn share(x: Option<f64>) -> String {
@@ -164,11 +169,11 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         let _ = writeln!(
             o,
             "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
-            num(r.goodput_per_s, 3),
+            fixed(r.goodput_per_s, 3),
             share(r.pass_share),
-            num(r.offered_per_s, 3),
-            num(r.completed_per_s, 3),
-            num(r.output_tokens_per_s, 1),
+            fixed(r.offered_per_s, 3),
+            fixed(r.completed_per_s, 3),
+            fixed(r.output_tokens_per_s, 1),
             share(r.failure_share)
         );
     }

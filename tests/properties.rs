@@ -136,8 +136,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
-    fn counts_add_up(doc in trace()) {
+    fn counts_add_up_and_every_receipt_matches_the_schema(doc in trace()) {
         let r = analyze(&doc);
+        static RECEIPT_SCHEMA: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+        let schema = RECEIPT_SCHEMA.get_or_init(|| common::validator("receipt.schema.json"));
+        let json: Value = serde_json::from_str(&common::receipt_text(&r)).unwrap();
+        common::assert_valid(schema, &json, "generated receipt");
         for b in blocks(&r) {
             let c = b.counts;
             prop_assert_eq!(c.pass + c.miss + c.failed + c.censored, c.cohort);

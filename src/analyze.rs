@@ -4,6 +4,7 @@
 //! verifier call, so they can never count differently.
 
 use crate::receipt::{build_receipt, Receipt, ReceiptOptions};
+use crate::render::text::InvalidRow;
 use crate::trace::{self, Limits, Rejection, Trace};
 use crate::verdict::{judge_trace, Judgement, Verdict};
 
@@ -27,6 +28,27 @@ pub struct Analysis {
     pub judgements: Vec<Judgement>,
     /// The receipt.
     pub receipt: Receipt,
+}
+
+impl Analysis {
+    /// The invalid rows, by position, with their ids and reasons (for people:
+    /// the text summary lists them).
+    pub fn invalid_rows(&self) -> Vec<InvalidRow> {
+        self.trace
+            .rows
+            .iter()
+            .zip(&self.judgements)
+            .enumerate()
+            .filter_map(|(index, (row, j))| match j.verdict {
+                Verdict::Invalid(set) => Some(InvalidRow {
+                    index,
+                    id: row.id.get().map(|s| s.to_string()),
+                    reasons: set.iter().map(|r| r.as_str()).collect(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Validates, judges and aggregates one trace.

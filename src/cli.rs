@@ -11,10 +11,9 @@ use crate::analyze::{analyze_owned, AnalyzeOptions};
 use crate::error::{Error, EXIT_OK};
 use crate::io::{read_limited, write_atomic};
 use crate::render::json::to_canonical_json;
-use crate::render::text::{self, InvalidRow};
+use crate::render::text;
 use crate::schema;
 use crate::trace::Limits;
-use crate::verdict::Verdict;
 
 const EXIT_HELP: &str = "\
 Exit status:
@@ -122,21 +121,7 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if args.json {
         emit(stdout, &json()?)?;
     } else {
-        let invalid: Vec<InvalidRow> = analysis
-            .trace
-            .rows
-            .iter()
-            .zip(&analysis.judgements)
-            .enumerate()
-            .filter_map(|(index, (row, j))| match j.verdict {
-                Verdict::Invalid(set) => Some(InvalidRow {
-                    index,
-                    id: row.id.get().map(|s| s.to_string()),
-                    reasons: set.iter().map(|r| r.as_str()).collect(),
-                }),
-                _ => None,
-            })
-            .collect();
+        let invalid = analysis.invalid_rows();
         emit(stdout, text::render(&analysis.receipt, &invalid).as_bytes())?;
     }
     Ok(EXIT_OK)

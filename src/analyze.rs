@@ -4,6 +4,7 @@
 //! verifier call, so they can never count differently.
 
 use crate::receipt::{build_receipt, Receipt, ReceiptOptions};
+use crate::render::text::InvalidRow;
 use crate::trace::{self, Limits, Rejection, Trace};
 use crate::verdict::{judge_trace, Judgement, Verdict};
 
@@ -29,9 +30,42 @@ pub struct Analysis {
     pub receipt: Receipt,
 }
 
+impl Analysis {
+    /// The invalid rows, by position, with their ids and reasons (for people:
+    /// the text summary lists them).
+    pub fn invalid_rows(&self) -> Vec<InvalidRow> {
+        self.trace
+            .rows
+            .iter()
+            .zip(&self.judgements)
+            .enumerate()
+            .filter_map(|(index, (row, j))| match j.verdict {
+                Verdict::Invalid(set) => Some(InvalidRow {
+                    index,
+                    id: row.id.get().map(|s| s.to_string()),
+                    reasons: set.iter().map(|r| r.as_str()).collect(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// Validates, judges and aggregates one trace.
 pub fn analyze_bytes(bytes: &[u8], options: AnalyzeOptions) -> Result<Analysis, Rejection> {
-    let trace = trace::load(bytes, options.limits)?;
+    judge_and_count(trace::load(bytes, options.limits)?, options)
+}
+
+/// Like [`analyze_bytes`], but takes the bytes by value and frees them as soon
+/// as they are hashed and parsed, so a large trace's text never shares the
+/// heap with its judgements (this is what the CLI does).
+pub fn analyze_owned(bytes: Vec<u8>, options: AnalyzeOptions) -> Result<Analysis, Rejection> {
+    let trace = trace::load(&bytes, options.limits)?;
+    drop(bytes);
+    judge_and_count(trace, options)
+}
+
+fn judge_and_count(trace: Trace, options: AnalyzeOptions) -> Result<Analysis, Rejection> {
     let judgements = judge_trace(&trace);
     if options.strict {
         if let Some((i, set)) = judgements

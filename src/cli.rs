@@ -7,17 +7,16 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::analyze::{analyze_bytes, Analysis, AnalyzeOptions};
+use crate::analyze::{analyze_bytes, analyze_owned, Analysis, AnalyzeOptions};
 use crate::error::{Error, EXIT_NO, EXIT_OK};
 use crate::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
 use crate::io::{read_limited, write_atomic, ReadError};
 use crate::mutate::{self, Analyzer};
 use crate::render::json::to_canonical_json;
-use crate::render::text::{self, InvalidRow};
+use crate::render::text;
 use crate::schema;
 use crate::sweep::{self, SweepPlan, DEFAULT_FACTORS};
 use crate::trace::Limits;
-use crate::verdict::Verdict;
 use crate::verify;
 
 const EXIT_HELP: &str = "\
@@ -278,8 +277,7 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         rows: args.rows,
         strict: args.strict,
     };
-    let mut analysis = analyze_bytes(&bytes, options)?;
-    drop(bytes);
+    let mut analysis = analyze_owned(bytes, options)?;
     if args.sweep {
         let factors = args.sweep_factors.as_deref().unwrap_or(&DEFAULT_FACTORS);
         let entries = run_sweep(
@@ -305,21 +303,7 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if args.json {
         emit(stdout, &json()?)?;
     } else {
-        let invalid: Vec<InvalidRow> = analysis
-            .trace
-            .rows
-            .iter()
-            .zip(&analysis.judgements)
-            .enumerate()
-            .filter_map(|(index, (row, j))| match j.verdict {
-                Verdict::Invalid(set) => Some(InvalidRow {
-                    index,
-                    id: row.id.get().map(|s| s.to_string()),
-                    reasons: set.iter().map(|r| r.as_str()).collect(),
-                }),
-                _ => None,
-            })
-            .collect();
+        let invalid = analysis.invalid_rows();
         emit(stdout, text::render(&analysis.receipt, &invalid).as_bytes())?;
         if let Some(entries) = &analysis.receipt.sweep {
             let table = format!("\n{}", crate::render::sweep::render(entries));
@@ -337,7 +321,7 @@ fn load(path: &str, limits: Limits, strict: bool) -> Result<Analysis, Error> {
         rows: false,
         strict,
     };
-    Ok(analyze_bytes(&bytes, options)?)
+    Ok(analyze_owned(bytes, options)?)
 }
 
 fn run_sweep(

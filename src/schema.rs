@@ -70,7 +70,7 @@ pub struct TraceDocument {
     /// How a value equal to its gate is judged. Required: the rule is part of the contract.
     pub equality: Equality,
     /// SLO classes by name (at least one).
-    #[schemars(length(min = 1))]
+    #[schemars(extend("minProperties" = 1))]
     pub classes: BTreeMap<String, Gates>,
     /// Class of rows without `class`; required when several classes exist and a row names none.
     #[serde(default)]

@@ -161,58 +161,65 @@ pub fn missed(m: &Measured, gates: &Gates, equality: Equality) -> MissSet {
 }
 
 /// Judges every row of a validated trace, in row order.
+///
+/// Duplicate ids need every row, everything else needs only its own row, so
+/// the duplicate scan runs on a second thread while the rows are judged; the
+/// few rows that share an id are then re-marked invalid with every reason.
 pub fn judge_trace(trace: &Trace) -> Vec<Judgement> {
     let contract = &trace.contract;
-    let duplicates = duplicate_ids(&trace.rows);
     // Interned string → declared class index, computed once.
     let class_of_string: Vec<Option<usize>> = (0..trace.strings.len())
         .map(|ix| contract.class_index(trace.strings.resolve(ix as u32)))
         .collect();
     let implicit = contract.implicit_class();
-    trace
-        .rows
-        .iter()
-        .zip(duplicates)
-        .map(|(row, duplicate)| {
-            let mut invalid = row_reasons(row, &trace.strings);
-            if duplicate {
-                invalid.insert(InvalidReason::DuplicateId);
-            }
-            let class = if row.not_object {
-                None
-            } else {
-                match row.class {
-                    Slot::Set(ix) => {
-                        let class = class_of_string[ix as usize];
-                        if class.is_none() {
-                            invalid.insert(InvalidReason::UnknownClass);
-                        }
-                        class
-                    }
-                    Slot::Bad => None,
-                    Slot::Absent => implicit,
-                }
-            };
-            let verdict = match class {
-                Some(c) if invalid.is_empty() => {
-                    let gates = contract.classes.values().nth(c);
-                    match gates {
-                        Some(gates) => judge_valid_row(row, gates, contract),
-                        None => Verdict::Invalid(invalid),
-                    }
-                }
-                _ => {
-                    if invalid.is_empty() {
-                        // Unreachable for a validated trace (a row without a
-                        // resolvable class rejects the document), but never a pass.
+    let gates: Vec<&Gates> = contract.classes.values().collect();
+    let judge = |row: &RawRow, duplicate: bool| -> Judgement {
+        let mut invalid = row_reasons(row, &trace.strings);
+        if duplicate {
+            invalid.insert(InvalidReason::DuplicateId);
+        }
+        let class = if row.not_object {
+            None
+        } else {
+            match row.class {
+                Slot::Set(ix) => {
+                    let class = class_of_string.get(ix as usize).copied().flatten();
+                    if class.is_none() {
                         invalid.insert(InvalidReason::UnknownClass);
                     }
-                    Verdict::Invalid(invalid)
+                    class
                 }
-            };
-            Judgement { class, verdict }
-        })
-        .collect()
+                Slot::Bad => None,
+                Slot::Absent => implicit,
+            }
+        };
+        let verdict = match class.and_then(|c| gates.get(c)) {
+            Some(gates) if invalid.is_empty() => judge_valid_row(row, gates, contract),
+            _ => {
+                if invalid.is_empty() {
+                    // Unreachable for a validated trace (a row without a
+                    // resolvable class rejects the document), but never a pass.
+                    invalid.insert(InvalidReason::UnknownClass);
+                }
+                Verdict::Invalid(invalid)
+            }
+        };
+        Judgement { class, verdict }
+    };
+    let (duplicates, mut judgements) = std::thread::scope(|scope| {
+        let scan = scope.spawn(|| duplicate_ids(&trace.rows));
+        let judged: Vec<Judgement> = trace.rows.iter().map(|row| judge(row, false)).collect();
+        let duplicates = scan
+            .join()
+            .unwrap_or_else(|payload| std::panic::resume_unwind(payload));
+        (duplicates, judged)
+    });
+    for (i, duplicate) in duplicates.into_iter().enumerate() {
+        if duplicate {
+            judgements[i] = judge(&trace.rows[i], true);
+        }
+    }
+    judgements
 }
 
 /// The verdict of a row already known to be valid, in the class with `gates`.

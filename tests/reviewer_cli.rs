@@ -383,9 +383,6 @@ fn a_receipt_with_a_sweep_matches_the_receipt_schema() {
     let schema: Value =
         serde_json::from_str(&goodput::schema::receipt_schema_json()).expect("schema json");
     let validator = jsonschema::validator_for(&schema).expect("a valid schema");
-    // Only gates that are numbers here: on this branch the schema of a `null`
-    // gate is wrong in src/trace/model.rs (fixed on main by `gate_schema`);
-    // after the merge, two-classes.json (null TPOT gates) can join this list.
     for args in [
         vec!["analyze", MIXED, "--json", "--sweep"],
         vec![
@@ -397,6 +394,15 @@ fn a_receipt_with_a_sweep_matches_the_receipt_schema() {
             "--sweep-grid",
             "--sweep-factors",
             "0.5,2",
+        ],
+        // null gates, in the contract and in every sweep line
+        vec![
+            "analyze",
+            TWO,
+            "--json",
+            "--sweep",
+            "--sweep-class",
+            "batch",
         ],
     ] {
         let o = goodput(&args);

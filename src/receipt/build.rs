@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::stats::{summarize, Summary};
+use crate::stats::{summarize, summarize_sorted, Summary};
 use crate::trace::{Labels, Slot, Trace};
 use crate::verdict::{Censor, Exclusion, Judgement, Verdict};
 
@@ -19,7 +19,9 @@ pub struct ReceiptOptions {
     pub rows: bool,
 }
 
-/// Running totals for one block.
+/// Running totals for one block. Latency values are collected per class
+/// only: every pass/miss row has a resolved class, so the `all` block's values
+/// are exactly the union of the classes' (merged after sorting).
 #[derive(Default)]
 struct Tally {
     counts: Counts,
@@ -34,7 +36,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, verdict: &Verdict) {
+    fn add(&mut self, verdict: &Verdict, collect_latency: bool) {
         let c = &mut self.counts;
         c.arrivals += 1;
         match verdict {
@@ -70,10 +72,12 @@ impl Tally {
             Verdict::Pass(m) | Verdict::Miss(m, _) => {
                 c.cohort += 1;
                 self.output_tokens += m.output_tokens;
-                self.ttft.push(m.ttft_ms);
-                self.e2e.push(m.e2e_ms);
-                if let Some(t) = m.tpot_ms {
-                    self.tpot.push(t);
+                if collect_latency {
+                    self.ttft.push(m.ttft_ms);
+                    self.e2e.push(m.e2e_ms);
+                    if let Some(t) = m.tpot_ms {
+                        self.tpot.push(t);
+                    }
                 }
                 if let Verdict::Miss(_, missed) = verdict {
                     c.miss += 1;
@@ -89,7 +93,38 @@ impl Tally {
         }
     }
 
-    fn finish(mut self, trace: &Trace) -> Block {
+    /// Adds another tally's counts and reasons (not its latency values).
+    fn absorb(&mut self, other: &Tally) {
+        let (c, o) = (&mut self.counts, &other.counts);
+        c.arrivals += o.arrivals;
+        c.invalid += o.invalid;
+        c.excluded += o.excluded;
+        c.cohort += o.cohort;
+        c.pass += o.pass;
+        c.miss += o.miss;
+        c.failed += o.failed;
+        c.censored += o.censored;
+        let (r, o) = (&mut self.reasons, &other.reasons);
+        r.miss.ttft += o.miss.ttft;
+        r.miss.tpot += o.miss.tpot;
+        r.miss.e2e += o.miss.e2e;
+        r.exclusion.warmup += o.exclusion.warmup;
+        r.exclusion.outside_window += o.exclusion.outside_window;
+        r.censored.in_flight += o.censored.in_flight;
+        r.censored.completed_after_horizon += o.censored.completed_after_horizon;
+        r.censored.failed_after_horizon += o.censored.failed_after_horizon;
+        r.censored.known_late += o.censored.known_late;
+        for (k, n) in &other.failure {
+            *self.failure.entry(*k).or_insert(0) += n;
+        }
+        for (k, n) in &other.invalid {
+            *self.invalid.entry(k).or_insert(0) += n;
+        }
+        self.output_tokens += other.output_tokens;
+        self.good_tokens += other.good_tokens;
+    }
+
+    fn finish(self, trace: &Trace, latency: LatencyBlock) -> Block {
         let window_s = trace.contract.window_s();
         let c = self.counts;
         let share = |part: u64| (c.cohort > 0).then(|| part as f64 / c.cohort as f64);
@@ -102,11 +137,6 @@ impl Tally {
             good_tokens_per_s: self.good_tokens as f64 / window_s,
             failure_share: share(c.failed),
             censored_share: share(c.censored),
-        };
-        let latency = LatencyBlock {
-            ttft_ms: summary(summarize(&mut self.ttft)),
-            tpot_ms: summary(summarize(&mut self.tpot)),
-            e2e_ms: summary(summarize(&mut self.e2e)),
         };
         let mut reasons = self.reasons;
         reasons.failure = self
@@ -128,6 +158,64 @@ impl Tally {
     }
 }
 
+/// Sorts each class's latency values and summarises them, per class and for
+/// all classes together. The three metrics are independent, so each is sorted
+/// on its own thread; the `all` values are the classes' sorted runs
+/// concatenated and merged by a stable sort (which detects and merges runs in
+/// linear time), never a second full sort.
+fn latency_blocks(classes: &mut [Tally]) -> (Vec<LatencyBlock>, LatencyBlock) {
+    let mut columns: Vec<Vec<&mut Vec<f64>>> = vec![Vec::new(), Vec::new(), Vec::new()];
+    for tally in classes.iter_mut() {
+        let Tally {
+            ttft, tpot, e2e, ..
+        } = tally;
+        columns[0].push(ttft);
+        columns[1].push(tpot);
+        columns[2].push(e2e);
+    }
+    let summaries: Vec<(Vec<Summary>, Summary)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = columns
+            .into_iter()
+            .map(|column| scope.spawn(move || summarize_column(column)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|payload| std::panic::resume_unwind(payload))
+            })
+            .collect()
+    });
+    let mut per_class: Vec<LatencyBlock> = Vec::with_capacity(classes.len());
+    for i in 0..classes.len() {
+        per_class.push(LatencyBlock {
+            ttft_ms: summary(summaries[0].0[i]),
+            tpot_ms: summary(summaries[1].0[i]),
+            e2e_ms: summary(summaries[2].0[i]),
+        });
+    }
+    let all = LatencyBlock {
+        ttft_ms: summary(summaries[0].1),
+        tpot_ms: summary(summaries[1].1),
+        e2e_ms: summary(summaries[2].1),
+    };
+    (per_class, all)
+}
+
+/// One metric across classes: each class sorted and summarised, then the
+/// sorted runs merged for `all`.
+fn summarize_column(column: Vec<&mut Vec<f64>>) -> (Vec<Summary>, Summary) {
+    let mut per_class = Vec::with_capacity(column.len());
+    let mut merged: Vec<f64> = Vec::with_capacity(column.iter().map(|v| v.len()).sum());
+    for values in column {
+        per_class.push(summarize(values));
+        merged.extend_from_slice(values);
+        *values = Vec::new();
+    }
+    merged.sort_by(f64::total_cmp);
+    (per_class, summarize_sorted(&merged))
+}
+
 fn summary(s: Summary) -> LatencySummary {
     let [p50, p90, p95, p99] = s.percentiles;
     LatencySummary {
@@ -145,20 +233,27 @@ fn summary(s: Summary) -> LatencySummary {
 /// Builds the receipt of a trace from its judgements (one per row, in order).
 pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOptions) -> Receipt {
     let contract = &trace.contract;
-    let mut all = Tally::default();
+    // Each row is tallied once: in its class, or (class unresolved) in
+    // `unresolved`. The `all` block is the sum of those.
+    let mut unresolved = Tally::default();
     let mut per_class: Vec<Tally> = contract.classes.keys().map(|_| Tally::default()).collect();
     for j in judgements {
-        all.add(&j.verdict);
-        if let Some(tally) = j.class.and_then(|c| per_class.get_mut(c)) {
-            tally.add(&j.verdict);
+        match j.class.and_then(|c| per_class.get_mut(c)) {
+            Some(tally) => tally.add(&j.verdict, true),
+            None => unresolved.add(&j.verdict, false),
         }
     }
+    let mut all = unresolved;
+    for tally in &per_class {
+        all.absorb(tally);
+    }
+    let (class_latency, all_latency) = latency_blocks(&mut per_class);
     let classes = contract
         .classes
         .keys()
         .cloned()
-        .zip(per_class)
-        .map(|(name, tally)| (name, tally.finish(trace)))
+        .zip(per_class.into_iter().zip(class_latency))
+        .map(|(name, (tally, latency))| (name, tally.finish(trace, latency)))
         .collect();
     let rows = options.rows.then(|| row_verdicts(trace, judgements));
     Receipt {
@@ -194,7 +289,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             classes: contract.classes.clone(),
         },
         results: Results {
-            all: all.finish(trace),
+            all: all.finish(trace, all_latency),
             classes,
         },
         rows,

@@ -28,8 +28,13 @@ fn num(x: f64, decimals: usize) -> String {
     }
 }
 
+/// A table cell: always `decimals` places, so columns line up.
+fn fixed(x: f64, decimals: usize) -> String {
+    format!("{x:.decimals$}")
+}
+
 fn opt(x: Option<f64>, decimals: usize) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| num(v, decimals))
+    x.map_or_else(|| "—".to_owned(), |v| fixed(v, decimals))
 }
 
 fn share(x: Option<f64>) -> String {
@@ -52,6 +57,18 @@ fn top(map: &std::collections::BTreeMap<String, u64>, n: usize) -> String {
         s.push(format!("+{} more", v.len() - n));
     }
     s.join(", ")
+}
+
+/// Quotes an id, cut to 48 characters so a 128-character id keeps the line
+/// within 100 columns.
+fn shorten_id(id: &str) -> String {
+    const KEEP: usize = 48;
+    if id.chars().count() <= KEEP {
+        format!("{id:?}")
+    } else {
+        let head: String = id.chars().take(KEEP - 1).collect();
+        format!("{:?}…", head)
+    }
 }
 
 /// Renders the human-readable receipt.
@@ -152,11 +169,11 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         let _ = writeln!(
             o,
             "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
-            num(r.goodput_per_s, 3),
+            fixed(r.goodput_per_s, 3),
             share(r.pass_share),
-            num(r.offered_per_s, 3),
-            num(r.completed_per_s, 3),
-            num(r.output_tokens_per_s, 1),
+            fixed(r.offered_per_s, 3),
+            fixed(r.completed_per_s, 3),
+            fixed(r.output_tokens_per_s, 1),
             share(r.failure_share)
         );
     }
@@ -220,7 +237,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
             let id = row
                 .id
                 .as_deref()
-                .map_or_else(|| "(no usable id)".to_owned(), |id| format!("{id:?}"));
+                .map_or_else(|| "(no usable id)".to_owned(), shorten_id);
             let _ = writeln!(o, "/rows/{:<6} {id}: {}", row.index, row.reasons.join(", "));
         }
         if invalid_rows.len() > MAX_LISTED_INVALID_ROWS {

@@ -13,7 +13,7 @@ pub mod validate;
 use std::fmt;
 
 pub use model::{Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window};
-pub use parse::{Interner, RawRow, RawStatus, Slot};
+pub use parse::{Interner, NumSlot, RawRow, RawStatus, Slot};
 pub use validate::{InvalidReason, InvalidSet};
 
 use sha2::{Digest, Sha256};

@@ -86,14 +86,22 @@ impl TokenCount {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Gates {
     /// Time-to-first-token gate in ms (first token − arrival), or null.
-    #[schemars(required, range(min = 0.0))]
+    #[schemars(required, schema_with = "gate_schema")]
     pub ttft_ms: Option<f64>,
     /// Time-per-output-token gate in ms ((completed − first token) / (tokens − 1)), or null.
-    #[schemars(required, range(min = 0.0))]
+    #[schemars(required, schema_with = "gate_schema")]
     pub tpot_ms: Option<f64>,
     /// End-to-end gate in ms (completed − arrival), or null.
-    #[schemars(required, range(min = 0.0))]
+    #[schemars(required, schema_with = "gate_schema")]
     pub e2e_ms: Option<f64>,
+}
+
+/// A gate: a finite number of milliseconds >= 0, or null for "no gate".
+fn gate_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["number", "null"],
+        "minimum": 0
+    })
 }
 
 /// The measurement window as written in a trace: arrivals in

@@ -8,7 +8,9 @@
 //! `warmup`, `equality`, `classes`, `defaultClass`, `tokens`, `boundary`,
 //! `workload`, and last whether rows without a `class` can be resolved.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use serde_json::{Map, Value};
 
@@ -506,9 +508,6 @@ impl InvalidSet {
 
 /// The row-level reasons of one row that need no other row: everything but
 /// `duplicate_id` and `unknown_class`.
-// One arm per status reads as the SPEC's list; merging the `if` into the
-// match (clippy 1.95's suggestion) would hide that.
-#[allow(clippy::collapsible_match)]
 pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
     use InvalidReason as R;
     let mut set = InvalidSet::default();
@@ -523,11 +522,15 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
     };
     bad(row.stray_field, &mut set);
     match &row.id {
-        Slot::Set(id) if !id.is_empty() && id.chars().count() <= MAX_ID_CHARS => {}
+        // A string of at most 128 bytes has at most 128 code points: count
+        // characters only for long ids.
+        Slot::Set(id)
+            if !id.is_empty()
+                && (id.len() <= MAX_ID_CHARS || id.chars().count() <= MAX_ID_CHARS) => {}
         _ => set.insert(R::BadField),
     }
     bad(matches!(row.class, Slot::Bad), &mut set);
-    bad(!matches!(row.arrival_ms, Slot::Set(_)), &mut set);
+    bad(row.arrival_ms.value().is_none(), &mut set);
     bad(
         !matches!(
             row.status,
@@ -536,12 +539,12 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
         &mut set,
     );
     for slot in [
-        &row.first_token_ms,
-        &row.completed_ms,
-        &row.output_tokens,
-        &row.ended_ms,
+        row.first_token_ms,
+        row.completed_ms,
+        row.output_tokens,
+        row.ended_ms,
     ] {
-        bad(matches!(slot, Slot::Bad), &mut set);
+        bad(slot.is_bad(), &mut set);
     }
     bad(matches!(row.reason, Slot::Bad), &mut set);
     bad(matches!(row.labels, Slot::Bad), &mut set);
@@ -587,13 +590,13 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
     }
     match row.status {
         Slot::Set(RawStatus::Completed) => {
-            if matches!(row.first_token_ms, Slot::Absent) {
+            if !row.first_token_ms.is_present() {
                 set.insert(R::MissingFirstToken);
             }
-            if matches!(row.completed_ms, Slot::Absent) {
+            if !row.completed_ms.is_present() {
                 set.insert(R::MissingCompletion);
             }
-            if matches!(row.output_tokens, Slot::Absent) {
+            if !row.output_tokens.is_present() {
                 set.insert(R::MissingOutputTokens);
             }
             if row.output_tokens.value() == Some(0.0) {
@@ -610,10 +613,8 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
                 set.insert(R::CompletionOnUnfinished);
             }
         }
-        Slot::Set(RawStatus::InFlight) => {
-            if row.completed_ms.is_present() {
-                set.insert(R::CompletionOnUnfinished);
-            }
+        Slot::Set(RawStatus::InFlight) if row.completed_ms.is_present() => {
+            set.insert(R::CompletionOnUnfinished);
         }
         _ => {}
     }
@@ -621,18 +622,24 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
 }
 
 /// Marks every row whose string id occurs more than once (SPEC §3: whatever
-/// else is wrong with it; ids compare exactly).
+/// else is wrong with it; ids compare exactly). One pass over a hash map from
+/// id to the first row that used it: a repeat marks both rows.
 pub fn duplicate_ids(rows: &[RawRow]) -> Vec<bool> {
-    let mut counts: HashMap<&str, u32> = HashMap::with_capacity(rows.len());
-    for row in rows {
+    let mut first_use: FxHashMap<&str, usize> =
+        FxHashMap::with_capacity_and_hasher(rows.len(), Default::default());
+    let mut duplicate = vec![false; rows.len()];
+    for (i, row) in rows.iter().enumerate() {
         if let Slot::Set(id) = &row.id {
-            *counts.entry(id).or_insert(0) += 1;
+            match first_use.entry(id) {
+                std::collections::hash_map::Entry::Occupied(first) => {
+                    duplicate[*first.get()] = true;
+                    duplicate[i] = true;
+                }
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(i);
+                }
+            }
         }
     }
-    rows.iter()
-        .map(|row| match &row.id {
-            Slot::Set(id) => counts.get(&**id).is_some_and(|&n| n > 1),
-            _ => false,
-        })
-        .collect()
+    duplicate
 }

@@ -36,6 +36,12 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// A receipt given to `verify` cannot be used.
+    #[error("cannot verify: {0}")]
+    Receipt(#[from] crate::verify::VerifyError),
+    /// The mutation check could not run on this trace.
+    #[error("cannot run the mutation check: {0}")]
+    Mutate(crate::mutate::MutateError),
     /// A flag or argument does not make sense.
     #[error("usage: {0}")]
     Usage(String),
@@ -45,9 +51,12 @@ impl Error {
     /// The exit status for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Rejected(_) | Error::Read(_) | Error::Write { .. } | Error::Usage(_) => {
-                EXIT_ERROR
-            }
+            Error::Rejected(_)
+            | Error::Read(_)
+            | Error::Write { .. }
+            | Error::Receipt(_)
+            | Error::Mutate(_)
+            | Error::Usage(_) => EXIT_ERROR,
         }
     }
 

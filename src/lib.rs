@@ -12,17 +12,27 @@
 //! every row exactly one verdict under the declared gates; `receipt` aggregates
 //! verdicts into the versioned receipt; `render` turns a receipt into bytes for a
 //! person or a machine. Nothing below `cli` prints or exits.
+//!
+//! The reviewer tools sit beside the analyzer and reuse it: `sweep` recounts
+//! the judged rows under scaled gates with `verdict::missed`; `mutate` edits a
+//! trace and checks that a calculator's receipt moves as SPEC §6 predicts;
+//! `verify` recomputes a receipt from its trace and diffs the two; `gate` turns
+//! a receipt into an admission decision.
 
 pub mod analyze;
 pub mod cli;
 pub mod error;
+pub mod gate;
 pub mod io;
+pub mod mutate;
 pub mod receipt;
 pub mod render;
 pub mod schema;
 pub mod stats;
+pub mod sweep;
 pub mod trace;
 pub mod verdict;
+pub mod verify;
 
 /// The generator name written into every receipt.
 pub const GENERATOR_NAME: &str = "goodput";

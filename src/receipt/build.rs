@@ -293,6 +293,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             classes,
         },
         rows,
+        sweep: None,
     }
 }
 

@@ -39,6 +39,11 @@ pub struct Receipt {
     /// Per-row verdicts, in trace order (only with `--rows`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows: Option<Vec<RowVerdict>>,
+    /// Sensitivity sweep (only with `analyze --sweep`): the declared gates first
+    /// (`hypothetical: false`), then every alternative (`hypothetical: true`).
+    /// Never replaces `results`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Vec<crate::sweep::SweepEntry>>,
 }
 
 /// The tool that produced a receipt.

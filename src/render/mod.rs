@@ -1,5 +1,10 @@
-//! Receipt → bytes. Renderers are pure: they take a receipt and return bytes,
-//! so tests compare bytes and the CLI decides where they go.
+//! Receipt → bytes. Renderers are pure: they take a receipt (or a reviewer
+//! tool's report) and return bytes, so tests compare bytes and the CLI decides
+//! where they go.
 
+pub mod gate;
 pub mod json;
+pub mod mutate;
+pub mod sweep;
 pub mod text;
+pub mod verify;

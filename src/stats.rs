@@ -29,6 +29,8 @@ pub struct Summary {
     pub n: u64,
     /// Smallest value.
     pub min: Option<f64>,
+    /// Sum of the values, added in sorted order (0 when there are none).
+    pub sum: f64,
     /// Mean (sorted-order sum / n).
     pub mean: Option<f64>,
     /// Nearest-rank p50, p90, p95, p99.
@@ -46,11 +48,12 @@ pub fn summarize(values: &mut [f64]) -> Summary {
 /// Summarises values already sorted ascending.
 pub fn summarize_sorted(sorted: &[f64]) -> Summary {
     let n = sorted.len();
-    let mean = (n > 0).then(|| sorted.iter().sum::<f64>() / n as f64);
+    let sum = sorted.iter().sum::<f64>();
     Summary {
         n: n as u64,
         min: sorted.first().copied(),
-        mean,
+        sum,
+        mean: (n > 0).then(|| sum / n as f64),
         percentiles: PERCENTILES.map(|p| nearest_rank(sorted, p)),
         max: sorted.last().copied(),
     }

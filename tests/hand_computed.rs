@@ -403,3 +403,58 @@ fn row_level_problems_never_sink_the_document() {
     assert_eq!(rows[19].verdict, "pass"); // outputTokens 81.0 counts as 81
     assert_eq!(rows[0].id, None);
 }
+
+#[test]
+fn littles_law_agrees_when_every_request_finishes_inside_the_window() {
+    // equality_inclusive: in-flight spans a 5000, b 6000, c 3001, d 2200, e 4200 ms, all
+    // inside [0, 10000): L = 20401 / 10000 = 2.0401. λ = 5 / 10 s = 0.5/s, W = 4080.2 ms,
+    // λ·W = 2.0401 → ratio 1, steady.
+    let r = receipt("equality_inclusive.json");
+    let l = &all(&r).littles_law;
+    assert_eq!(l.in_flight_mean, 2.0401);
+    assert_eq!(l.mean_e2e_ms, Some(4080.2));
+    assert!((l.predicted_in_flight.unwrap() - 2.0401).abs() < 1e-12);
+    assert!((l.ratio.unwrap() - 1.0).abs() < 1e-12);
+    assert_eq!((l.steady_state, l.note.as_deref()), (Some(true), None));
+}
+
+#[test]
+fn littles_law_flags_work_still_in_flight_at_the_horizon() {
+    // in_flight: window [0, 10000), horizon 12000. Time in flight inside the window:
+    // i1 [9000, 10000) = 1000, i2 [9500, 10000) = 500, i3 arrives at 11000 (0),
+    // i4 [1000, 2200) = 1200, i5 [6000, 10000) = 4000 → 6700 / 10000 = 0.67.
+    // λ = 1 / 10 s = 0.1/s, W = 1200 ms → λ·W = 0.12; ratio 0.67 / 0.12 = 5.58 → not steady.
+    let r = receipt("in_flight.json");
+    let l = &all(&r).littles_law;
+    assert_eq!(l.in_flight_mean, 0.67);
+    assert!((l.predicted_in_flight.unwrap() - 0.12).abs() < 1e-12);
+    assert!((l.ratio.unwrap() - 0.67 / 0.12).abs() < 1e-9);
+    assert_eq!(l.steady_state, Some(false));
+    assert!(l
+        .note
+        .as_deref()
+        .unwrap()
+        .starts_with("not steady: 5.58x more"));
+}
+
+#[test]
+fn littles_law_leaves_failures_without_an_end_out_and_counts_them() {
+    // timeout_failure: t2 failed with no endedMs → unknown end. Others inside [0, 60000):
+    // t1 [0, 30000) = 30000, t3 10, t4 2200, t5 2000 → 34210 / 60000.
+    // Only t4 completed: λ = 1/60, W = 2200 → λ·W = 0.0366…; ratio = 34210 / 2200 = 15.55.
+    let r = receipt("timeout_failure.json");
+    let l = &all(&r).littles_law;
+    assert_eq!(l.unknown_end, 1);
+    assert_eq!(l.in_flight_mean, 34210.0 / 60000.0);
+    assert!((l.ratio.unwrap() - 34210.0 / 2200.0).abs() < 1e-9);
+}
+
+#[test]
+fn an_empty_cohort_has_no_littles_law_ratio() {
+    let r = receipt("empty_rows.json");
+    let l = &all(&r).littles_law;
+    assert_eq!(
+        (l.in_flight_mean, l.mean_e2e_ms, l.ratio, l.steady_state),
+        (0.0, None, None, None)
+    );
+}

@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 
 use crate::stats::{summarize, summarize_sorted, Summary};
-use crate::trace::{Labels, Slot, Trace};
+use crate::trace::{Labels, RawRow, RawStatus, Slot, Trace};
 use crate::verdict::{Censor, Exclusion, Judgement, Verdict};
 
 use super::{
-    Block, ContractInfo, Counts, Generator, LatencyBlock, LatencySummary, LimitsInfo, Rates,
-    Reasons, Receipt, Results, RowVerdict, TraceInfo, WindowInfo, RECEIPT_SCHEMA,
+    Block, ContractInfo, Counts, Generator, LatencyBlock, LatencySummary, LimitsInfo, LittlesLaw,
+    Rates, Reasons, Receipt, Results, RowVerdict, TraceInfo, WindowInfo, RECEIPT_SCHEMA,
 };
 
 /// What the caller asked the receipt to contain.
@@ -33,10 +33,43 @@ struct Tally {
     ttft: Vec<f64>,
     tpot: Vec<f64>,
     e2e: Vec<f64>,
+    /// Per valid row, ms it spent in flight inside the window (Little's law).
+    busy: Vec<f64>,
+    /// Valid failed rows with no `endedMs`.
+    unknown_end: u64,
+}
+
+/// The bounds every row's in-flight time is clipped to.
+#[derive(Clone, Copy)]
+struct Clip {
+    start_ms: f64,
+    end_ms: f64,
+    horizon_ms: f64,
+}
+
+impl Clip {
+    /// Milliseconds a valid row spent in flight inside the window, or `None`
+    /// when its end is unknown (a failure without `endedMs`).
+    fn busy_ms(self, row: &RawRow) -> Option<f64> {
+        let start = row.arrival_ms.value()?;
+        let end = match row.status {
+            Slot::Set(RawStatus::Completed) => row.completed_ms.value()?.min(self.horizon_ms),
+            Slot::Set(RawStatus::Failed) => row.ended_ms.value()?.min(self.horizon_ms),
+            _ => self.horizon_ms,
+        };
+        Some((end.min(self.end_ms) - start.max(self.start_ms)).max(0.0))
+    }
 }
 
 impl Tally {
-    fn add(&mut self, verdict: &Verdict, collect_latency: bool) {
+    fn add(&mut self, verdict: &Verdict, row: &RawRow, clip: Clip, collect_latency: bool) {
+        if collect_latency && !matches!(verdict, Verdict::Invalid(_)) {
+            match clip.busy_ms(row) {
+                Some(ms) if ms > 0.0 => self.busy.push(ms),
+                Some(_) => {}
+                None => self.unknown_end += 1,
+            }
+        }
         let c = &mut self.counts;
         c.arrivals += 1;
         match verdict {
@@ -122,9 +155,10 @@ impl Tally {
         }
         self.output_tokens += other.output_tokens;
         self.good_tokens += other.good_tokens;
+        self.unknown_end += other.unknown_end;
     }
 
-    fn finish(self, trace: &Trace, latency: LatencyBlock) -> Block {
+    fn finish(self, trace: &Trace, latency: LatencyBlock, busy_ms: f64) -> Block {
         let window_s = trace.contract.window_s();
         let c = self.counts;
         let share = |part: u64| (c.cohort > 0).then(|| part as f64 / c.cohort as f64);
@@ -149,29 +183,43 @@ impl Tally {
             .into_iter()
             .map(|(name, n)| (name.to_owned(), n))
             .collect();
+        let littles_law = littles_law(
+            busy_ms / (window_s * 1000.0),
+            rates.completed_per_s,
+            latency.e2e_ms.mean,
+            self.unknown_end,
+        );
         Block {
             counts: c,
             rates,
             latency,
             reasons,
+            littles_law,
         }
     }
 }
 
 /// Sorts each class's latency values and summarises them, per class and for
-/// all classes together. The three metrics are independent, so each is sorted
-/// on its own thread; the `all` values are the classes' sorted runs
-/// concatenated and merged by a stable sort (which detects and merges runs in
-/// linear time), never a second full sort.
-fn latency_blocks(classes: &mut [Tally]) -> (Vec<LatencyBlock>, LatencyBlock) {
-    let mut columns: Vec<Vec<&mut Vec<f64>>> = vec![Vec::new(), Vec::new(), Vec::new()];
+/// all classes together; also adds up each class's in-flight time (sorted
+/// first, so row order cannot change a digit). The four columns are
+/// independent, so each runs on its own thread; the `all` values are the
+/// classes' sorted runs concatenated and merged by a stable sort (which
+/// detects and merges runs in linear time), never a second full sort.
+#[allow(clippy::type_complexity)]
+fn latency_blocks(classes: &mut [Tally]) -> (Vec<(LatencyBlock, f64)>, (LatencyBlock, f64)) {
+    let mut columns: Vec<Vec<&mut Vec<f64>>> = vec![Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for tally in classes.iter_mut() {
         let Tally {
-            ttft, tpot, e2e, ..
+            ttft,
+            tpot,
+            e2e,
+            busy,
+            ..
         } = tally;
         columns[0].push(ttft);
         columns[1].push(tpot);
         columns[2].push(e2e);
+        columns[3].push(busy);
     }
     let summaries: Vec<(Vec<Summary>, Summary)> = std::thread::scope(|scope| {
         let handles: Vec<_> = columns
@@ -186,19 +234,15 @@ fn latency_blocks(classes: &mut [Tally]) -> (Vec<LatencyBlock>, LatencyBlock) {
             })
             .collect()
     });
-    let mut per_class: Vec<LatencyBlock> = Vec::with_capacity(classes.len());
-    for i in 0..classes.len() {
-        per_class.push(LatencyBlock {
-            ttft_ms: summary(summaries[0].0[i]),
-            tpot_ms: summary(summaries[1].0[i]),
-            e2e_ms: summary(summaries[2].0[i]),
-        });
-    }
-    let all = LatencyBlock {
-        ttft_ms: summary(summaries[0].1),
-        tpot_ms: summary(summaries[1].1),
-        e2e_ms: summary(summaries[2].1),
+    let block = |pick: &dyn Fn(&(Vec<Summary>, Summary)) -> Summary| LatencyBlock {
+        ttft_ms: summary(pick(&summaries[0])),
+        tpot_ms: summary(pick(&summaries[1])),
+        e2e_ms: summary(pick(&summaries[2])),
     };
+    let per_class = (0..classes.len())
+        .map(|i| (block(&|s| s.0[i]), summaries[3].0[i].sum))
+        .collect();
+    let all = (block(&|s| s.1), summaries[3].1.sum);
     (per_class, all)
 }
 
@@ -214,6 +258,41 @@ fn summarize_column(column: Vec<&mut Vec<f64>>) -> (Vec<Summary>, Summary) {
     }
     merged.sort_by(f64::total_cmp);
     (per_class, summarize_sorted(&merged))
+}
+
+/// The occupancy ratio outside which a run is called not steady.
+const STEADY_RATIO: (f64, f64) = (0.8, 1.25);
+
+fn littles_law(
+    in_flight_mean: f64,
+    completed_per_s: f64,
+    mean_e2e_ms: Option<f64>,
+    unknown_end: u64,
+) -> LittlesLaw {
+    let predicted = mean_e2e_ms.map(|w| completed_per_s * w / 1000.0);
+    let ratio = predicted.filter(|p| *p > 0.0).map(|p| in_flight_mean / p);
+    let steady_state = ratio.map(|r| (STEADY_RATIO.0..=STEADY_RATIO.1).contains(&r));
+    let note = match ratio {
+        Some(r) if r > STEADY_RATIO.1 => Some(format!(
+            "not steady: {r:.2}x more requests were in flight than throughput x latency \
+             explains (a growing queue, work cut off at the horizon, or failures holding slots)"
+        )),
+        Some(r) if r < STEADY_RATIO.0 => Some(format!(
+            "not steady: only {r:.2}x the requests in flight that throughput x latency predicts \
+             (completions include work that started before the window, or the window is short)"
+        )),
+        _ => None,
+    };
+    LittlesLaw {
+        in_flight_mean,
+        completed_per_s,
+        mean_e2e_ms,
+        predicted_in_flight: predicted,
+        ratio,
+        steady_state,
+        unknown_end,
+        note,
+    }
 }
 
 fn summary(s: Summary) -> LatencySummary {
@@ -237,10 +316,15 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
     // `unresolved`. The `all` block is the sum of those.
     let mut unresolved = Tally::default();
     let mut per_class: Vec<Tally> = contract.classes.keys().map(|_| Tally::default()).collect();
-    for j in judgements {
+    let clip = Clip {
+        start_ms: contract.start_ms,
+        end_ms: contract.end_ms,
+        horizon_ms: contract.horizon_ms,
+    };
+    for (j, row) in judgements.iter().zip(&trace.rows) {
         match j.class.and_then(|c| per_class.get_mut(c)) {
-            Some(tally) => tally.add(&j.verdict, true),
-            None => unresolved.add(&j.verdict, false),
+            Some(tally) => tally.add(&j.verdict, row, clip, true),
+            None => unresolved.add(&j.verdict, row, clip, false),
         }
     }
     let mut all = unresolved;
@@ -253,7 +337,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         .keys()
         .cloned()
         .zip(per_class.into_iter().zip(class_latency))
-        .map(|(name, (tally, latency))| (name, tally.finish(trace, latency)))
+        .map(|(name, (tally, (latency, busy)))| (name, tally.finish(trace, latency, busy)))
         .collect();
     let rows = options.rows.then(|| row_verdicts(trace, judgements));
     Receipt {
@@ -289,7 +373,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             classes: contract.classes.clone(),
         },
         results: Results {
-            all: all.finish(trace, all_latency),
+            all: all.finish(trace, all_latency.0, all_latency.1),
             classes,
         },
         rows,

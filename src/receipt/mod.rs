@@ -140,6 +140,39 @@ pub struct Block {
     pub latency: LatencyBlock,
     /// Breakdown of misses, failures, invalid rows, exclusions and censoring.
     pub reasons: Reasons,
+    /// Little's law as a steady-state check: measured occupancy against
+    /// throughput × mean latency.
+    pub littles_law: LittlesLaw,
+}
+
+/// Little's law (L = λ·W) as a consistency check on the window.
+///
+/// `inFlightMean` is measured: the time-average, over the window, of how many
+/// valid requests of this block were in flight (each request from its arrival
+/// to its completion, failure, or the horizon if it never ended; clipped to
+/// the window; warm-up requests still running count, since they occupy the
+/// server). `predictedInFlight` is `completedPerS × meanE2eMs / 1000`. In a
+/// steady state the two agree; a queue that builds up, work cut off at the
+/// horizon or many failures pull them apart.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LittlesLaw {
+    /// Time-averaged number of requests in flight over the window (L, measured).
+    pub in_flight_mean: f64,
+    /// Completions per window second (λ), as in `rates.completedPerS`.
+    pub completed_per_s: f64,
+    /// Mean E2E of completed cohort rows in ms (W); null when none completed.
+    pub mean_e2e_ms: Option<f64>,
+    /// completedPerS × meanE2eMs / 1000 (λ·W); null when none completed.
+    pub predicted_in_flight: Option<f64>,
+    /// inFlightMean / predictedInFlight; null when the prediction is 0 or null.
+    pub ratio: Option<f64>,
+    /// Whether the ratio is within [0.8, 1.25] (null when there is no ratio).
+    pub steady_state: Option<bool>,
+    /// Failed rows with no `endedMs`: their time in flight is unknown and not counted.
+    pub unknown_end: u64,
+    /// A sentence for people when the run does not look steady (null otherwise).
+    pub note: Option<String>,
 }
 
 /// Row counts. pass + miss + failed + censored = cohort;

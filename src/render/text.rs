@@ -59,6 +59,24 @@ fn top(map: &std::collections::BTreeMap<String, u64>, n: usize) -> String {
     s.join(", ")
 }
 
+/// Wraps `text` at spaces to `width` columns, indenting continuation lines.
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = indent.to_owned();
+        } else if !line.is_empty() && line != indent {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out
+}
+
 /// Quotes an id, cut to 48 characters so a 128-character id keeps the line
 /// within 100 columns.
 fn shorten_id(id: &str) -> String {
@@ -83,7 +101,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         .map(|(n, _)| n.chars().count())
         .max()
         .unwrap_or(3)
-        .clamp(11, 24);
+        .clamp(12, 24);
     let tpot_name = if c.tpot_label == "tpot" {
         "tpot"
     } else {
@@ -202,6 +220,35 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
                 opt(s.mean, 1)
             );
         }
+    }
+
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:>16} {:>16} {:>8} {:>7}",
+        "LITTLE'S LAW", "in flight (avg)", "λ × W", "ratio", "steady"
+    );
+    let mut notes = Vec::new();
+    for (name, b) in &blocks {
+        let l = &b.littles_law;
+        let steady = match l.steady_state {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "—",
+        };
+        let _ = writeln!(
+            o,
+            "{name:<w$} {:>16} {:>16} {:>8} {:>7}",
+            fixed(l.in_flight_mean, 3),
+            opt(l.predicted_in_flight, 3),
+            opt(l.ratio, 2),
+            steady
+        );
+        if let Some(note) = &l.note {
+            notes.push(format!("{name}: {note}"));
+        }
+    }
+    for note in notes {
+        let _ = writeln!(o, "{}", wrap(&note, 100, "  "));
     }
 
     let _ = writeln!(o, "\nREASONS");

@@ -29,8 +29,6 @@ pub struct Summary {
     pub n: u64,
     /// Smallest value.
     pub min: Option<f64>,
-    /// Sum of the values, added in sorted order (0 when there are none).
-    pub sum: f64,
     /// Mean (sorted-order sum / n).
     pub mean: Option<f64>,
     /// Nearest-rank p50, p90, p95, p99.
@@ -48,12 +46,11 @@ pub fn summarize(values: &mut [f64]) -> Summary {
 /// Summarises values already sorted ascending.
 pub fn summarize_sorted(sorted: &[f64]) -> Summary {
     let n = sorted.len();
-    let sum = sorted.iter().sum::<f64>();
+    let mean = (n > 0).then(|| sorted.iter().sum::<f64>() / n as f64);
     Summary {
         n: n as u64,
         min: sorted.first().copied(),
-        sum,
-        mean: (n > 0).then(|| sum / n as f64),
+        mean,
         percentiles: PERCENTILES.map(|p| nearest_rank(sorted, p)),
         max: sorted.last().copied(),
     }

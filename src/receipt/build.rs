@@ -33,10 +33,30 @@ struct Tally {
     ttft: Vec<f64>,
     tpot: Vec<f64>,
     e2e: Vec<f64>,
-    /// Per valid row, ms it spent in flight inside the window (Little's law).
-    busy: Vec<f64>,
+    /// Total ms that valid rows spent in flight inside the window (Little's law).
+    busy: FixedSum,
     /// Valid failed rows with no `endedMs`.
     unknown_end: u64,
+}
+
+/// A sum of milliseconds in fixed point (units of 2^-32 ms, in an i128).
+/// Integer addition is associative, so the total cannot depend on row order,
+/// and no sort is needed; rounding each term to 2^-32 ms (about 0.2 ps) is far
+/// below any clock a trace comes from.
+#[derive(Clone, Copy, Debug, Default)]
+struct FixedSum(i128);
+
+impl FixedSum {
+    const SCALE: f64 = 4_294_967_296.0; // 2^32
+
+    fn add(&mut self, ms: f64) {
+        // Spans are at most 24 h (8.64e7 ms), so ms × 2^32 < 2^59: exact in an i128.
+        self.0 += (ms * Self::SCALE).round() as i128;
+    }
+
+    fn value(self) -> f64 {
+        self.0 as f64 / Self::SCALE
+    }
 }
 
 /// The bounds every row's in-flight time is clipped to.
@@ -65,8 +85,7 @@ impl Tally {
     fn add(&mut self, verdict: &Verdict, row: &RawRow, clip: Clip, collect_latency: bool) {
         if collect_latency && !matches!(verdict, Verdict::Invalid(_)) {
             match clip.busy_ms(row) {
-                Some(ms) if ms > 0.0 => self.busy.push(ms),
-                Some(_) => {}
+                Some(ms) => self.busy.add(ms),
                 None => self.unknown_end += 1,
             }
         }
@@ -156,9 +175,11 @@ impl Tally {
         self.output_tokens += other.output_tokens;
         self.good_tokens += other.good_tokens;
         self.unknown_end += other.unknown_end;
+        self.busy.0 += other.busy.0;
     }
 
-    fn finish(self, trace: &Trace, latency: LatencyBlock, busy_ms: f64) -> Block {
+    fn finish(self, trace: &Trace, latency: LatencyBlock) -> Block {
+        let busy_ms = self.busy.value();
         let window_s = trace.contract.window_s();
         let c = self.counts;
         let share = |part: u64| (c.cohort > 0).then(|| part as f64 / c.cohort as f64);
@@ -200,28 +221,21 @@ impl Tally {
 }
 
 /// Sorts each class's latency values and summarises them, per class and for
-/// all classes together; also adds up each class's in-flight time (sorted
-/// first, so row order cannot change a digit). The four columns are
-/// independent, so each runs on its own thread; the `all` values are the
-/// classes' sorted runs concatenated and merged by a stable sort (which
-/// detects and merges runs in linear time), never a second full sort.
-#[allow(clippy::type_complexity)]
-fn latency_blocks(classes: &mut [Tally]) -> (Vec<(LatencyBlock, f64)>, (LatencyBlock, f64)) {
-    let mut columns: Vec<Vec<&mut Vec<f64>>> = vec![Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+/// all classes together. The three metrics are independent, so each is sorted
+/// on its own thread; the `all` values are the classes' sorted runs
+/// concatenated and merged by a stable sort (which detects and merges runs in
+/// linear time), never a second full sort.
+fn latency_blocks(classes: &mut [Tally]) -> (Vec<LatencyBlock>, LatencyBlock) {
+    let mut columns: Vec<Vec<&mut Vec<f64>>> = vec![Vec::new(), Vec::new(), Vec::new()];
     for tally in classes.iter_mut() {
         let Tally {
-            ttft,
-            tpot,
-            e2e,
-            busy,
-            ..
+            ttft, tpot, e2e, ..
         } = tally;
         columns[0].push(ttft);
         columns[1].push(tpot);
         columns[2].push(e2e);
-        columns[3].push(busy);
     }
-    let summaries: Vec<(Vec<Summary>, Summary)> = std::thread::scope(|scope| {
+    let summaries: Vec<ColumnSummary> = std::thread::scope(|scope| {
         let handles: Vec<_> = columns
             .into_iter()
             .map(|column| scope.spawn(move || summarize_column(column)))
@@ -234,21 +248,21 @@ fn latency_blocks(classes: &mut [Tally]) -> (Vec<(LatencyBlock, f64)>, (LatencyB
             })
             .collect()
     });
-    let block = |pick: &dyn Fn(&(Vec<Summary>, Summary)) -> Summary| LatencyBlock {
+    let block = |pick: &dyn Fn(&ColumnSummary) -> Summary| LatencyBlock {
         ttft_ms: summary(pick(&summaries[0])),
         tpot_ms: summary(pick(&summaries[1])),
         e2e_ms: summary(pick(&summaries[2])),
     };
-    let per_class = (0..classes.len())
-        .map(|i| (block(&|s| s.0[i]), summaries[3].0[i].sum))
-        .collect();
-    let all = (block(&|s| s.1), summaries[3].1.sum);
-    (per_class, all)
+    let per_class = (0..classes.len()).map(|i| block(&|s| s.0[i])).collect();
+    (per_class, block(&|s| s.1))
 }
+
+/// One metric's summaries: per class, and for all classes together.
+type ColumnSummary = (Vec<Summary>, Summary);
 
 /// One metric across classes: each class sorted and summarised, then the
 /// sorted runs merged for `all`.
-fn summarize_column(column: Vec<&mut Vec<f64>>) -> (Vec<Summary>, Summary) {
+fn summarize_column(column: Vec<&mut Vec<f64>>) -> ColumnSummary {
     let mut per_class = Vec::with_capacity(column.len());
     let mut merged: Vec<f64> = Vec::with_capacity(column.iter().map(|v| v.len()).sum());
     for values in column {
@@ -337,7 +351,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         .keys()
         .cloned()
         .zip(per_class.into_iter().zip(class_latency))
-        .map(|(name, (tally, (latency, busy)))| (name, tally.finish(trace, latency, busy)))
+        .map(|(name, (tally, latency))| (name, tally.finish(trace, latency)))
         .collect();
     let rows = options.rows.then(|| row_verdicts(trace, judgements));
     Receipt {
@@ -373,7 +387,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             classes: contract.classes.clone(),
         },
         results: Results {
-            all: all.finish(trace, all_latency.0, all_latency.1),
+            all: all.finish(trace, all_latency),
             classes,
         },
         rows,

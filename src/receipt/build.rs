@@ -33,9 +33,9 @@ struct Tally {
     ttft: Vec<f64>,
     tpot: Vec<f64>,
     e2e: Vec<f64>,
-    /// Total ms that valid rows spent in flight inside the window (Little's law).
+    /// Total ms that cohort rows spent in flight inside the window (Little's law).
     busy: FixedSum,
-    /// Valid failed rows with no `endedMs`.
+    /// Failed cohort rows with no `endedMs`.
     unknown_end: u64,
 }
 
@@ -68,7 +68,7 @@ struct Clip {
 }
 
 impl Clip {
-    /// Milliseconds a valid row spent in flight inside the window, or `None`
+    /// Milliseconds a cohort row spent in flight inside the window, or `None`
     /// when its end is unknown (a failure without `endedMs`).
     fn busy_ms(self, row: &RawRow) -> Option<f64> {
         let start = row.arrival_ms.value()?;
@@ -83,7 +83,8 @@ impl Clip {
 
 impl Tally {
     fn add(&mut self, verdict: &Verdict, row: &RawRow, clip: Clip, collect_latency: bool) {
-        if collect_latency && !matches!(verdict, Verdict::Invalid(_)) {
+        let in_cohort = !matches!(verdict, Verdict::Invalid(_) | Verdict::Excluded(_));
+        if collect_latency && in_cohort {
             match clip.busy_ms(row) {
                 Some(ms) => self.busy.add(ms),
                 None => self.unknown_end += 1,

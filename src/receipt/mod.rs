@@ -148,16 +148,15 @@ pub struct Block {
 /// Little's law (L = λ·W) as a consistency check on the window.
 ///
 /// `inFlightMean` is measured: the time-average, over the window, of how many
-/// valid requests of this block were in flight (each request from its arrival
-/// to its completion, failure, or the horizon if it never ended; clipped to
-/// the window; warm-up requests still running count, since they occupy the
-/// server). `predictedInFlight` is `completedPerS × meanE2eMs / 1000`. In a
+/// cohort requests of this block were in flight (each from its arrival to its
+/// completion, its failure, or the horizon if it never ended, clipped to the
+/// window). `predictedInFlight` is `completedPerS × meanE2eMs / 1000`. In a
 /// steady state the two agree; a queue that builds up, work cut off at the
 /// horizon or many failures pull them apart.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LittlesLaw {
-    /// Time-averaged number of requests in flight over the window (L, measured).
+    /// Time-averaged number of cohort requests in flight over the window (L, measured).
     pub in_flight_mean: f64,
     /// Completions per window second (λ), as in `rates.completedPerS`.
     pub completed_per_s: f64,
@@ -169,7 +168,7 @@ pub struct LittlesLaw {
     pub ratio: Option<f64>,
     /// Whether the ratio is within [0.8, 1.25] (null when there is no ratio).
     pub steady_state: Option<bool>,
-    /// Failed rows with no `endedMs`: their time in flight is unknown and not counted.
+    /// Failed cohort rows with no `endedMs`: their time in flight is unknown and not counted.
     pub unknown_end: u64,
     /// A sentence for people when the run does not look steady (null otherwise).
     pub note: Option<String>,

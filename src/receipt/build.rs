@@ -294,7 +294,8 @@ fn littles_law(
         )),
         Some(r) if r < STEADY_RATIO.0 => Some(format!(
             "not steady: only {r:.2}x the requests in flight that throughput x latency predicts \
-             (completions include work that started before the window, or the window is short)"
+             (requests ran on past the window end: a window short against the latencies, or a \
+             load that had not settled)"
         )),
         _ => None,
     };

@@ -38,6 +38,12 @@ pub enum Command {
     /// Validate a trace, give every row a verdict and print the receipt.
     #[command(after_help = EXIT_HELP)]
     Analyze(AnalyzeArgs),
+    /// Drive an OpenAI-compatible server open-loop (or closed-loop) and write an honest trace.
+    #[command(after_help = crate::record::RECORD_EXIT_HELP)]
+    Record(crate::record::RecordArgs),
+    /// Serve a simulated continuous-batching LLM engine (OpenAI-compatible) on loopback.
+    #[command(after_help = crate::sim::SIM_EXIT_HELP)]
+    Sim(crate::sim::SimArgs),
     /// Print the JSON Schema of a trace or of a receipt.
     Schema {
         /// Which schema.
@@ -84,6 +90,8 @@ pub struct AnalyzeArgs {
 pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
     match cli.command {
         Command::Analyze(args) => analyze(args, stdout),
+        Command::Record(args) => crate::record::run(args, stdout),
+        Command::Sim(args) => crate::sim::run(args, stdout),
         Command::Schema { which } => {
             let text = match which {
                 SchemaKind::Trace => schema::trace_schema_json(),

@@ -71,8 +71,9 @@ impl HyperTransport {
             .build(connector);
         let authorization = match api_key {
             Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                    .map_err(|_| "the API key contains characters not allowed in a header".to_owned())?;
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    "the API key contains characters not allowed in a header".to_owned()
+                })?;
                 value.set_sensitive(true);
                 Some(value)
             }

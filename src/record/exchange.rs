@@ -322,7 +322,8 @@ mod tests {
         (obs, None)
     }
 
-    const ROLE: &str = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+    const ROLE: &str =
+        "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
     const TOK: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
     const FIN: &str = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
     const USAGE: &str =
@@ -350,7 +351,10 @@ mod tests {
         let (_, ending) = feed_all(&[(ROLE, 1.0), (FIN, 2.0), (DONE, 3.0)]);
         assert_eq!(
             ending,
-            Some(Ending::Failed { reason: FailReason::NoContent, ended_ms: 3.0 })
+            Some(Ending::Failed {
+                reason: FailReason::NoContent,
+                ended_ms: 3.0
+            })
         );
     }
 
@@ -358,9 +362,24 @@ mod tests {
     fn garbage_and_error_objects_end_the_request_at_their_frame() {
         let (obs, ending) = feed_all(&[(TOK, 5.0), ("data: {\"choices\":[\n\n", 6.0)]);
         assert_eq!(obs.first_token_ms, Some(5.0));
-        assert_eq!(ending, Some(Ending::Failed { reason: FailReason::BadStream, ended_ms: 6.0 }));
-        let (_, ending) = feed_all(&[(TOK, 5.0), ("data: {\"error\":{\"message\":\"x\"}}\n\n", 7.0)]);
-        assert_eq!(ending, Some(Ending::Failed { reason: FailReason::ServerError, ended_ms: 7.0 }));
+        assert_eq!(
+            ending,
+            Some(Ending::Failed {
+                reason: FailReason::BadStream,
+                ended_ms: 6.0
+            })
+        );
+        let (_, ending) = feed_all(&[
+            (TOK, 5.0),
+            ("data: {\"error\":{\"message\":\"x\"}}\n\n", 7.0),
+        ]);
+        assert_eq!(
+            ending,
+            Some(Ending::Failed {
+                reason: FailReason::ServerError,
+                ended_ms: 7.0
+            })
+        );
     }
 
     #[test]
@@ -370,10 +389,16 @@ mod tests {
         assert_eq!(state.feed(&mut obs, TOK.as_bytes(), 1.0), None);
         assert_eq!(
             state.end_of_body(&obs, 2.0),
-            Ending::Failed { reason: FailReason::BadStream, ended_ms: 2.0 }
+            Ending::Failed {
+                reason: FailReason::BadStream,
+                ended_ms: 2.0
+            }
         );
         assert_eq!(state.feed(&mut obs, FIN.as_bytes(), 3.0), None);
-        assert_eq!(state.end_of_body(&obs, 4.0), Ending::Completed { completed_ms: 4.0 });
+        assert_eq!(
+            state.end_of_body(&obs, 4.0),
+            Ending::Completed { completed_ms: 4.0 }
+        );
     }
 
     /// A transport that plays back a script: a head (or a send error), then
@@ -409,11 +434,18 @@ mod tests {
         type Body = ScriptBody;
         async fn send(&self, _body: Bytes) -> Result<(u16, ScriptBody), SendError> {
             let status = self.head.clone()?;
-            Ok((status, ScriptBody(Mutex::new(self.frames.iter().copied().collect()), self.end)))
+            Ok((
+                status,
+                ScriptBody(Mutex::new(self.frames.iter().copied().collect()), self.end),
+            ))
         }
     }
 
-    async fn play(script: Scripted, timeout_ms: u64, cancel_after_ms: Option<u64>) -> (Observation, Ending) {
+    async fn play(
+        script: Scripted,
+        timeout_ms: u64,
+        cancel_after_ms: Option<u64>,
+    ) -> (Observation, Ending) {
         let clock = Clock::new(Instant::now());
         let (tx, rx) = watch::channel(None);
         if let Some(ms) = cancel_after_ms {
@@ -424,7 +456,15 @@ mod tests {
         } else {
             drop(tx);
         }
-        run_one(&script, Bytes::new(), &clock, 0.0, Duration::from_millis(timeout_ms), rx).await
+        run_one(
+            &script,
+            Bytes::new(),
+            &clock,
+            0.0,
+            Duration::from_millis(timeout_ms),
+            rx,
+        )
+        .await
     }
 
     fn reason(e: Ending) -> Option<FailReason> {
@@ -437,14 +477,70 @@ mod tests {
     #[tokio::test]
     async fn every_failure_kind_gets_its_reason() {
         let cases = [
-            (Scripted { head: Err(SendError::Refused), frames: vec![], end: ScriptEnd::Clean }, FailReason::ConnectRefused),
-            (Scripted { head: Err(SendError::Connect("dns".into())), frames: vec![], end: ScriptEnd::Clean }, FailReason::ConnectError),
-            (Scripted { head: Err(SendError::Disconnected("eof".into())), frames: vec![], end: ScriptEnd::Clean }, FailReason::Disconnect),
-            (Scripted { head: Ok(503), frames: vec![], end: ScriptEnd::Clean }, FailReason::Http(503)),
-            (Scripted { head: Ok(200), frames: vec![ROLE, TOK], end: ScriptEnd::Broken }, FailReason::Disconnect),
-            (Scripted { head: Ok(200), frames: vec![TOK, "data: nope\n\n"], end: ScriptEnd::Clean }, FailReason::BadStream),
-            (Scripted { head: Ok(200), frames: vec![TOK, "event: error\ndata: x\n\n"], end: ScriptEnd::Clean }, FailReason::ServerError),
-            (Scripted { head: Ok(200), frames: vec![TOK], end: ScriptEnd::Hang }, FailReason::Timeout),
+            (
+                Scripted {
+                    head: Err(SendError::Refused),
+                    frames: vec![],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::ConnectRefused,
+            ),
+            (
+                Scripted {
+                    head: Err(SendError::Connect("dns".into())),
+                    frames: vec![],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::ConnectError,
+            ),
+            (
+                Scripted {
+                    head: Err(SendError::Disconnected("eof".into())),
+                    frames: vec![],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::Disconnect,
+            ),
+            (
+                Scripted {
+                    head: Ok(503),
+                    frames: vec![],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::Http(503),
+            ),
+            (
+                Scripted {
+                    head: Ok(200),
+                    frames: vec![ROLE, TOK],
+                    end: ScriptEnd::Broken,
+                },
+                FailReason::Disconnect,
+            ),
+            (
+                Scripted {
+                    head: Ok(200),
+                    frames: vec![TOK, "data: nope\n\n"],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::BadStream,
+            ),
+            (
+                Scripted {
+                    head: Ok(200),
+                    frames: vec![TOK, "event: error\ndata: x\n\n"],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::ServerError,
+            ),
+            (
+                Scripted {
+                    head: Ok(200),
+                    frames: vec![TOK],
+                    end: ScriptEnd::Hang,
+                },
+                FailReason::Timeout,
+            ),
         ];
         for (script, want) in cases {
             let (_, ending) = play(script, 50, None).await;
@@ -455,18 +551,29 @@ mod tests {
 
     #[tokio::test]
     async fn a_timeout_keeps_the_first_token_and_ends_after_the_deadline() {
-        let script = Scripted { head: Ok(200), frames: vec![ROLE, TOK], end: ScriptEnd::Hang };
+        let script = Scripted {
+            head: Ok(200),
+            frames: vec![ROLE, TOK],
+            end: ScriptEnd::Hang,
+        };
         let (obs, ending) = play(script, 40, None).await;
         assert!(obs.first_token_ms.is_some());
         match ending {
-            Ending::Failed { reason: FailReason::Timeout, ended_ms } => assert!(ended_ms >= 40.0),
+            Ending::Failed {
+                reason: FailReason::Timeout,
+                ended_ms,
+            } => assert!(ended_ms >= 40.0),
             other => panic!("{other:?}"),
         }
     }
 
     #[tokio::test]
     async fn cancellation_leaves_the_request_in_flight_with_its_first_token() {
-        let script = Scripted { head: Ok(200), frames: vec![TOK], end: ScriptEnd::Hang };
+        let script = Scripted {
+            head: Ok(200),
+            frames: vec![TOK],
+            end: ScriptEnd::Hang,
+        };
         let (obs, ending) = play(script, 10_000, Some(20)).await;
         assert_eq!(ending, Ending::InFlight);
         assert!(obs.first_token_ms.is_some());
@@ -474,7 +581,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_normal_stream_completes_with_usage_tokens() {
-        let script = Scripted { head: Ok(200), frames: vec![ROLE, TOK, TOK, FIN, USAGE, DONE], end: ScriptEnd::Clean };
+        let script = Scripted {
+            head: Ok(200),
+            frames: vec![ROLE, TOK, TOK, FIN, USAGE, DONE],
+            end: ScriptEnd::Clean,
+        };
         let (obs, ending) = play(script, 1_000, None).await;
         assert!(matches!(ending, Ending::Completed { .. }));
         assert_eq!(obs.usage_output_tokens, Some(3));

@@ -306,13 +306,19 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     };
 
     let prompts = if let Some(path) = &args.prompts {
-        PromptSource::List(Arc::new(request::load_jsonl(path).map_err(|e| usage(e.to_string()))?))
+        PromptSource::List(Arc::new(
+            request::load_jsonl(path).map_err(|e| usage(e.to_string()))?,
+        ))
     } else if let Some(dataset) = &args.dataset {
         match dataset.as_slice() {
             [kind, file] if kind == "sharegpt" => PromptSource::List(Arc::new(
                 request::load_sharegpt(Path::new(file)).map_err(|e| usage(e.to_string()))?,
             )),
-            [kind, _] => return Err(usage(format!("--dataset `{kind}`: only `sharegpt` is known"))),
+            [kind, _] => {
+                return Err(usage(format!(
+                    "--dataset `{kind}`: only `sharegpt` is known"
+                )))
+            }
             _ => return Err(usage("--dataset takes KIND FILE")),
         }
     } else {
@@ -326,7 +332,10 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         }
     };
     if let PromptSource::List(list) = &prompts {
-        if let Some(p) = list.iter().find(|p| p.class.as_ref().is_some_and(|c| !classes.contains_key(c))) {
+        if let Some(p) = list
+            .iter()
+            .find(|p| p.class.as_ref().is_some_and(|c| !classes.contains_key(c)))
+        {
             return Err(usage(format!(
                 "a prompt names class `{}`, which no --slo declares",
                 p.class.as_deref().unwrap_or_default()
@@ -365,7 +374,11 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             Load::Closed { concurrency: c }
         }
         (None, Some(_)) => return Err(usage("--max-concurrency must be at least 1")),
-        _ => return Err(usage("give --request-rate R (open loop) or --max-concurrency C (closed loop)")),
+        _ => {
+            return Err(usage(
+                "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
+            ))
+        }
     };
     put("seed", Scalar::Number(args.seed as f64));
     put("model", Scalar::String(args.model.clone()));
@@ -384,10 +397,16 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     put("timeoutS", Scalar::Number(args.timeout.as_secs_f64()));
     put(
         "recorder",
-        Scalar::String(format!("{} {}", crate::GENERATOR_NAME, crate::GENERATOR_VERSION)),
+        Scalar::String(format!(
+            "{} {}",
+            crate::GENERATOR_NAME,
+            crate::GENERATOR_VERSION
+        )),
     );
 
-    let api_key = std::env::var(&args.api_key_env).ok().filter(|k| !k.is_empty());
+    let api_key = std::env::var(&args.api_key_env)
+        .ok()
+        .filter(|k| !k.is_empty());
     check_writable(&args.out)?;
     Ok(Plan {
         uri,
@@ -463,7 +482,11 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
         // nothing after the interrupt is claimed. Interrupted during warm-up,
         // the window is an empty 1 ms: no row arrives in it.
         Some(t) if t < planned_end_ms => {
-            let end = if t > start_ms { round_us(t) } else { start_ms + 1.0 };
+            let end = if t > start_ms {
+                round_us(t)
+            } else {
+                start_ms + 1.0
+            };
             (end, end)
         }
         Some(t) => (planned_end_ms, round_us(t).max(planned_end_ms)),
@@ -474,11 +497,18 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
     if let Some(t) = outcome.interrupted_at_ms {
         workload.insert("interrupted".into(), Scalar::Bool(true));
         workload.insert("interruptedAtMs".into(), Scalar::Number(round_us(t)));
-        workload.insert("plannedScheduled".into(), Scalar::Number(outcome.planned as f64));
+        workload.insert(
+            "plannedScheduled".into(),
+            Scalar::Number(outcome.planned as f64),
+        );
         workload.insert("plannedWindowEndMs".into(), Scalar::Number(planned_end_ms));
     }
     let mut boundary = Labels::new();
-    let arrival = if open_loop { "scheduled" } else { "closed-loop" };
+    let arrival = if open_loop {
+        "scheduled"
+    } else {
+        "closed-loop"
+    };
     boundary.insert("arrival".into(), Scalar::String(arrival.into()));
     boundary.insert("tokens".into(), Scalar::String("client".into()));
     boundary.insert("clock".into(), Scalar::String("monotonic".into()));
@@ -541,7 +571,9 @@ async fn progress_line(counters: Arc<Counters>, t0: tokio::time::Instant) {
         let completed = counters.completed.load(Ordering::Relaxed);
         let failed = counters.failed.load(Ordering::Relaxed);
         let lag_ms = counters.last_lag_us.load(Ordering::Relaxed) as f64 / 1000.0;
-        let elapsed = tokio::time::Instant::now().saturating_duration_since(t0).as_secs_f64();
+        let elapsed = tokio::time::Instant::now()
+            .saturating_duration_since(t0)
+            .as_secs_f64();
         eprint!(
             "\r\x1b[K{elapsed:7.1}s  sent {sent}  in flight {}  completed {completed}  failed {failed}  send lag {lag_ms:.3} ms",
             sent.saturating_sub(completed + failed)
@@ -553,17 +585,20 @@ async fn progress_line(counters: Arc<Counters>, t0: tokio::time::Instant) {
 /// `goodput record`: plan, run, write the trace, print the summary.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let plan = plan(&args)?;
-    let transport = HyperTransport::new(plan.uri.clone(), plan.api_key.as_deref()).map_err(usage)?;
+    let transport =
+        HyperTransport::new(plan.uri.clone(), plan.api_key.as_deref()).map_err(usage)?;
     let progress = !args.no_progress && std::io::stderr().is_terminal();
     let outcome = execute(
         &plan,
         transport,
-        || Box::pin(async {
-            if tokio::signal::ctrl_c().await.is_err() {
-                // No signal handling on this platform: never interrupt.
-                std::future::pending::<()>().await;
-            }
-        }),
+        || {
+            Box::pin(async {
+                if tokio::signal::ctrl_c().await.is_err() {
+                    // No signal handling on this platform: never interrupt.
+                    std::future::pending::<()>().await;
+                }
+            })
+        },
         progress,
     )?;
     write_and_summarize(&plan, &outcome, stdout)
@@ -571,7 +606,11 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
 
 /// Writes the trace atomically and the summary to `stdout`; an interrupted run
 /// returns [`Error::Interrupted`] after writing (exit 130).
-pub fn write_and_summarize(plan: &Plan, outcome: &RunOutcome, stdout: &mut dyn Write) -> Result<i32, Error> {
+pub fn write_and_summarize(
+    plan: &Plan,
+    outcome: &RunOutcome,
+    stdout: &mut dyn Write,
+) -> Result<i32, Error> {
     let doc = build_trace(plan, outcome);
     let path = plan.out.display().to_string();
     let write_err = |source| Error::Write {
@@ -583,7 +622,10 @@ pub fn write_and_summarize(plan: &Plan, outcome: &RunOutcome, stdout: &mut dyn W
     let figures = summary::figures(&doc.rows, plan.open_loop());
     let interrupted = outcome.interrupted_at_ms.is_some();
     let text = summary::render(&figures, &path, bytes.len(), interrupted);
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         Err(source) => {
@@ -610,11 +652,25 @@ mod tests {
     fn slo_flags_parse_with_unnamed_gates_as_none() {
         assert_eq!(
             parse_slo("interactive:ttft=1000,tpot=50,e2e=10000"),
-            Ok(("interactive".into(), Gates { ttft_ms: Some(1000.0), tpot_ms: Some(50.0), e2e_ms: Some(10000.0) }))
+            Ok((
+                "interactive".into(),
+                Gates {
+                    ttft_ms: Some(1000.0),
+                    tpot_ms: Some(50.0),
+                    e2e_ms: Some(10000.0)
+                }
+            ))
         );
         assert_eq!(
             parse_slo("batch:ttft=5000, tpot=none"),
-            Ok(("batch".into(), Gates { ttft_ms: Some(5000.0), tpot_ms: None, e2e_ms: None }))
+            Ok((
+                "batch".into(),
+                Gates {
+                    ttft_ms: Some(5000.0),
+                    tpot_ms: None,
+                    e2e_ms: None
+                }
+            ))
         );
         assert!(parse_slo("nocolon").is_err());
         assert!(parse_slo(":ttft=1").is_err());
@@ -626,10 +682,22 @@ mod tests {
     #[test]
     fn urls_get_the_api_path_only_when_bare() {
         let u = |s: &str, api| endpoint_uri(s, api).map(|u| u.to_string());
-        assert_eq!(u("http://h:8000", Api::Chat), Ok("http://h:8000/v1/chat/completions".into()));
-        assert_eq!(u("http://h:8000/", Api::Completions), Ok("http://h:8000/v1/completions".into()));
-        assert_eq!(u("http://h/v1", Api::Chat), Ok("http://h/v1/chat/completions".into()));
-        assert_eq!(u("http://h/custom/gen", Api::Chat), Ok("http://h/custom/gen".into()));
+        assert_eq!(
+            u("http://h:8000", Api::Chat),
+            Ok("http://h:8000/v1/chat/completions".into())
+        );
+        assert_eq!(
+            u("http://h:8000/", Api::Completions),
+            Ok("http://h:8000/v1/completions".into())
+        );
+        assert_eq!(
+            u("http://h/v1", Api::Chat),
+            Ok("http://h/v1/chat/completions".into())
+        );
+        assert_eq!(
+            u("http://h/custom/gen", Api::Chat),
+            Ok("http://h/custom/gen".into())
+        );
         assert!(u("https://h", Api::Chat).is_err());
         assert!(u("h:8000", Api::Chat).is_err());
     }

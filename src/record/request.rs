@@ -311,19 +311,36 @@ mod tests {
         assert_eq!(a, src.prompt(3));
         assert_ne!(a, src.prompt(4));
         assert_eq!(a.text.split_whitespace().count(), 50);
-        assert_ne!(a, PromptSource::Random { words: 50, seed: 10 }.prompt(3));
+        assert_ne!(
+            a,
+            PromptSource::Random {
+                words: 50,
+                seed: 10
+            }
+            .prompt(3)
+        );
     }
 
     #[test]
     fn chat_and_completion_bodies_stream_and_ask_for_usage() {
-        let t = BodyTemplate { api: Api::Chat, model: "m".into(), max_tokens: Some(64), ignore_eos: true };
+        let t = BodyTemplate {
+            api: Api::Chat,
+            model: "m".into(),
+            max_tokens: Some(64),
+            ignore_eos: true,
+        };
         let v: serde_json::Value = serde_json::from_slice(&t.body("hi \"there\"")).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi \"there\""}],
                 "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 64, "ignore_eos": true})
         );
-        let t = BodyTemplate { api: Api::Completions, model: "m".into(), max_tokens: None, ignore_eos: false };
+        let t = BodyTemplate {
+            api: Api::Completions,
+            model: "m".into(),
+            max_tokens: None,
+            ignore_eos: false,
+        };
         let v: serde_json::Value = serde_json::from_slice(&t.body("x")).unwrap();
         assert_eq!(
             v,
@@ -341,10 +358,26 @@ mod tests {
     fn jsonl_takes_strings_and_objects_and_names_the_bad_line() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("p.jsonl");
-        std::fs::write(&p, "\"one\"\n\n{\"prompt\": \"two\", \"class\": \"batch\"}\n").unwrap();
+        std::fs::write(
+            &p,
+            "\"one\"\n\n{\"prompt\": \"two\", \"class\": \"batch\"}\n",
+        )
+        .unwrap();
         let got = load_jsonl(&p).unwrap();
-        assert_eq!(got[0], Prompt { text: "one".into(), class: None });
-        assert_eq!(got[1], Prompt { text: "two".into(), class: Some("batch".into()) });
+        assert_eq!(
+            got[0],
+            Prompt {
+                text: "one".into(),
+                class: None
+            }
+        );
+        assert_eq!(
+            got[1],
+            Prompt {
+                text: "two".into(),
+                class: Some("batch".into())
+            }
+        );
         std::fs::write(&p, "\"ok\"\n{\"nope\": 1}\n").unwrap();
         let err = load_jsonl(&p).unwrap_err().to_string();
         assert!(err.contains(":2:"), "{err}");
@@ -360,7 +393,11 @@ mod tests {
                 {"conversations":[]},{"id":"x","conversations":[{"from":"human","value":"q2"}]}]"#,
         )
         .unwrap();
-        let got: Vec<String> = load_sharegpt(&p).unwrap().into_iter().map(|p| p.text).collect();
+        let got: Vec<String> = load_sharegpt(&p)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.text)
+            .collect();
         assert_eq!(got, vec!["q1", "q2"]);
     }
 }

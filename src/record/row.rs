@@ -35,7 +35,12 @@ pub struct RowMeta {
 }
 
 /// The row of a request that ran (or started to).
-pub fn assemble(meta: &RowMeta, obs: &Observation, ending: &Ending, tokens: TokenCount) -> TraceRow {
+pub fn assemble(
+    meta: &RowMeta,
+    obs: &Observation,
+    ending: &Ending,
+    tokens: TokenCount,
+) -> TraceRow {
     let mut row = base(meta);
     row.first_token_ms = obs.first_token_ms.map(round_us);
     match *ending {
@@ -61,10 +66,13 @@ pub fn assemble(meta: &RowMeta, obs: &Observation, ending: &Ending, tokens: Toke
         }
     }
     match obs.usage_prompt_tokens {
-        Some(n) => row.labels.insert("promptTokens".into(), Scalar::Number(n as f64)),
-        None => row
+        Some(n) => row
             .labels
-            .insert("promptChars".into(), Scalar::Number(meta.prompt_chars as f64)),
+            .insert("promptTokens".into(), Scalar::Number(n as f64)),
+        None => row.labels.insert(
+            "promptChars".into(),
+            Scalar::Number(meta.prompt_chars as f64),
+        ),
     };
     row
 }
@@ -73,14 +81,19 @@ pub fn assemble(meta: &RowMeta, obs: &Observation, ending: &Ending, tokens: Toke
 pub fn not_sent(meta: &RowMeta) -> TraceRow {
     let mut row = base(meta);
     row.labels.insert("notSent".into(), Scalar::Bool(true));
-    row.labels
-        .insert("promptChars".into(), Scalar::Number(meta.prompt_chars as f64));
+    row.labels.insert(
+        "promptChars".into(),
+        Scalar::Number(meta.prompt_chars as f64),
+    );
     row
 }
 
 fn base(meta: &RowMeta) -> TraceRow {
     let mut labels = Labels::new();
-    labels.insert("promptHash".into(), Scalar::String(meta.prompt_hash.clone()));
+    labels.insert(
+        "promptHash".into(),
+        Scalar::String(meta.prompt_hash.clone()),
+    );
     TraceRow {
         id: format!("r{}", meta.index),
         class: meta.class.clone(),
@@ -98,7 +111,9 @@ fn base(meta: &RowMeta) -> TraceRow {
 /// The document's token mode: `usage` when every completed request reported
 /// usage (or none completed), else `chunks` for all rows, since one document
 /// cannot mix the two.
-pub fn token_mode<'a>(results: impl IntoIterator<Item = (&'a Observation, &'a Ending)>) -> TokenCount {
+pub fn token_mode<'a>(
+    results: impl IntoIterator<Item = (&'a Observation, &'a Ending)>,
+) -> TokenCount {
     let all_usage = results
         .into_iter()
         .filter(|(_, e)| matches!(e, Ending::Completed { .. }))
@@ -139,7 +154,14 @@ mod tests {
 
     #[test]
     fn a_completed_request_becomes_a_completed_row_with_usage_tokens() {
-        let row = assemble(&meta(), &obs(), &Ending::Completed { completed_ms: 1500.0 }, TokenCount::Usage);
+        let row = assemble(
+            &meta(),
+            &obs(),
+            &Ending::Completed {
+                completed_ms: 1500.0,
+            },
+            TokenCount::Usage,
+        );
         assert_eq!(row.id, "r7");
         assert_eq!(row.status, RowStatus::Completed);
         assert_eq!(row.arrival_ms, 1000.0);
@@ -149,13 +171,23 @@ mod tests {
         assert_eq!(row.labels["sendLagMs"], Scalar::Number(0.25));
         assert_eq!(row.labels["promptTokens"], Scalar::Number(12.0));
         assert!(!row.labels.contains_key("promptChars"));
-        let chunks = assemble(&meta(), &obs(), &Ending::Completed { completed_ms: 1500.0 }, TokenCount::Chunks);
+        let chunks = assemble(
+            &meta(),
+            &obs(),
+            &Ending::Completed {
+                completed_ms: 1500.0,
+            },
+            TokenCount::Chunks,
+        );
         assert_eq!(chunks.output_tokens, Some(9));
     }
 
     #[test]
     fn a_failed_request_keeps_its_reason_end_and_first_token() {
-        let ending = Ending::Failed { reason: FailReason::Timeout, ended_ms: 61_000.0 };
+        let ending = Ending::Failed {
+            reason: FailReason::Timeout,
+            ended_ms: 61_000.0,
+        };
         let row = assemble(&meta(), &obs(), &ending, TokenCount::Usage);
         assert_eq!(row.status, RowStatus::Failed);
         assert_eq!(row.reason.as_deref(), Some("timeout"));
@@ -167,9 +199,17 @@ mod tests {
 
     #[test]
     fn in_flight_and_unsent_rows_carry_no_completion() {
-        let row = assemble(&meta(), &Observation::default(), &Ending::InFlight, TokenCount::Usage);
+        let row = assemble(
+            &meta(),
+            &Observation::default(),
+            &Ending::InFlight,
+            TokenCount::Usage,
+        );
         assert_eq!(row.status, RowStatus::InFlight);
-        assert_eq!((row.first_token_ms, row.completed_ms, row.reason.clone()), (None, None, None));
+        assert_eq!(
+            (row.first_token_ms, row.completed_ms, row.reason.clone()),
+            (None, None, None)
+        );
         assert_eq!(row.labels["promptChars"], Scalar::Number(42.0));
         let unsent = not_sent(&meta());
         assert_eq!(unsent.status, RowStatus::InFlight);
@@ -181,9 +221,18 @@ mod tests {
     fn one_completed_request_without_usage_switches_the_document_to_chunks() {
         let done = Ending::Completed { completed_ms: 1.0 };
         let with = obs();
-        let without = Observation { usage_output_tokens: None, ..obs() };
-        assert_eq!(token_mode([(&with, &done), (&with, &done)]), TokenCount::Usage);
-        assert_eq!(token_mode([(&with, &done), (&without, &done)]), TokenCount::Chunks);
+        let without = Observation {
+            usage_output_tokens: None,
+            ..obs()
+        };
+        assert_eq!(
+            token_mode([(&with, &done), (&with, &done)]),
+            TokenCount::Usage
+        );
+        assert_eq!(
+            token_mode([(&with, &done), (&without, &done)]),
+            TokenCount::Chunks
+        );
         let failed = Ending::InFlight;
         assert_eq!(token_mode([(&without, &failed)]), TokenCount::Usage);
     }

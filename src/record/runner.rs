@@ -127,7 +127,12 @@ impl<T> Clone for Shared<T> {
     }
 }
 
-async fn one_request<T: Transport>(shared: &Shared<T>, index: usize, arrival_ms: f64, open_loop: bool) {
+async fn one_request<T: Transport>(
+    shared: &Shared<T>,
+    index: usize,
+    arrival_ms: f64,
+    open_loop: bool,
+) {
     let prompt = shared.config.prompts.prompt(index);
     let body = shared.config.template.body(&prompt.text);
     let counters = &shared.counters;

@@ -98,7 +98,8 @@ pub fn open_schedule(
             }
         }
         ArrivalProcess::Poisson => {
-            let exp = Exp::new(1.0 / mean_gap_ms).map_err(|_| ScheduleError::BadRate(rate_per_s))?;
+            let exp =
+                Exp::new(1.0 / mean_gap_ms).map_err(|_| ScheduleError::BadRate(rate_per_s))?;
             accumulate(&mut out, end_ms, seed, |rng| exp.sample(rng))?;
         }
         ArrivalProcess::Gamma => {
@@ -176,7 +177,11 @@ mod tests {
         let (mean, cv) = mean_cv(&gaps(&a));
         assert!((mean - 10.0).abs() < 0.3, "mean gap {mean}");
         assert!((cv - 1.0).abs() < 0.05, "cv {cv}");
-        assert!((a.len() as f64 - 20_000.0).abs() < 600.0, "count {}", a.len());
+        assert!(
+            (a.len() as f64 - 20_000.0).abs() < 600.0,
+            "count {}",
+            a.len()
+        );
         assert!(a.windows(2).all(|w| w[0] <= w[1]) && a[0] > 0.0);
     }
 
@@ -186,14 +191,24 @@ mod tests {
             let a = open_schedule(ArrivalProcess::Gamma, 100.0, b, seed, 200_000.0).unwrap();
             let (mean, cv) = mean_cv(&gaps(&a));
             let want_cv = 1.0 / f64::sqrt(b);
-            assert!((mean - 10.0).abs() < 10.0 * 0.04 * want_cv.max(0.5), "B={b} mean gap {mean}");
-            assert!((cv - want_cv).abs() < 0.06 * want_cv, "B={b} cv {cv} want {want_cv}");
+            assert!(
+                (mean - 10.0).abs() < 10.0 * 0.04 * want_cv.max(0.5),
+                "B={b} mean gap {mean}"
+            );
+            assert!(
+                (cv - want_cv).abs() < 0.06 * want_cv,
+                "B={b} cv {cv} want {want_cv}"
+            );
         }
     }
 
     #[test]
     fn every_arrival_is_before_the_end() {
-        for p in [ArrivalProcess::Poisson, ArrivalProcess::Constant, ArrivalProcess::Gamma] {
+        for p in [
+            ArrivalProcess::Poisson,
+            ArrivalProcess::Constant,
+            ArrivalProcess::Gamma,
+        ] {
             let a = open_schedule(p, 10.0, 1.0, 3, 5_000.0).unwrap();
             assert!(a.iter().all(|&t| (0.0..5_000.0).contains(&t)));
         }

@@ -255,7 +255,10 @@ mod tests {
         assert_eq!(events(&[b"data: x\r\r"]), vec![data("x")]);
         assert_eq!(events(&[b"data: x\r", b"\n\r", b"\n"]), vec![data("x")]);
         // A CR then an LF in the next frame is one line ending, not two.
-        assert_eq!(events(&[b"data: x\r", b"\ndata: y\n\n"]), vec![data("x\ny")]);
+        assert_eq!(
+            events(&[b"data: x\r", b"\ndata: y\n\n"]),
+            vec![data("x\ny")]
+        );
     }
 
     #[test]
@@ -282,24 +285,62 @@ mod tests {
     fn chat_and_completion_chunks_are_read() {
         assert_eq!(chunk("[DONE]"), Chunk::Done);
         let role = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#;
-        assert_eq!(chunk(role), Chunk::Data { content: false, finished: false, usage: None });
+        assert_eq!(
+            chunk(role),
+            Chunk::Data {
+                content: false,
+                finished: false,
+                usage: None
+            }
+        );
         let tok = r#"{"choices":[{"delta":{"content":"Hi"},"finish_reason":null}]}"#;
-        assert_eq!(chunk(tok), Chunk::Data { content: true, finished: false, usage: None });
+        assert_eq!(
+            chunk(tok),
+            Chunk::Data {
+                content: true,
+                finished: false,
+                usage: None
+            }
+        );
         let think = r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#;
-        assert_eq!(chunk(think), Chunk::Data { content: true, finished: false, usage: None });
+        assert_eq!(
+            chunk(think),
+            Chunk::Data {
+                content: true,
+                finished: false,
+                usage: None
+            }
+        );
         let text = r#"{"choices":[{"text":" the","finish_reason":"length"}]}"#;
-        assert_eq!(chunk(text), Chunk::Data { content: true, finished: true, usage: None });
+        assert_eq!(
+            chunk(text),
+            Chunk::Data {
+                content: true,
+                finished: true,
+                usage: None
+            }
+        );
         let usage = r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}"#;
         assert_eq!(
             chunk(usage),
             Chunk::Data {
                 content: false,
                 finished: false,
-                usage: Some(Usage { prompt_tokens: Some(12), completion_tokens: Some(34) })
+                usage: Some(Usage {
+                    prompt_tokens: Some(12),
+                    completion_tokens: Some(34)
+                })
             }
         );
         let null_usage = r#"{"choices":[{"delta":{"content":"x"}}],"usage":null}"#;
-        assert_eq!(chunk(null_usage), Chunk::Data { content: true, finished: false, usage: None });
+        assert_eq!(
+            chunk(null_usage),
+            Chunk::Data {
+                content: true,
+                finished: false,
+                usage: None
+            }
+        );
     }
 
     #[test]
@@ -312,7 +353,10 @@ mod tests {
             chunk(r#"{"object":"error","message":"out of memory","code":500}"#),
             Chunk::ServerError("out of memory".into())
         );
-        assert_eq!(chunk(r#"{"choices":[{"delta":{"content":"x"}"#), Chunk::Malformed);
+        assert_eq!(
+            chunk(r#"{"choices":[{"delta":{"content":"x"}"#),
+            Chunk::Malformed
+        );
         assert_eq!(chunk("[1,2]"), Chunk::Malformed);
         assert_eq!(chunk(""), Chunk::Malformed);
     }

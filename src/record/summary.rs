@@ -82,7 +82,9 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
                 f.output_tokens += row.output_tokens.unwrap_or(0);
             }
             RowStatus::Failed => {
-                *f.failed.entry(row.reason.clone().unwrap_or_default()).or_default() += 1;
+                *f.failed
+                    .entry(row.reason.clone().unwrap_or_default())
+                    .or_default() += 1;
             }
             RowStatus::InFlight => f.in_flight += 1,
         }
@@ -153,7 +155,11 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> Strin
     let _ = writeln!(
         s,
         "{} {} rows to {} ({} bytes)",
-        if interrupted { "interrupted; wrote" } else { "wrote" },
+        if interrupted {
+            "interrupted; wrote"
+        } else {
+            "wrote"
+        },
         f.rows,
         path,
         bytes
@@ -173,7 +179,10 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> Strin
         let _ = writeln!(s, "  failures: {}", list.join(", "));
     }
     if let Some((p50, p99, max)) = f.send_lag_ms {
-        let _ = writeln!(s, "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms");
+        let _ = writeln!(
+            s,
+            "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
+        );
     }
     if let Some((achieved, scheduled)) = f.arrival_rates_per_s {
         let _ = writeln!(
@@ -223,8 +232,9 @@ mod tests {
 
     #[test]
     fn a_punctual_client_is_not_blamed() {
-        let rows: Vec<TraceRow> =
-            (0..101).map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.1))).collect();
+        let rows: Vec<TraceRow> = (0..101)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.1)))
+            .collect();
         let f = figures(&rows, true);
         assert_eq!((f.sent, f.completed, f.output_tokens), (101, 101, 1010));
         let (achieved, scheduled) = f.arrival_rates_per_s.unwrap();
@@ -236,15 +246,21 @@ mod tests {
 
     #[test]
     fn lag_over_a_millisecond_or_unsent_requests_blame_the_client() {
-        let mut rows: Vec<TraceRow> =
-            (0..100).map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.1))).collect();
-        rows[98].labels.insert("sendLagMs".into(), Scalar::Number(2.0));
-        rows[99].labels.insert("sendLagMs".into(), Scalar::Number(2.0));
+        let mut rows: Vec<TraceRow> = (0..100)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.1)))
+            .collect();
+        rows[98]
+            .labels
+            .insert("sendLagMs".into(), Scalar::Number(2.0));
+        rows[99]
+            .labels
+            .insert("sendLagMs".into(), Scalar::Number(2.0));
         let f = figures(&rows, true);
         assert_eq!(f.send_lag_ms.map(|l| l.1), Some(2.0));
         assert!(f.client_bound());
-        let mut rows: Vec<TraceRow> =
-            (0..10).map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.0))).collect();
+        let mut rows: Vec<TraceRow> = (0..10)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.0)))
+            .collect();
         rows.push(row(100.0, RowStatus::InFlight, None));
         let f = figures(&rows, true);
         assert_eq!((f.not_sent, f.in_flight), (1, 1));
@@ -255,7 +271,10 @@ mod tests {
 
     #[test]
     fn the_analyze_command_raises_limits_only_when_needed() {
-        assert_eq!(analyze_command("trace.json", 500, 65_536), "goodput analyze trace.json");
+        assert_eq!(
+            analyze_command("trace.json", 500, 65_536),
+            "goodput analyze trace.json"
+        );
         assert_eq!(
             analyze_command("my trace.json", 501, 1000),
             "goodput analyze 'my trace.json' --max-rows 501 --max-bytes 1000"

@@ -138,7 +138,9 @@ impl Engine {
         let mut admitted = 0;
         let mut prefill_tokens = 0u64;
         while self.running.len() < self.params.max_batch.max(1) {
-            let Some(seq) = self.waiting.pop_front() else { break };
+            let Some(seq) = self.waiting.pop_front() else {
+                break;
+            };
             prefill_tokens += u64::from(seq.prompt_tokens);
             admitted += 1;
             self.running.push(Running {
@@ -204,7 +206,11 @@ mod tests {
     #[test]
     fn a_lone_request_sees_prefill_plus_one_step_then_one_step_per_token() {
         let mut e = Engine::new(params(4));
-        e.submit(SeqSpec { id: 1, prompt_tokens: 500, output_tokens: 4 });
+        e.submit(SeqSpec {
+            id: 1,
+            prompt_tokens: 500,
+            output_tokens: 4,
+        });
         let times = &timeline(&mut e)[&1];
         // TTFT = 20 × 0.5 + 5 + 1 = 16 ms; then 6 ms per token.
         assert_eq!(times, &vec![16.0, 22.0, 28.0, 34.0]);
@@ -215,7 +221,11 @@ mod tests {
     fn the_batch_is_capped_and_the_rest_wait_in_order() {
         let mut e = Engine::new(params(2));
         for id in 0..3 {
-            e.submit(SeqSpec { id, prompt_tokens: 0, output_tokens: 2 });
+            e.submit(SeqSpec {
+                id,
+                prompt_tokens: 0,
+                output_tokens: 2,
+            });
         }
         let s1 = e.step().unwrap();
         assert_eq!((s1.admitted, s1.batch, s1.duration_ms), (2, 2, 7.0));
@@ -230,7 +240,11 @@ mod tests {
     fn a_longer_queue_means_a_later_first_token_but_the_same_token_rate() {
         let mut e = Engine::new(params(1));
         for id in 0..3 {
-            e.submit(SeqSpec { id, prompt_tokens: 0, output_tokens: 3 });
+            e.submit(SeqSpec {
+                id,
+                prompt_tokens: 0,
+                output_tokens: 3,
+            });
         }
         let t = timeline(&mut e);
         // Each sequence takes 3 steps of 6 ms; the i-th waits for i before it.
@@ -243,8 +257,16 @@ mod tests {
     #[test]
     fn cancelled_sequences_leave_and_the_ceiling_is_as_documented() {
         let mut e = Engine::new(params(2));
-        e.submit(SeqSpec { id: 1, prompt_tokens: 0, output_tokens: 5 });
-        e.submit(SeqSpec { id: 2, prompt_tokens: 0, output_tokens: 5 });
+        e.submit(SeqSpec {
+            id: 1,
+            prompt_tokens: 0,
+            output_tokens: 5,
+        });
+        e.submit(SeqSpec {
+            id: 2,
+            prompt_tokens: 0,
+            output_tokens: 5,
+        });
         e.step();
         e.cancel(1);
         assert_eq!(e.step().unwrap().tokens.len(), 1);

@@ -103,20 +103,37 @@ mod tests {
 
     #[test]
     fn faults_parse_and_bad_ones_say_why() {
-        assert_eq!(parse_fault("http500:0.25"), Ok(Fault { kind: FaultKind::Http500, rate: 0.25 }));
+        assert_eq!(
+            parse_fault("http500:0.25"),
+            Ok(Fault {
+                kind: FaultKind::Http500,
+                rate: 0.25
+            })
+        );
         assert_eq!(parse_fault("stall:1").map(|f| f.kind), Ok(FaultKind::Stall));
-        assert!(parse_fault("boom:0.1").unwrap_err().contains("unknown kind"));
+        assert!(parse_fault("boom:0.1")
+            .unwrap_err()
+            .contains("unknown kind"));
         assert!(parse_fault("http429:1.5").is_err());
         assert!(parse_fault("http429").is_err());
-        let two = [parse_fault("http500:0.6").unwrap(), parse_fault("stall:0.6").unwrap()];
+        let two = [
+            parse_fault("http500:0.6").unwrap(),
+            parse_fault("stall:0.6").unwrap(),
+        ];
         assert!(check_faults(&two).is_err());
     }
 
     #[test]
     fn a_draw_falls_into_the_band_of_its_fault() {
         let faults = [
-            Fault { kind: FaultKind::Http500, rate: 0.1 },
-            Fault { kind: FaultKind::Stall, rate: 0.2 },
+            Fault {
+                kind: FaultKind::Http500,
+                rate: 0.1,
+            },
+            Fault {
+                kind: FaultKind::Stall,
+                rate: 0.2,
+            },
         ];
         assert_eq!(pick(&faults, 0.05), Some(FaultKind::Http500));
         assert_eq!(pick(&faults, 0.1), Some(FaultKind::Stall));

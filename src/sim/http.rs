@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -40,6 +40,8 @@ pub struct SimStats {
     pub requests: AtomicU64,
     /// Output tokens handed to response bodies.
     pub tokens: AtomicU64,
+    /// TCP connections accepted.
+    pub connections: AtomicU64,
 }
 
 /// Everything a request handler needs.
@@ -90,7 +92,9 @@ struct StreamOptions {
 type SimBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
 
 fn full(bytes: impl Into<Bytes>) -> SimBody {
-    Full::new(bytes.into()).map_err(|never| match never {}).boxed()
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
 }
 
 fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
@@ -111,7 +115,10 @@ fn error_response(status: StatusCode, message: &str) -> Response<SimBody> {
 }
 
 /// Routes one request.
-pub async fn handle(state: Arc<AppState>, req: Request<Incoming>) -> Result<Response<SimBody>, Infallible> {
+pub async fn handle(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+) -> Result<Response<SimBody>, Infallible> {
     let chat = match (req.method(), req.uri().path()) {
         (&Method::GET, "/health") => return Ok(Response::new(full(Bytes::new()))),
         (&Method::GET, "/v1/models") => {
@@ -122,28 +129,54 @@ pub async fn handle(state: Arc<AppState>, req: Request<Incoming>) -> Result<Resp
         (&Method::POST, "/v1/chat/completions") => true,
         (&Method::POST, "/v1/completions") => false,
         (_, "/health" | "/v1/models" | "/v1/chat/completions" | "/v1/completions") => {
-            return Ok(error_response(StatusCode::METHOD_NOT_ALLOWED, "method not allowed"))
+            return Ok(error_response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed",
+            ))
         }
         _ => return Ok(error_response(StatusCode::NOT_FOUND, "no such route")),
     };
-    let bytes = match Limited::new(req.into_body(), MAX_REQUEST_BYTES).collect().await {
+    let bytes = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => return Ok(error_response(StatusCode::BAD_REQUEST, "unreadable or oversized body")),
+        Err(_) => {
+            return Ok(error_response(
+                StatusCode::BAD_REQUEST,
+                "unreadable or oversized body",
+            ))
+        }
     };
     let request: CompletionRequest = match serde_json::from_slice(&bytes) {
         Ok(r) => r,
-        Err(e) => return Ok(error_response(StatusCode::BAD_REQUEST, &format!("bad JSON: {e}"))),
+        Err(e) => {
+            return Ok(error_response(
+                StatusCode::BAD_REQUEST,
+                &format!("bad JSON: {e}"),
+            ))
+        }
     };
     state.stats.requests.fetch_add(1, Ordering::Relaxed);
     let prompt_tokens = if chat {
         match &request.messages {
             Some(messages) => messages.iter().map(|m| count_words(m.get("content"))).sum(),
-            None => return Ok(error_response(StatusCode::BAD_REQUEST, "`messages` is required")),
+            None => {
+                return Ok(error_response(
+                    StatusCode::BAD_REQUEST,
+                    "`messages` is required",
+                ))
+            }
         }
     } else {
         match &request.prompt {
             Some(p) => count_words(Some(p)),
-            None => return Ok(error_response(StatusCode::BAD_REQUEST, "`prompt` is required")),
+            None => {
+                return Ok(error_response(
+                    StatusCode::BAD_REQUEST,
+                    "`prompt` is required",
+                ))
+            }
         }
     };
     let cap = request.max_completion_tokens.or(request.max_tokens);
@@ -158,7 +191,10 @@ pub async fn handle(state: Arc<AppState>, req: Request<Incoming>) -> Result<Resp
         } else {
             mean
         };
-        (pick(&state.faults, u), natural.round().clamp(1.0, 1e6) as u32)
+        (
+            pick(&state.faults, u),
+            natural.round().clamp(1.0, 1e6) as u32,
+        )
     };
     let (output_tokens, by_length) = match cap {
         Some(cap) if request.ignore_eos => (cap.max(1), true),
@@ -167,10 +203,16 @@ pub async fn handle(state: Arc<AppState>, req: Request<Incoming>) -> Result<Resp
     };
     match fault {
         Some(FaultKind::Http500) => {
-            return Ok(error_response(StatusCode::INTERNAL_SERVER_ERROR, "injected fault"))
+            return Ok(error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "injected fault",
+            ))
         }
         Some(FaultKind::Http429) => {
-            return Ok(error_response(StatusCode::TOO_MANY_REQUESTS, "injected fault: rate limited"))
+            return Ok(error_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                "injected fault: rate limited",
+            ))
         }
         _ => {}
     }
@@ -223,7 +265,9 @@ fn count_words(v: Option<&serde_json::Value>) -> u32 {
     }
 }
 
-const WORDS: [&str; 8] = [" the", " model", " says", " hello", " to", " a", " queue", " again"];
+const WORDS: [&str; 8] = [
+    " the", " model", " says", " hello", " to", " a", " queue", " again",
+];
 
 /// Pre-rendered JSON around each token, so a chunk costs two copies.
 #[derive(Debug)]
@@ -371,7 +415,9 @@ impl SimStream {
                             }
                             Some(FaultKind::Malformed) => {
                                 if !self.collect {
-                                    buf.put_slice(b"data: {\"choices\":[{\"delta\":{\"content\":\n\n");
+                                    buf.put_slice(
+                                        b"data: {\"choices\":[{\"delta\":{\"content\":\n\n",
+                                    );
                                 }
                                 self.state = StreamState::Ended;
                                 return Polled::Frame(buf.freeze());
@@ -446,7 +492,8 @@ async fn whole_response(mut stream: SimStream) -> Response<SimBody> {
         return json_response(StatusCode::OK, "{\"choices\":[{\"message\":".into());
     }
     let (p, n) = (stream.prompt_tokens, stream.output_tokens);
-    let usage = serde_json::json!({"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n});
+    let usage =
+        serde_json::json!({"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n});
     let body = if stream.shape.chat {
         serde_json::json!({"id": "chatcmpl", "object": "chat.completion", "created": 0,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": stream.text},

@@ -83,10 +83,17 @@ pub fn parse_output_tokens(text: &str) -> Result<(f64, f64), String> {
         Some((m, s)) => (m, s),
         None => (text, "0"),
     };
-    let number = |s: &str| s.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
+    let number = |s: &str| {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+    };
     match (number(mean), number(std)) {
         (Some(m), Some(s)) if m >= 1.0 => Ok((m, s)),
-        _ => Err(format!("`{text}`: expected MEAN[:STD] with MEAN >= 1 and STD >= 0")),
+        _ => Err(format!(
+            "`{text}`: expected MEAN[:STD] with MEAN >= 1 and STD >= 0"
+        )),
     }
 }
 
@@ -164,6 +171,10 @@ pub async fn serve(
             () = &mut shutdown => return,
         };
         let _ = stream.set_nodelay(true);
+        state
+            .stats
+            .connections
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = state.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| http::handle(state.clone(), req));
@@ -263,12 +274,19 @@ pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         config.output_tokens.1,
         p.full_batch_tokens_per_s()
     );
-    let _ = stdout.write_all(line.as_bytes()).and_then(|()| stdout.flush());
-    runtime.block_on(serve(listener, config, Arc::new(SimStats::default()), async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }));
+    let _ = stdout
+        .write_all(line.as_bytes())
+        .and_then(|()| stdout.flush());
+    runtime.block_on(serve(
+        listener,
+        config,
+        Arc::new(SimStats::default()),
+        async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        },
+    ));
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     Ok(EXIT_OK)
 }

@@ -12,6 +12,10 @@
 //! every row exactly one verdict under the declared gates; `receipt` aggregates
 //! verdicts into the versioned receipt; `render` turns a receipt into bytes for a
 //! person or a machine. Nothing below `cli` prints or exits.
+//!
+//! The other half makes traces: `record` (schedule → client → SSE → trace
+//! rows, written atomically) drives an OpenAI-compatible server open-loop, and
+//! `sim` is a simulated continuous-batching engine to aim it at.
 
 pub mod analyze;
 pub mod cli;

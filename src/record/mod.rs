@@ -282,6 +282,11 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     if args.duration.is_zero() {
         return Err(usage("--duration must be longer than 0"));
     }
+    if ms(args.duration) + ms(args.grace) > crate::trace::model::MAX_SPAN_MS {
+        return Err(usage(
+            "--duration plus --grace must be at most 24 h (a trace's window and horizon span at most a day)",
+        ));
+    }
     if args.timeout.is_zero() {
         return Err(usage("--timeout must be longer than 0"));
     }

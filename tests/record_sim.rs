@@ -289,7 +289,8 @@ fn load_past_capacity_flattens_completions_and_raises_ttft() {
     // Batch 4, step 5 + 1 × 4 = 9 ms at a full batch, 16 tokens each:
     // capacity = 4 / (16 × 9 ms) = 27.8 requests/s. Completions can happen
     // until the horizon (2.5 s) but are divided by the 2 s window, so the
-    // ceiling on completedPerS is 27.8 × 2.5 / 2 + 4 / 2 ≈ 36.7.
+    // ceiling on completedPerS is 27.8 × 2.5 / 2 + 4 / 2 ≈ 36.7. Doubling the
+    // offered load from 40 to 80/s must raise completions by under 30 %.
     let server = sim(engine(4, 0.0, 5.0, 1.0), 16.0, vec![]);
     let dir = tempfile::tempdir().unwrap();
     let mut completed = Vec::new();
@@ -325,7 +326,7 @@ fn load_past_capacity_flattens_completions_and_raises_ttft() {
     assert!(completed[1] <= 36.7, "{completed:?}");
     assert!(completed[2] <= 36.7, "{completed:?}");
     assert!(
-        completed[2] <= 1.2 * completed[1],
+        completed[2] <= 1.3 * completed[1],
         "completions flatten: {completed:?}"
     );
     assert!(
@@ -524,4 +525,91 @@ fn sigint_stops_the_run_writes_the_trace_and_exits_130() {
         r["results"]["all"]["counts"]["censored"],
         r["results"]["all"]["counts"]["cohort"]
     );
+}
+
+/// Sends one HTTP/1.1 request on a fresh connection and reads to EOF.
+fn http(addr: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = stream.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn the_sim_binary_prints_its_loopback_address_and_serves_every_route() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--decode-step-ms",
+            "1",
+            "--output-tokens",
+            "5",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let close = "Connection: close\r\n";
+    let health = http(
+        &addr,
+        &format!("GET /health HTTP/1.1\r\nHost: x\r\n{close}\r\n"),
+    );
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    let models = http(
+        &addr,
+        &format!("GET /v1/models HTTP/1.1\r\nHost: x\r\n{close}\r\n"),
+    );
+    assert!(models.contains("\"id\":\"sim\""), "{models}");
+    let body = r#"{"model":"m","prompt":"one two three","max_tokens":3}"#;
+    let whole = http(
+        &addr,
+        &format!(
+            "POST /v1/completions HTTP/1.1\r\nHost: x\r\n{close}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(whole.starts_with("HTTP/1.1 200"), "{whole}");
+    // Natural length 5, capped by max_tokens 3; the prompt is three words.
+    assert!(
+        whole.contains(r#""completion_tokens":3"#) && whole.contains(r#""prompt_tokens":3"#),
+        "{whole}"
+    );
+    assert!(whole.contains(r#""finish_reason":"length""#), "{whole}");
+    let missing = http(
+        &addr,
+        &format!("GET /nope HTTP/1.1\r\nHost: x\r\n{close}\r\n"),
+    );
+    assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("sim did not stop on SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
 }

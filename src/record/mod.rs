@@ -366,7 +366,8 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 .map_err(|e| usage(e.to_string()))?;
             put("arrival", Scalar::String(process.as_str().into()));
             put("ratePerS", Scalar::Number(rate));
-            if process == ArrivalProcess::Gamma {
+            // Poisson is gamma with shape 1; constant has no burstiness.
+            if process != ArrivalProcess::Constant {
                 put("burstiness", Scalar::Number(burstiness));
             }
             Load::Open {

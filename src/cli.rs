@@ -86,6 +86,12 @@ pub enum Command {
     /// Admit or refuse a run: goodput, failure and censored shares, tail limits.
     #[command(after_help = GATE_EXIT_HELP)]
     Gate(GateArgs),
+    /// Drive an OpenAI-compatible server open-loop (or closed-loop) and write an honest trace.
+    #[command(after_help = crate::record::RECORD_EXIT_HELP)]
+    Record(crate::record::RecordArgs),
+    /// Serve a simulated continuous-batching LLM engine (OpenAI-compatible) on loopback.
+    #[command(after_help = crate::sim::SIM_EXIT_HELP)]
+    Sim(crate::sim::SimArgs),
     /// Print the JSON Schema of a trace or of a receipt.
     Schema {
         /// Which schema.
@@ -255,6 +261,8 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Mutate(args) => mutate_command(args, stdout),
         Command::Verify(args) => verify_command(args, stdout),
         Command::Gate(args) => gate_command(args, stdout),
+        Command::Record(args) => crate::record::run(args, stdout),
+        Command::Sim(args) => crate::sim::run(args, stdout),
         Command::Schema { which } => {
             let text = match which {
                 SchemaKind::Trace => schema::trace_schema_json(),

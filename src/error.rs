@@ -6,6 +6,7 @@
 //! | 0 | done: a receipt was produced (or the check/gate passed) |
 //! | 1 | done, and the answer is "no" (a later command's refusal or mismatch) |
 //! | 2 | input rejected, unreadable, unwritable, or a usage error |
+//! | 130 | interrupted (Ctrl-C); `record` still wrote its trace |
 //!
 //! A panic is a bug on any input.
 
@@ -18,6 +19,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_NO: i32 = 1;
 /// Exit status: rejected input, I/O or usage error.
 pub const EXIT_ERROR: i32 = 2;
+/// Exit status: interrupted by SIGINT (128 + 2, the shell convention).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 /// An error that ends a command.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +48,22 @@ pub enum Error {
     /// A flag or argument does not make sense.
     #[error("usage: {0}")]
     Usage(String),
+    /// Ctrl-C stopped `record`; the trace was still written.
+    #[error("interrupted: wrote {rows} rows to {path} (unfinished requests are in_flight)")]
+    Interrupted {
+        /// Where the trace went.
+        path: String,
+        /// Rows written.
+        rows: usize,
+    },
+    /// `sim` could not listen where asked.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 impl Error {
@@ -56,7 +75,9 @@ impl Error {
             | Error::Write { .. }
             | Error::Receipt(_)
             | Error::Mutate(_)
-            | Error::Usage(_) => EXIT_ERROR,
+            | Error::Usage(_)
+            | Error::Listen { .. } => EXIT_ERROR,
+            Error::Interrupted { .. } => EXIT_INTERRUPTED,
         }
     }
 

@@ -18,6 +18,10 @@
 //! trace and checks that a calculator's receipt moves as SPEC §6 predicts;
 //! `verify` recomputes a receipt from its trace and diffs the two; `gate` turns
 //! a receipt into an admission decision.
+//!
+//! The other half makes traces: `record` (schedule → client → SSE → trace
+//! rows, written atomically) drives an OpenAI-compatible server open-loop, and
+//! `sim` is a simulated continuous-batching engine to aim it at.
 
 pub mod analyze;
 pub mod cli;
@@ -26,8 +30,10 @@ pub mod gate;
 pub mod io;
 pub mod mutate;
 pub mod receipt;
+pub mod record;
 pub mod render;
 pub mod schema;
+pub mod sim;
 pub mod stats;
 pub mod sweep;
 pub mod trace;

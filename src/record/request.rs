@@ -1,0 +1,403 @@
+//! What is sent: prompt sources, request bodies, prompt hashes.
+//!
+//! Prompts never reach the trace. A row carries the prompt's length and the
+//! first 12 hex digits of its sha256, enough to group rows by prompt or to
+//! check two runs used the same prompts without storing the text.
+//!
+//! Sources:
+//! - `--random-input-len N` (the default, N = 128): N words drawn from a fixed
+//!   vocabulary by ChaCha8 seeded with `--seed`, stream `index + 1`, so prompt
+//!   `i` is the same on every run and differs from prompt `j` (no accidental
+//!   prefix-cache hits).
+//! - `--prompts FILE.jsonl`: one JSON value per line, either a string or an
+//!   object `{"prompt": "…", "class": "…"}` (`class` optional, must be one of
+//!   the `--slo` classes). Request `i` uses line `i mod lines`.
+//! - `--dataset sharegpt FILE`: the ShareGPT JSON array; the first human turn
+//!   of each conversation is a prompt; request `i` uses entry `i mod entries`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Which OpenAI endpoint family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Api {
+    /// `/v1/chat/completions` (messages in, `delta.content` out).
+    Chat,
+    /// `/v1/completions` (prompt in, `text` out).
+    Completions,
+}
+
+impl Api {
+    /// The name written into `workload.api`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        }
+    }
+
+    /// The default path appended to a bare base URL.
+    pub fn default_path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+        }
+    }
+}
+
+/// One prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// The text sent.
+    pub text: String,
+    /// An explicit SLO class, if the source named one.
+    pub class: Option<String>,
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone)]
+pub enum PromptSource {
+    /// Seeded random words.
+    Random {
+        /// Words per prompt.
+        words: u32,
+        /// The run's seed.
+        seed: u64,
+    },
+    /// A list, used cyclically.
+    List(Arc<Vec<Prompt>>),
+}
+
+const VOCABULARY: [&str; 64] = [
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
+    "been", "if", "more", "when", "will", "would", "who", "so", "no", "time", "sun", "river",
+    "stone", "light", "green", "model", "token", "queue", "batch", "cloud", "paper", "glass",
+    "music", "north", "seven",
+];
+
+impl PromptSource {
+    /// The prompt of request `index`.
+    pub fn prompt(&self, index: usize) -> Prompt {
+        match self {
+            PromptSource::Random { words, seed } => {
+                let mut rng = ChaCha8Rng::seed_from_u64(*seed);
+                rng.set_stream(index as u64 + 1);
+                let mut text = String::with_capacity(*words as usize * 6);
+                for w in 0..*words {
+                    if w > 0 {
+                        text.push(' ');
+                    }
+                    text.push_str(VOCABULARY[rng.random_range(0..VOCABULARY.len())]);
+                }
+                Prompt { text, class: None }
+            }
+            PromptSource::List(list) => list[index % list.len()].clone(),
+        }
+    }
+
+    /// A short description for `workload.prompts` (never a path or the text).
+    pub fn describe(&self) -> String {
+        match self {
+            PromptSource::Random { words, .. } => format!("random:{words}"),
+            PromptSource::List(list) => format!("list:{}", list.len()),
+        }
+    }
+}
+
+/// Why a prompt file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The path as given.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line or entry is not what the format says.
+    #[error("{path}:{line}: {message}")]
+    Bad {
+        /// The path as given.
+        path: String,
+        /// 1-based line (JSONL) or entry index (ShareGPT).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// No usable prompt at all.
+    #[error("{0} holds no usable prompt")]
+    Empty(String),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum JsonlLine {
+    Text(String),
+    Object {
+        prompt: String,
+        #[serde(default)]
+        class: Option<String>,
+    },
+}
+
+/// Reads a JSONL prompt file.
+pub fn load_jsonl(path: &Path) -> Result<Vec<Prompt>, PromptError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| PromptError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: JsonlLine = serde_json::from_str(line).map_err(|e| PromptError::Bad {
+            path: shown.clone(),
+            line: i + 1,
+            message: format!("expected a JSON string or {{\"prompt\": \"…\"}} ({e})"),
+        })?;
+        out.push(match parsed {
+            JsonlLine::Text(text) => Prompt { text, class: None },
+            JsonlLine::Object { prompt, class } => Prompt {
+                text: prompt,
+                class,
+            },
+        });
+    }
+    if out.is_empty() {
+        return Err(PromptError::Empty(shown));
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+struct ShareGptEntry {
+    #[serde(default)]
+    conversations: Vec<ShareGptTurn>,
+}
+
+#[derive(Deserialize)]
+struct ShareGptTurn {
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    value: String,
+}
+
+/// Reads a ShareGPT file (a JSON array of `{"conversations": [{"from", "value"}…]}`).
+pub fn load_sharegpt(path: &Path) -> Result<Vec<Prompt>, PromptError> {
+    let shown = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|source| PromptError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    let entries: Vec<ShareGptEntry> = serde_json::from_reader(std::io::BufReader::new(file))
+        .map_err(|e| PromptError::Bad {
+            path: shown.clone(),
+            line: e.line(),
+            message: format!("not a ShareGPT array ({e})"),
+        })?;
+    let out: Vec<Prompt> = entries
+        .into_iter()
+        .filter_map(|entry| {
+            entry
+                .conversations
+                .into_iter()
+                .find(|t| (t.from == "human" || t.from == "user") && !t.value.is_empty())
+                .map(|t| Prompt {
+                    text: t.value,
+                    class: None,
+                })
+        })
+        .collect();
+    if out.is_empty() {
+        return Err(PromptError::Empty(shown));
+    }
+    Ok(out)
+}
+
+/// The first 12 hex digits of the prompt's sha256.
+pub fn prompt_hash(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The fixed part of every request body.
+#[derive(Debug, Clone)]
+pub struct BodyTemplate {
+    /// Endpoint family.
+    pub api: Api,
+    /// `model`.
+    pub model: String,
+    /// `max_tokens`, when set.
+    pub max_tokens: Option<u32>,
+    /// `ignore_eos` (a vLLM extension), sent only when set.
+    pub ignore_eos: bool,
+}
+
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages: Option<[Message<'a>; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    ignore_eos: bool,
+}
+
+impl BodyTemplate {
+    /// The JSON body for one prompt: always streaming, always asking for usage.
+    pub fn body(&self, prompt: &str) -> Bytes {
+        let (messages, prompt) = match self.api {
+            Api::Chat => (
+                Some([Message {
+                    role: "user",
+                    content: prompt,
+                }]),
+                None,
+            ),
+            Api::Completions => (None, Some(prompt)),
+        };
+        let body = Body {
+            model: &self.model,
+            messages,
+            prompt,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            max_tokens: self.max_tokens,
+            ignore_eos: self.ignore_eos,
+        };
+        // Serializing strings and integers into a Vec cannot fail.
+        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_prompts_are_reproducible_distinct_and_of_the_asked_length() {
+        let src = PromptSource::Random { words: 50, seed: 9 };
+        let a = src.prompt(3);
+        assert_eq!(a, src.prompt(3));
+        assert_ne!(a, src.prompt(4));
+        assert_eq!(a.text.split_whitespace().count(), 50);
+        assert_ne!(
+            a,
+            PromptSource::Random {
+                words: 50,
+                seed: 10
+            }
+            .prompt(3)
+        );
+    }
+
+    #[test]
+    fn chat_and_completion_bodies_stream_and_ask_for_usage() {
+        let t = BodyTemplate {
+            api: Api::Chat,
+            model: "m".into(),
+            max_tokens: Some(64),
+            ignore_eos: true,
+        };
+        let v: serde_json::Value = serde_json::from_slice(&t.body("hi \"there\"")).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi \"there\""}],
+                "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 64, "ignore_eos": true})
+        );
+        let t = BodyTemplate {
+            api: Api::Completions,
+            model: "m".into(),
+            max_tokens: None,
+            ignore_eos: false,
+        };
+        let v: serde_json::Value = serde_json::from_slice(&t.body("x")).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true}})
+        );
+    }
+
+    #[test]
+    fn prompt_hash_is_twelve_hex_digits_of_sha256() {
+        // sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
+        assert_eq!(prompt_hash("abc"), "ba7816bf8f01");
+    }
+
+    #[test]
+    fn jsonl_takes_strings_and_objects_and_names_the_bad_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p.jsonl");
+        std::fs::write(
+            &p,
+            "\"one\"\n\n{\"prompt\": \"two\", \"class\": \"batch\"}\n",
+        )
+        .unwrap();
+        let got = load_jsonl(&p).unwrap();
+        assert_eq!(
+            got[0],
+            Prompt {
+                text: "one".into(),
+                class: None
+            }
+        );
+        assert_eq!(
+            got[1],
+            Prompt {
+                text: "two".into(),
+                class: Some("batch".into())
+            }
+        );
+        std::fs::write(&p, "\"ok\"\n{\"nope\": 1}\n").unwrap();
+        let err = load_jsonl(&p).unwrap_err().to_string();
+        assert!(err.contains(":2:"), "{err}");
+    }
+
+    #[test]
+    fn sharegpt_takes_the_first_human_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        std::fs::write(
+            &p,
+            r#"[{"conversations":[{"from":"system","value":"s"},{"from":"human","value":"q1"},{"from":"gpt","value":"a"}]},
+                {"conversations":[]},{"id":"x","conversations":[{"from":"human","value":"q2"}]}]"#,
+        )
+        .unwrap();
+        let got: Vec<String> = load_sharegpt(&p)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.text)
+            .collect();
+        assert_eq!(got, vec!["q1", "q2"]);
+    }
+}

@@ -1,0 +1,318 @@
+//! The run loop: who sends what when, and when observation stops.
+//!
+//! Open loop: a dedicated thread walks the precomputed schedule, sleeping on a
+//! channel with a timeout until each instant `t0 + arrival_i` (OS timers are
+//! precise to tens of microseconds, where tokio's timer wheel has 1 ms ticks),
+//! then spawns request `i` on the runtime. It never waits for an earlier
+//! request, and there is no connection cap.
+//!
+//! Closed loop: `C` workers each send, wait for the ending, and send again,
+//! until the window ends.
+//!
+//! Observation stops at the horizon (window end + grace) or at an interrupt:
+//! the cancellation signal goes out, every request still running reports
+//! itself in flight, and the loop ends when every spawned request has reported.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::client::Transport;
+use super::exchange::{run_one, Clock, Ending, Observation};
+use super::request::{prompt_hash, BodyTemplate, PromptSource};
+
+/// How load is offered.
+#[derive(Debug, Clone)]
+pub enum Load {
+    /// Sends at precomputed instants (ms since t0), whatever the server does.
+    Open {
+        /// The schedule.
+        arrivals_ms: Arc<Vec<f64>>,
+    },
+    /// `concurrency` workers, each sending when its previous request ended.
+    Closed {
+        /// Number of workers.
+        concurrency: u32,
+    },
+}
+
+/// What one run needs, already validated.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// How load is offered.
+    pub load: Load,
+    /// End of the window (no arrival at or after it), ms since t0.
+    pub window_end_ms: f64,
+    /// Observation stops at `window_end_ms + grace_ms`.
+    pub grace_ms: f64,
+    /// Per-request timeout, from the (scheduled) arrival.
+    pub timeout: Duration,
+    /// Prompts.
+    pub prompts: PromptSource,
+    /// Request bodies.
+    pub template: BodyTemplate,
+}
+
+/// A request that was sent (or started): what the row needs.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// Arrival, ms since t0 (scheduled, or actual in closed loop).
+    pub arrival_ms: f64,
+    /// What was observed.
+    pub obs: Observation,
+    /// How it ended.
+    pub ending: Ending,
+    /// The prompt's class.
+    pub class: Option<String>,
+    /// Characters in the prompt.
+    pub prompt_chars: u64,
+    /// Short prompt hash.
+    pub prompt_hash: String,
+}
+
+/// The result of a run, before it becomes a trace.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// One slot per request in the trace, by index; `None` = due but never sent.
+    pub results: Vec<Option<Finished>>,
+    /// Scheduled arrivals of the rows (open loop), for rows never sent.
+    pub arrivals_ms: Vec<f64>,
+    /// When an interrupt stopped the run, ms since t0.
+    pub interrupted_at_ms: Option<f64>,
+    /// Requests the full schedule held (open loop), or were issued (closed loop).
+    pub planned: usize,
+}
+
+/// Live counters for the progress line.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Requests handed to the transport.
+    pub sent: AtomicU64,
+    /// Requests completed.
+    pub completed: AtomicU64,
+    /// Requests failed.
+    pub failed: AtomicU64,
+    /// Send lag of the latest request, µs.
+    pub last_lag_us: AtomicU64,
+}
+
+/// A future that resolves on an interrupt (Ctrl-C in the CLI).
+pub type Interrupt = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+struct Shared<T> {
+    transport: Arc<T>,
+    config: Arc<RunConfig>,
+    clock: Clock,
+    cancel: watch::Receiver<Option<f64>>,
+    results: mpsc::UnboundedSender<(usize, Finished)>,
+    counters: Arc<Counters>,
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared {
+            transport: self.transport.clone(),
+            config: self.config.clone(),
+            clock: self.clock,
+            cancel: self.cancel.clone(),
+            results: self.results.clone(),
+            counters: self.counters.clone(),
+        }
+    }
+}
+
+async fn one_request<T: Transport>(
+    shared: &Shared<T>,
+    index: usize,
+    arrival_ms: f64,
+    open_loop: bool,
+) {
+    let prompt = shared.config.prompts.prompt(index);
+    let body = shared.config.template.body(&prompt.text);
+    let counters = &shared.counters;
+    counters.sent.fetch_add(1, Ordering::Relaxed);
+    if open_loop {
+        let lag_us = ((shared.clock.now_ms() - arrival_ms).max(0.0) * 1000.0) as u64;
+        counters.last_lag_us.store(lag_us, Ordering::Relaxed);
+    }
+    let (obs, ending) = run_one(
+        &*shared.transport,
+        body,
+        &shared.clock,
+        arrival_ms,
+        shared.config.timeout,
+        shared.cancel.clone(),
+    )
+    .await;
+    match ending {
+        Ending::Completed { .. } => counters.completed.fetch_add(1, Ordering::Relaxed),
+        Ending::Failed { .. } => counters.failed.fetch_add(1, Ordering::Relaxed),
+        Ending::InFlight => 0,
+    };
+    let finished = Finished {
+        arrival_ms,
+        obs,
+        ending,
+        prompt_chars: prompt.text.chars().count() as u64,
+        prompt_hash: prompt_hash(&prompt.text),
+        class: prompt.class,
+    };
+    // The receiver lives until every sender is gone.
+    let _ = shared.results.send((index, finished));
+}
+
+/// Runs the load to its end (horizon or interrupt). `t0` is the zero of
+/// every timestamp; it should be a little in the future so request 0 is not
+/// born late.
+pub async fn run<T: Transport>(
+    transport: Arc<T>,
+    config: Arc<RunConfig>,
+    t0: Instant,
+    counters: Arc<Counters>,
+    interrupt: Interrupt,
+) -> RunOutcome {
+    let clock = Clock::new(t0);
+    let (cancel_tx, cancel_rx) = watch::channel(None);
+    let (res_tx, mut res_rx) = mpsc::unbounded_channel();
+    let shared = Shared {
+        transport,
+        config: config.clone(),
+        clock,
+        cancel: cancel_rx,
+        results: res_tx,
+        counters,
+    };
+    let stopped = Arc::new(AtomicBool::new(false));
+    let issued = Arc::new(AtomicUsize::new(0));
+    let (stop_tx, stop_rx) = std_mpsc::channel::<()>();
+    let mut dispatcher = match &config.load {
+        Load::Open { arrivals_ms } => {
+            let arrivals = arrivals_ms.clone();
+            let handle = tokio::runtime::Handle::current();
+            let issued = issued.clone();
+            tokio::task::spawn_blocking(move || {
+                dispatch(&arrivals, clock, &stop_rx, &issued, |index, arrival| {
+                    let shared = shared.clone();
+                    handle.spawn(async move { one_request(&shared, index, arrival, true).await });
+                });
+                // `shared` (and its results sender) is dropped here.
+            })
+        }
+        Load::Closed { concurrency } => {
+            for _ in 0..*concurrency {
+                let shared = shared.clone();
+                let issued = issued.clone();
+                let stopped = stopped.clone();
+                tokio::spawn(async move {
+                    loop {
+                        let now = shared.clock.now_ms();
+                        if stopped.load(Ordering::Relaxed)
+                            || shared.cancel.borrow().is_some()
+                            || now >= shared.config.window_end_ms
+                        {
+                            break;
+                        }
+                        let index = issued.fetch_add(1, Ordering::Relaxed);
+                        one_request(&shared, index, now, false).await;
+                    }
+                });
+            }
+            drop(shared);
+            tokio::spawn(async {})
+        }
+    };
+
+    let horizon_ms = config.window_end_ms + config.grace_ms;
+    let horizon = tokio::time::sleep_until(clock.at(horizon_ms));
+    tokio::pin!(horizon);
+    let mut interrupt = interrupt;
+    let mut interrupted_at_ms = None;
+    let mut dispatcher_done = false;
+    let mut horizon_passed = false;
+    let mut results: Vec<Option<Finished>> = Vec::new();
+    loop {
+        tokio::select! {
+            message = res_rx.recv() => match message {
+                Some((index, finished)) => {
+                    if results.len() <= index {
+                        results.resize_with(index + 1, || None);
+                    }
+                    results[index] = Some(finished);
+                }
+                None => break,
+            },
+            _ = &mut dispatcher, if !dispatcher_done => dispatcher_done = true,
+            () = &mut horizon, if !horizon_passed && interrupted_at_ms.is_none() => {
+                horizon_passed = true;
+                stopped.store(true, Ordering::Relaxed);
+                let _ = stop_tx.send(());
+                cancel_tx.send_replace(Some(horizon_ms));
+            }
+            () = &mut interrupt, if interrupted_at_ms.is_none() && !horizon_passed => {
+                let now = clock.now_ms();
+                interrupted_at_ms = Some(now);
+                stopped.store(true, Ordering::Relaxed);
+                let _ = stop_tx.send(());
+                cancel_tx.send_replace(Some(now));
+            }
+        }
+    }
+    if !dispatcher_done {
+        let _ = dispatcher.await;
+    }
+    let issued = issued.load(Ordering::Relaxed);
+    let (arrivals_ms, planned, rows) = match &config.load {
+        Load::Open { arrivals_ms } => {
+            let due = match interrupted_at_ms {
+                Some(t) => arrivals_ms.partition_point(|&a| a < t),
+                None => arrivals_ms.len(),
+            };
+            let rows = due.max(issued).min(arrivals_ms.len());
+            (arrivals_ms[..rows].to_vec(), arrivals_ms.len(), rows)
+        }
+        Load::Closed { .. } => (Vec::new(), issued, issued),
+    };
+    results.resize_with(rows, || None);
+    RunOutcome {
+        results,
+        arrivals_ms,
+        interrupted_at_ms,
+        planned,
+    }
+}
+
+/// Walks the schedule; returns when it is done or told to stop. `issued`
+/// counts the requests handed to `spawn`.
+fn dispatch(
+    arrivals_ms: &[f64],
+    clock: Clock,
+    stop: &std_mpsc::Receiver<()>,
+    issued: &AtomicUsize,
+    mut spawn: impl FnMut(usize, f64),
+) {
+    for (index, &arrival) in arrivals_ms.iter().enumerate() {
+        let due = clock.at(arrival).into_std();
+        loop {
+            match stop.try_recv() {
+                Ok(()) | Err(std_mpsc::TryRecvError::Disconnected) => return,
+                Err(std_mpsc::TryRecvError::Empty) => {}
+            }
+            let now = std::time::Instant::now();
+            if now >= due {
+                break;
+            }
+            match stop.recv_timeout(due - now) {
+                Ok(()) | Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+                Err(std_mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+        issued.store(index + 1, Ordering::Relaxed);
+        spawn(index, arrival);
+    }
+}

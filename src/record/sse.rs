@@ -1,0 +1,424 @@
+//! Server-sent events, incrementally, and the OpenAI chunks they carry. No I/O.
+//!
+//! [`SseParser`] follows the WHATWG event-stream rules: lines end with CRLF, LF
+//! or a lone CR; `data:` lines accumulate (joined by LF); a blank line
+//! dispatches the event; `:` lines are comments; an unfinished event at the end
+//! of the stream is dropped. It keeps only the unfinished line between calls,
+//! so what it emits does not depend on how the bytes were split into network
+//! frames (a CR at the end of one frame and an LF at the start of the next is
+//! one line ending) — a proptest below checks that for arbitrary splits.
+//!
+//! [`classify`] reads one event's data as an OpenAI streaming chunk (chat or
+//! completions): whether it carries model content, a usage block, a finish
+//! reason, the `[DONE]` sentinel, or an error object; anything unreadable is
+//! [`Chunk::Malformed`].
+
+use serde::Deserialize;
+
+/// An incremental SSE framer.
+#[derive(Debug, Default)]
+pub struct SseParser {
+    /// The unfinished line carried over from the previous `push`.
+    line: Vec<u8>,
+    /// Data lines of the event being assembled, each followed by LF.
+    data: Vec<u8>,
+    /// Whether the event being assembled has `event: error`.
+    error_event: bool,
+    /// The previous byte was a CR that ended a line: an LF right after it is
+    /// part of the same line ending (possibly in the next frame).
+    after_cr: bool,
+}
+
+/// One dispatched event, borrowed from the parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// The joined data lines (without the final LF).
+    pub data: &'a [u8],
+    /// The event type was `error`.
+    pub error: bool,
+}
+
+impl SseParser {
+    /// A parser at the start of a stream.
+    pub fn new() -> SseParser {
+        SseParser::default()
+    }
+
+    /// Feeds the next bytes of the stream; calls `on_event` for every event
+    /// completed by them, in order.
+    pub fn push(&mut self, mut bytes: &[u8], mut on_event: impl FnMut(Event<'_>)) {
+        if self.after_cr && !bytes.is_empty() {
+            self.after_cr = false;
+            if let Some(rest) = bytes.strip_prefix(b"\n") {
+                bytes = rest;
+            }
+        }
+        while let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+            let (head, tail) = bytes.split_at(end);
+            let ends_with_cr = tail[0] == b'\r';
+            if self.line.is_empty() {
+                self.line_done(head, &mut on_event);
+            } else {
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(head);
+                self.line_done(&line, &mut on_event);
+                line.clear();
+                self.line = line;
+            }
+            bytes = &tail[1..];
+            if ends_with_cr {
+                match bytes.first() {
+                    Some(b'\n') => bytes = &bytes[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
+        }
+        self.line.extend_from_slice(bytes);
+    }
+
+    fn line_done(&mut self, line: &[u8], on_event: &mut impl FnMut(Event<'_>)) {
+        if line.is_empty() {
+            if !self.data.is_empty() {
+                self.data.pop(); // the LF after the last data line
+                on_event(Event {
+                    data: &self.data,
+                    error: self.error_event,
+                });
+            }
+            self.data.clear();
+            self.error_event = false;
+            return;
+        }
+        if line[0] == b':' {
+            return; // comment
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                self.data.extend_from_slice(value);
+                self.data.push(b'\n');
+            }
+            b"event" => self.error_event = value == b"error",
+            _ => {} // id, retry and unknown fields do not matter here
+        }
+    }
+}
+
+/// What one event's data says, read as an OpenAI streaming chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chunk {
+    /// `[DONE]`: the stream is over.
+    Done,
+    /// A completion chunk.
+    Data {
+        /// Some choice carries non-empty text (`delta.content`,
+        /// `delta.reasoning_content` or `text`): a model token arrived.
+        content: bool,
+        /// A choice has a non-null `finish_reason`.
+        finished: bool,
+        /// The usage block, when present and not null.
+        usage: Option<Usage>,
+    },
+    /// An error object (`{"error": …}`, `{"object": "error", …}` or an
+    /// `event: error`), with its message when there is one.
+    ServerError(String),
+    /// Not JSON, or JSON that is not a chunk object.
+    Malformed,
+}
+
+/// Token counts from a usage block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// `prompt_tokens`, if given.
+    pub prompt_tokens: Option<u64>,
+    /// `completion_tokens`, if given.
+    pub completion_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct RawChunk<'a> {
+    #[serde(default)]
+    choices: Option<Vec<RawChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+    #[serde(default, borrow)]
+    object: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RawChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<RawDelta<'a>>,
+    #[serde(default, borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    finish_reason: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct RawDelta<'a> {
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct RawUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+fn non_empty(s: &Option<std::borrow::Cow<'_, str>>) -> bool {
+    s.as_deref().is_some_and(|s| !s.is_empty())
+}
+
+/// Reads one event as an OpenAI chunk.
+pub fn classify(event: Event<'_>) -> Chunk {
+    let data = event.data;
+    if event.error {
+        let message = String::from_utf8_lossy(data);
+        return Chunk::ServerError(message.chars().take(200).collect());
+    }
+    if data.trim_ascii() == b"[DONE]" {
+        return Chunk::Done;
+    }
+    let raw: RawChunk<'_> = match serde_json::from_slice(data) {
+        Ok(raw) => raw,
+        Err(_) => return Chunk::Malformed,
+    };
+    if raw.error.is_some() || raw.object.as_deref() == Some("error") {
+        let message = raw.message.as_deref().unwrap_or("error object in stream");
+        return Chunk::ServerError(message.chars().take(200).collect());
+    }
+    let mut content = false;
+    let mut finished = false;
+    for choice in raw.choices.iter().flatten() {
+        content |= non_empty(&choice.text)
+            || choice
+                .delta
+                .as_ref()
+                .is_some_and(|d| non_empty(&d.content) || non_empty(&d.reasoning_content));
+        finished |= choice.finish_reason.is_some();
+    }
+    let usage = raw.usage.map(|u| Usage {
+        prompt_tokens: u.prompt_tokens,
+        completion_tokens: u.completion_tokens,
+    });
+    Chunk::Data {
+        content,
+        finished,
+        usage,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn events(parts: &[&[u8]]) -> Vec<(Vec<u8>, bool)> {
+        let mut parser = SseParser::new();
+        let mut out = Vec::new();
+        for part in parts {
+            parser.push(part, |e| out.push((e.data.to_vec(), e.error)));
+        }
+        out
+    }
+
+    fn data(s: &str) -> (Vec<u8>, bool) {
+        (s.as_bytes().to_vec(), false)
+    }
+
+    #[test]
+    fn blank_lines_dispatch_and_data_lines_join() {
+        let got = events(&[b"data: a\ndata: b\n\ndata:c\n\n: comment\n\ndata\n\nid: 1\n\n"]);
+        assert_eq!(got, vec![data("a\nb"), data("c"), data("")]);
+    }
+
+    #[test]
+    fn every_line_ending_works_even_when_split_between_frames() {
+        assert_eq!(events(&[b"data: x\r\n\r\n"]), vec![data("x")]);
+        assert_eq!(events(&[b"data: x\r\r"]), vec![data("x")]);
+        assert_eq!(events(&[b"data: x\r", b"\n\r", b"\n"]), vec![data("x")]);
+        // A CR then an LF in the next frame is one line ending, not two.
+        assert_eq!(
+            events(&[b"data: x\r", b"\ndata: y\n\n"]),
+            vec![data("x\ny")]
+        );
+    }
+
+    #[test]
+    fn an_unfinished_event_at_the_end_is_not_dispatched() {
+        assert_eq!(events(&[b"data: x\n"]), vec![]);
+    }
+
+    #[test]
+    fn error_events_are_flagged() {
+        assert_eq!(
+            events(&[b"event: error\ndata: boom\n\ndata: ok\n\n"]),
+            vec![(b"boom".to_vec(), true), data("ok")]
+        );
+    }
+
+    fn chunk(s: &str) -> Chunk {
+        classify(Event {
+            data: s.as_bytes(),
+            error: false,
+        })
+    }
+
+    #[test]
+    fn chat_and_completion_chunks_are_read() {
+        assert_eq!(chunk("[DONE]"), Chunk::Done);
+        let role = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#;
+        assert_eq!(
+            chunk(role),
+            Chunk::Data {
+                content: false,
+                finished: false,
+                usage: None
+            }
+        );
+        let tok = r#"{"choices":[{"delta":{"content":"Hi"},"finish_reason":null}]}"#;
+        assert_eq!(
+            chunk(tok),
+            Chunk::Data {
+                content: true,
+                finished: false,
+                usage: None
+            }
+        );
+        let think = r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#;
+        assert_eq!(
+            chunk(think),
+            Chunk::Data {
+                content: true,
+                finished: false,
+                usage: None
+            }
+        );
+        let text = r#"{"choices":[{"text":" the","finish_reason":"length"}]}"#;
+        assert_eq!(
+            chunk(text),
+            Chunk::Data {
+                content: true,
+                finished: true,
+                usage: None
+            }
+        );
+        let usage = r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}"#;
+        assert_eq!(
+            chunk(usage),
+            Chunk::Data {
+                content: false,
+                finished: false,
+                usage: Some(Usage {
+                    prompt_tokens: Some(12),
+                    completion_tokens: Some(34)
+                })
+            }
+        );
+        let null_usage = r#"{"choices":[{"delta":{"content":"x"}}],"usage":null}"#;
+        assert_eq!(
+            chunk(null_usage),
+            Chunk::Data {
+                content: true,
+                finished: false,
+                usage: None
+            }
+        );
+    }
+
+    #[test]
+    fn error_objects_and_garbage_are_told_apart() {
+        assert_eq!(
+            chunk(r#"{"error":{"message":"overloaded"}}"#),
+            Chunk::ServerError("error object in stream".into())
+        );
+        assert_eq!(
+            chunk(r#"{"object":"error","message":"out of memory","code":500}"#),
+            Chunk::ServerError("out of memory".into())
+        );
+        assert_eq!(
+            chunk(r#"{"choices":[{"delta":{"content":"x"}"#),
+            Chunk::Malformed
+        );
+        assert_eq!(chunk("[1,2]"), Chunk::Malformed);
+        assert_eq!(chunk(""), Chunk::Malformed);
+    }
+
+    fn whole(bytes: &[u8]) -> Vec<(Vec<u8>, bool)> {
+        events(&[bytes])
+    }
+
+    fn split(bytes: &[u8], cuts: &[usize]) -> Vec<(Vec<u8>, bool)> {
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+        cuts.sort_unstable();
+        let mut parts: Vec<&[u8]> = Vec::new();
+        let mut last = 0;
+        for c in cuts {
+            parts.push(&bytes[last..c]);
+            last = c;
+        }
+        parts.push(&bytes[last..]);
+        events(&parts)
+    }
+
+    fn line_ending() -> impl Strategy<Value = &'static [u8]> {
+        prop_oneof![Just(&b"\n"[..]), Just(&b"\r\n"[..]), Just(&b"\r"[..])]
+    }
+
+    proptest! {
+        /// Arbitrary bytes from an alphabet dense in the characters that
+        /// matter: any split gives the same events as no split.
+        #[test]
+        fn events_do_not_depend_on_how_arbitrary_bytes_are_split(
+            bytes in proptest::collection::vec(
+                prop_oneof![Just(b'\n'), Just(b'\r'), Just(b':'), Just(b' '),
+                            Just(b'd'), Just(b'a'), Just(b't'), Just(b'x'), any::<u8>()], 0..200),
+            cuts in proptest::collection::vec(any::<usize>(), 0..12),
+        ) {
+            prop_assert_eq!(split(&bytes, &cuts), whole(&bytes));
+        }
+
+        /// Well-formed OpenAI-like streams with mixed line endings: any split
+        /// gives exactly the events that were written, in order.
+        #[test]
+        fn written_events_come_back_whatever_the_split(
+            payloads in proptest::collection::vec("[a-z{}\":, ]{0,40}", 0..10),
+            endings in proptest::collection::vec(line_ending(), 20),
+            cuts in proptest::collection::vec(any::<usize>(), 0..20),
+        ) {
+            let mut bytes = Vec::new();
+            let mut expected = Vec::new();
+            for (i, p) in payloads.iter().enumerate() {
+                bytes.extend_from_slice(b"data: ");
+                bytes.extend_from_slice(p.as_bytes());
+                let first = endings[(2 * i) % 20];
+                let mut blank = endings[(2 * i + 1) % 20];
+                // A lone CR followed by an LF would be one CRLF, not a blank line.
+                if first == b"\r" && blank[0] == b'\n' {
+                    blank = b"\r";
+                }
+                bytes.extend_from_slice(first);
+                bytes.extend_from_slice(blank);
+                expected.push(data(p));
+            }
+            prop_assert_eq!(split(&bytes, &cuts), expected);
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! The closing summary: what the run did, whether the client kept up, and the
+//! exact command that analyzes the trace. Pure: it returns text.
+//!
+//! "Kept up" has two tests, both about the client rather than the server:
+//! - p99 send lag (actual send − scheduled instant) ≤ 1 ms;
+//! - the achieved arrival rate ≥ 99 % of the scheduled one, where achieved is
+//!   `(sent − 1) / (last send − first scheduled arrival)` and scheduled is
+//!   `(rows − 1) / (last scheduled arrival − first scheduled arrival)` over the
+//!   same rows. Comparing against the schedule actually drawn (not the nominal
+//!   `--request-rate`) keeps a Poisson draw that happened to run a little
+//!   slow from being blamed on the client; requests never sent count against
+//!   the achieved rate.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::stats::nearest_rank;
+use crate::trace::{Limits, Scalar};
+
+use super::trace_out::{RowStatus, TraceRow};
+
+/// The p99 send lag above which the client is called the bottleneck, ms.
+pub const MAX_P99_SEND_LAG_MS: f64 = 1.0;
+/// The achieved/scheduled arrival-rate ratio below which the client is called the bottleneck.
+pub const MIN_ARRIVAL_RATIO: f64 = 0.99;
+
+/// Figures of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figures {
+    /// Rows in the trace.
+    pub rows: usize,
+    /// Requests handed to the transport.
+    pub sent: usize,
+    /// Completed rows.
+    pub completed: usize,
+    /// Failed rows by reason.
+    pub failed: BTreeMap<String, usize>,
+    /// In-flight rows (sent or not).
+    pub in_flight: usize,
+    /// Due requests never sent.
+    pub not_sent: usize,
+    /// Output tokens (or chunks) of completed rows.
+    pub output_tokens: u64,
+    /// Send lag p50 / p99 / max, ms (open loop with at least one send).
+    pub send_lag_ms: Option<(f64, f64, f64)>,
+    /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows).
+    pub arrival_rates_per_s: Option<(f64, f64)>,
+}
+
+fn number(row: &TraceRow, key: &str) -> Option<f64> {
+    match row.labels.get(key) {
+        Some(Scalar::Number(x)) => Some(*x),
+        _ => None,
+    }
+}
+
+/// Computes the figures from the rows written.
+pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
+    let mut f = Figures {
+        rows: rows.len(),
+        sent: 0,
+        completed: 0,
+        failed: BTreeMap::new(),
+        in_flight: 0,
+        not_sent: 0,
+        output_tokens: 0,
+        send_lag_ms: None,
+        arrival_rates_per_s: None,
+    };
+    let mut lags = Vec::new();
+    let mut last_send: Option<f64> = None;
+    for row in rows {
+        let unsent = matches!(row.labels.get("notSent"), Some(Scalar::Bool(true)));
+        if unsent {
+            f.not_sent += 1;
+        } else {
+            f.sent += 1;
+        }
+        match row.status {
+            RowStatus::Completed => {
+                f.completed += 1;
+                f.output_tokens += row.output_tokens.unwrap_or(0);
+            }
+            RowStatus::Failed => {
+                *f.failed
+                    .entry(row.reason.clone().unwrap_or_default())
+                    .or_default() += 1;
+            }
+            RowStatus::InFlight => f.in_flight += 1,
+        }
+        if let Some(lag) = number(row, "sendLagMs") {
+            lags.push(lag);
+            let sent_at = row.arrival_ms + lag;
+            last_send = Some(last_send.map_or(sent_at, |t: f64| t.max(sent_at)));
+        }
+    }
+    if open_loop && !lags.is_empty() {
+        lags.sort_by(f64::total_cmp);
+        let p = |q| nearest_rank(&lags, q).unwrap_or(0.0);
+        f.send_lag_ms = Some((p(50), p(99), lags[lags.len() - 1]));
+    }
+    if let (true, Some(first), Some(last), Some(last_send)) =
+        (open_loop, rows.first(), rows.last(), last_send)
+    {
+        let scheduled_span = last.arrival_ms - first.arrival_ms;
+        let achieved_span = last_send - first.arrival_ms;
+        if rows.len() >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
+            let scheduled = (rows.len() - 1) as f64 * 1000.0 / scheduled_span;
+            let achieved = (f.sent.saturating_sub(1)) as f64 * 1000.0 / achieved_span;
+            f.arrival_rates_per_s = Some((achieved, scheduled));
+        }
+    }
+    f
+}
+
+impl Figures {
+    /// Whether the client, not the server, limited the run.
+    pub fn client_bound(&self) -> bool {
+        let lagging = self
+            .send_lag_ms
+            .is_some_and(|(_, p99, _)| p99 > MAX_P99_SEND_LAG_MS);
+        let slow = self
+            .arrival_rates_per_s
+            .is_some_and(|(achieved, scheduled)| achieved < MIN_ARRIVAL_RATIO * scheduled);
+        lagging || slow || self.not_sent > 0
+    }
+}
+
+/// Quotes a path for a POSIX shell when it needs it.
+fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// The exact `goodput analyze` command for a trace of `rows` rows and `bytes`
+/// bytes, raising the limits only when the defaults would refuse it.
+pub fn analyze_command(path: &str, rows: usize, bytes: usize) -> String {
+    let mut cmd = format!("goodput analyze {}", shell_quote(path));
+    if rows as u64 > Limits::DEFAULT_MAX_ROWS || bytes as u64 > Limits::DEFAULT_MAX_BYTES {
+        let _ = write!(cmd, " --max-rows {rows} --max-bytes {bytes}");
+    }
+    cmd
+}
+
+/// The summary text.
+pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} {} rows to {} ({} bytes)",
+        if interrupted {
+            "interrupted; wrote"
+        } else {
+            "wrote"
+        },
+        f.rows,
+        path,
+        bytes
+    );
+    let failed: usize = f.failed.values().sum();
+    let _ = write!(
+        s,
+        "  sent {}, completed {}, failed {}, in flight {}",
+        f.sent, f.completed, failed, f.in_flight
+    );
+    if f.not_sent > 0 {
+        let _ = write!(s, " (never sent {})", f.not_sent);
+    }
+    let _ = writeln!(s, "; {} output tokens", f.output_tokens);
+    if !f.failed.is_empty() {
+        let list: Vec<String> = f.failed.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        let _ = writeln!(s, "  failures: {}", list.join(", "));
+    }
+    if let Some((p50, p99, max)) = f.send_lag_ms {
+        let _ = writeln!(
+            s,
+            "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
+        );
+    }
+    if let Some((achieved, scheduled)) = f.arrival_rates_per_s {
+        let _ = writeln!(
+            s,
+            "  arrival rate: achieved {achieved:.2}/s of {scheduled:.2}/s scheduled ({:.1} %)",
+            100.0 * achieved / scheduled
+        );
+    }
+    if f.client_bound() {
+        let _ = writeln!(
+            s,
+            "warning: the client could not keep the schedule (p99 send lag over {MAX_P99_SEND_LAG_MS} ms, \
+             achieved arrivals under {:.0} % of the schedule, or requests never sent); the client, not \
+             the server, was the bottleneck — lower the rate or give the recorder more CPU",
+            MIN_ARRIVAL_RATIO * 100.0
+        );
+    }
+    let _ = writeln!(s, "next: {}", analyze_command(path, f.rows, bytes));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Labels;
+
+    fn row(arrival: f64, status: RowStatus, lag: Option<f64>) -> TraceRow {
+        let mut labels = Labels::new();
+        if let Some(l) = lag {
+            labels.insert("sendLagMs".into(), Scalar::Number(l));
+        } else {
+            labels.insert("notSent".into(), Scalar::Bool(true));
+        }
+        TraceRow {
+            id: "r".into(),
+            class: None,
+            arrival_ms: arrival,
+            status,
+            first_token_ms: None,
+            completed_ms: None,
+            output_tokens: (status == RowStatus::Completed).then_some(10),
+            reason: (status == RowStatus::Failed).then(|| "timeout".into()),
+            ended_ms: None,
+            labels,
+        }
+    }
+
+    #[test]
+    fn a_punctual_client_is_not_blamed() {
+        let rows: Vec<TraceRow> = (0..101)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.1)))
+            .collect();
+        let f = figures(&rows, true);
+        assert_eq!((f.sent, f.completed, f.output_tokens), (101, 101, 1010));
+        let (achieved, scheduled) = f.arrival_rates_per_s.unwrap();
+        assert!((scheduled - 100.0).abs() < 1e-9);
+        // 100 gaps over 1000.1 ms.
+        assert!((achieved - 100_000.0 / 1000.1).abs() < 1e-9);
+        assert!(!f.client_bound());
+    }
+
+    #[test]
+    fn lag_over_a_millisecond_or_unsent_requests_blame_the_client() {
+        let mut rows: Vec<TraceRow> = (0..100)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.1)))
+            .collect();
+        rows[98]
+            .labels
+            .insert("sendLagMs".into(), Scalar::Number(2.0));
+        rows[99]
+            .labels
+            .insert("sendLagMs".into(), Scalar::Number(2.0));
+        let f = figures(&rows, true);
+        assert_eq!(f.send_lag_ms.map(|l| l.1), Some(2.0));
+        assert!(f.client_bound());
+        let mut rows: Vec<TraceRow> = (0..10)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.0)))
+            .collect();
+        rows.push(row(100.0, RowStatus::InFlight, None));
+        let f = figures(&rows, true);
+        assert_eq!((f.not_sent, f.in_flight), (1, 1));
+        assert!(f.client_bound());
+        let text = render(&f, "t.json", 10, false);
+        assert!(text.contains("warning: the client"), "{text}");
+    }
+
+    #[test]
+    fn the_analyze_command_raises_limits_only_when_needed() {
+        assert_eq!(
+            analyze_command("trace.json", 500, 65_536),
+            "goodput analyze trace.json"
+        );
+        assert_eq!(
+            analyze_command("my trace.json", 501, 1000),
+            "goodput analyze 'my trace.json' --max-rows 501 --max-bytes 1000"
+        );
+        assert_eq!(
+            analyze_command("t.json", 3, 65_537),
+            "goodput analyze t.json --max-rows 3 --max-bytes 65537"
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! The `goodput-trace/1` document the recorder writes.
+//!
+//! The contract types (`Window`, `Warmup`, `Gates`, `Equality`, `TokenCount`,
+//! `Labels`) are the analyzer's own, so the writer and the reader cannot
+//! disagree about a field name. Only the row and the document envelope are
+//! defined here, because the analyzer reads rows with its own streaming parser.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::trace::{Equality, Gates, Labels, TokenCount, Warmup, Window};
+
+/// The schema tag written into every trace.
+pub use crate::trace::model::TRACE_SCHEMA;
+
+/// A whole trace document (SPEC §2), in the order a reader expects to see it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceDoc {
+    /// Always `goodput-trace/1`.
+    pub schema: &'static str,
+    /// The measurement window and the observation horizon.
+    pub window: Window,
+    /// The warm-up interval, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Warmup>,
+    /// How a value sitting on its gate is judged.
+    pub equality: Equality,
+    /// SLO classes by name.
+    pub classes: BTreeMap<String, Gates>,
+    /// The class of rows that name none (the first `--slo`).
+    pub default_class: String,
+    /// What `outputTokens` counts.
+    pub tokens: TokenCount,
+    /// Where the measurements were taken.
+    pub boundary: Labels,
+    /// How the load was generated (never the API key, never the prompts).
+    pub workload: Labels,
+    /// Exactly one row per scheduled request, ids `r0`, `r1`, … in schedule order.
+    pub rows: Vec<TraceRow>,
+}
+
+/// A row's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowStatus {
+    /// Finished normally.
+    Completed,
+    /// Ended without a normal finish; `reason` says why.
+    Failed,
+    /// Unfinished when observation stopped.
+    InFlight,
+}
+
+/// One request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceRow {
+    /// `r<index in the schedule>`.
+    pub id: String,
+    /// The SLO class, when the prompt source named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// The scheduled send time (open loop) or the send time (closed loop), ms since t0.
+    pub arrival_ms: f64,
+    /// How it ended.
+    pub status: RowStatus,
+    /// The first content chunk, ms since t0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_token_ms: Option<f64>,
+    /// The end marker of the response (completed rows), ms since t0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_ms: Option<f64>,
+    /// Output tokens (usage) or content chunks, per the document's `tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Why a failed row failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// When a failed row's failure was observed, ms since t0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<f64>,
+    /// `sendLagMs`, `promptTokens` or `promptChars`, `promptHash`, `notSent`.
+    pub labels: Labels,
+}
+
+/// Rounds a time to the microsecond: sub-millisecond precision is kept, the
+/// trace stays compact, and rounding is monotone so no ordering flips.
+pub fn round_us(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
+}

@@ -1,0 +1,305 @@
+//! `goodput sim`: a simulated LLM engine behind an OpenAI-compatible HTTP API,
+//! for dry runs of `goodput record` and as the real HTTP peer of its tests.
+//!
+//! ```text
+//! http (routes, SSE bodies, faults) ─▶ driver (real-time task) ─▶ engine (pure step model)
+//! ```
+//!
+//! The engine is a continuous-batching model (see [`engine`]); past its
+//! capacity, offered load only lengthens the queue, so completions flatten
+//! while TTFT climbs — the knee a load test is meant to find.
+
+pub mod driver;
+pub mod engine;
+pub mod fault;
+pub mod http;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tokio::net::TcpListener;
+
+use crate::error::{Error, EXIT_OK};
+
+use self::engine::EngineParams;
+use self::fault::{check_faults, parse_fault, Fault};
+use self::http::{AppState, SimStats};
+
+/// Exit statuses of `goodput sim`, shown in `--help`.
+pub const SIM_EXIT_HELP: &str = "\
+Exit status:
+  0  stopped by Ctrl-C
+  2  usage error, or the address cannot be bound
+
+Capacity at a full batch B is B / (decode-step-ms + B x decode-ms-per-seq) tokens per ms.
+A lone request sees TTFT = prefill + decode-step-ms + decode-ms-per-seq and
+TPOT = decode-step-ms + decode-ms-per-seq.";
+
+/// Flags of `goodput sim`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimArgs {
+    /// Address to bind (loopback by default).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to bind (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Most sequences decoding at once.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_batch: usize,
+    /// Prefill cost per 1,000 prompt tokens, ms.
+    #[arg(long, value_name = "F", default_value_t = 20.0)]
+    pub prefill_ms_per_1k_tokens: f64,
+    /// Fixed cost of one decode step, ms.
+    #[arg(long, value_name = "F", default_value_t = 8.0)]
+    pub decode_step_ms: f64,
+    /// Extra decode-step cost per running sequence, ms.
+    #[arg(long, value_name = "F", default_value_t = 0.25)]
+    pub decode_ms_per_seq: f64,
+    /// Output length: MEAN or MEAN:STD tokens (normal, rounded, at least 1; capped by max_tokens).
+    #[arg(long, value_name = "MEAN[:STD]", default_value = "128:32", value_parser = parse_output_tokens)]
+    pub output_tokens: (f64, f64),
+    /// A fault KIND:RATE (http500, http429, disconnect, malformed, stall); repeatable.
+    #[arg(long = "fault", value_name = "KIND:RATE", value_parser = parse_fault)]
+    pub faults: Vec<Fault>,
+    /// Seed of output lengths and fault draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The model name listed by /v1/models (requests may name any model).
+    #[arg(long, default_value = "sim")]
+    pub model_name: String,
+}
+
+/// Parses `MEAN[:STD]`.
+pub fn parse_output_tokens(text: &str) -> Result<(f64, f64), String> {
+    let (mean, std) = match text.split_once(':') {
+        Some((m, s)) => (m, s),
+        None => (text, "0"),
+    };
+    let number = |s: &str| {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+    };
+    match (number(mean), number(std)) {
+        (Some(m), Some(s)) if m >= 1.0 => Ok((m, s)),
+        _ => Err(format!(
+            "`{text}`: expected MEAN[:STD] with MEAN >= 1 and STD >= 0"
+        )),
+    }
+}
+
+/// Everything the sim needs besides the socket.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Engine cost model.
+    pub engine: EngineParams,
+    /// Output length mean and standard deviation.
+    pub output_tokens: (f64, f64),
+    /// Faults.
+    pub faults: Vec<Fault>,
+    /// Seed.
+    pub seed: u64,
+    /// Listed model name.
+    pub model_name: String,
+}
+
+impl SimConfig {
+    /// From flags, validated.
+    pub fn from_args(args: &SimArgs) -> Result<SimConfig, Error> {
+        let usage = |m: String| Error::Usage(m);
+        check_faults(&args.faults).map_err(usage)?;
+        if args.max_batch == 0 {
+            return Err(usage("--max-batch must be at least 1".into()));
+        }
+        for (name, v) in [
+            ("--prefill-ms-per-1k-tokens", args.prefill_ms_per_1k_tokens),
+            ("--decode-step-ms", args.decode_step_ms),
+            ("--decode-ms-per-seq", args.decode_ms_per_seq),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(usage(format!("{name} must be a number of ms >= 0")));
+            }
+        }
+        Ok(SimConfig {
+            engine: EngineParams {
+                max_batch: args.max_batch,
+                prefill_ms_per_1k_tokens: args.prefill_ms_per_1k_tokens,
+                decode_step_ms: args.decode_step_ms,
+                decode_ms_per_seq: args.decode_ms_per_seq,
+            },
+            output_tokens: args.output_tokens,
+            faults: args.faults.clone(),
+            seed: args.seed,
+            model_name: args.model_name.clone(),
+        })
+    }
+}
+
+/// Serves on `listener` until `shutdown` resolves. Must run inside a tokio runtime.
+pub async fn serve(
+    listener: TcpListener,
+    config: SimConfig,
+    stats: Arc<SimStats>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let state = Arc::new(AppState {
+        engine: driver::spawn_engine(config.engine),
+        faults: config.faults,
+        output_tokens: config.output_tokens,
+        model_name: config.model_name,
+        rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
+        next_id: AtomicU64::new(0),
+        stats,
+    });
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors and the like: keep serving the rest.
+                Err(_) => continue,
+            },
+            () = &mut shutdown => return,
+        };
+        let _ = stream.set_nodelay(true);
+        state
+            .stats
+            .connections
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| http::handle(state.clone(), req));
+            // A client that goes away mid-response is normal here.
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// A sim running on its own thread and runtime, on 127.0.0.1 and a free
+/// port: for tests and benchmarks. Dropping it stops it.
+#[derive(Debug)]
+pub struct SimServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its counters.
+    pub stats: Arc<SimStats>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SimServer {
+    /// Starts a sim with `worker_threads` runtime threads.
+    pub fn start(config: SimConfig, worker_threads: usize) -> std::io::Result<SimServer> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(worker_threads.max(1))
+            .enable_all()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0"))?;
+        let addr = listener.local_addr()?;
+        let stats = Arc::new(SimStats::default());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serve_stats = stats.clone();
+        let thread = std::thread::Builder::new()
+            .name("goodput-sim".into())
+            .spawn(move || {
+                runtime.block_on(serve(listener, config, serve_stats, async {
+                    let _ = stopped.await;
+                }));
+                runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+            })?;
+        Ok(SimServer {
+            addr,
+            stats,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The base URL, `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// `goodput sim`: bind, print the address, serve until Ctrl-C.
+pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let config = SimConfig::from_args(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))?;
+    let asked = format!("{}:{}", args.host, args.port);
+    let listener = runtime
+        .block_on(TcpListener::bind(asked.as_str()))
+        .map_err(|source| Error::Listen {
+            addr: asked.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| Error::Listen {
+        addr: asked,
+        source,
+    })?;
+    let p = config.engine;
+    let line = format!(
+        "goodput sim listening on http://{addr} (max batch {}, prefill {} ms/1k tokens, decode step {} ms + {} ms/seq, \
+         output {}:{} tokens, ceiling {:.0} tokens/s)\n",
+        p.max_batch,
+        p.prefill_ms_per_1k_tokens,
+        p.decode_step_ms,
+        p.decode_ms_per_seq,
+        config.output_tokens.0,
+        config.output_tokens.1,
+        p.full_batch_tokens_per_s()
+    );
+    let _ = stdout
+        .write_all(line.as_bytes())
+        .and_then(|()| stdout.flush());
+    runtime.block_on(serve(
+        listener,
+        config,
+        Arc::new(SimStats::default()),
+        async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        },
+    ));
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_token_flags_parse() {
+        assert_eq!(parse_output_tokens("64"), Ok((64.0, 0.0)));
+        assert_eq!(parse_output_tokens("128:32"), Ok((128.0, 32.0)));
+        assert!(parse_output_tokens("0").is_err());
+        assert!(parse_output_tokens("a:b").is_err());
+    }
+}

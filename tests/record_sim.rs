@@ -1,0 +1,615 @@
+//! End-to-end: `goodput sim` on 127.0.0.1 (ephemeral port, in-process) →
+//! `goodput record` → `goodput analyze`. Every run is short (≤ 3 s of load)
+//! and bounded by the recorder's own horizon; no test needs the network
+//! beyond loopback.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use goodput::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput::sim::engine::EngineParams;
+use goodput::sim::fault::{Fault, FaultKind};
+use goodput::sim::{SimConfig, SimServer};
+use goodput::trace::Limits;
+use serde_json::Value;
+
+fn sim(engine: EngineParams, output_tokens: f64, faults: Vec<Fault>) -> SimServer {
+    let config = SimConfig {
+        engine,
+        output_tokens: (output_tokens, 0.0),
+        faults,
+        seed: 1,
+        model_name: "sim".into(),
+    };
+    SimServer::start(config, 1).expect("start sim")
+}
+
+fn engine(max_batch: usize, prefill: f64, step: f64, per_seq: f64) -> EngineParams {
+    EngineParams {
+        max_batch,
+        prefill_ms_per_1k_tokens: prefill,
+        decode_step_ms: step,
+        decode_ms_per_seq: per_seq,
+    }
+}
+
+/// Runs `goodput record` in-process; returns (exit status, stdout, trace).
+fn record(url: &str, out: &Path, extra: &[&str]) -> (i32, String, Value) {
+    let mut argv = vec![
+        "goodput".to_owned(),
+        "record".into(),
+        "--url".into(),
+        url.into(),
+        "--model".into(),
+        "m".into(),
+        "--out".into(),
+        out.display().to_string(),
+        "--no-progress".into(),
+    ];
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    let cli = goodput::cli::Cli::try_parse_from(&argv).expect("flags parse");
+    let mut stdout = Vec::new();
+    let code = match goodput::cli::run(cli, &mut stdout) {
+        Ok(code) => code,
+        Err(e) => e.exit_code(),
+    };
+    let trace = std::fs::read(out)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (code, String::from_utf8_lossy(&stdout).into_owned(), trace)
+}
+
+fn receipt(out: &Path) -> Value {
+    let bytes = std::fs::read(out).unwrap();
+    let limits = Limits {
+        max_rows: 1_000_000,
+        max_bytes: 1 << 30,
+    };
+    let analysis = analyze_bytes(
+        &bytes,
+        AnalyzeOptions {
+            limits,
+            rows: true,
+            strict: true,
+        },
+    )
+    .expect("the analyzer accepts the recorder's trace, with no invalid row");
+    serde_json::to_value(&analysis.receipt).unwrap()
+}
+
+fn rows(trace: &Value) -> &Vec<Value> {
+    trace["rows"].as_array().expect("rows")
+}
+
+/// Rows = `workload.scheduled`, ids r0… unique and in order.
+fn assert_no_lost_row(trace: &Value) {
+    let rows = rows(trace);
+    assert_eq!(
+        rows.len() as f64,
+        trace["workload"]["scheduled"].as_f64().unwrap()
+    );
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["id"], format!("r{i}"));
+    }
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn sim_to_record_to_analyze_gives_the_configured_ttft_and_tpot() {
+    // Prefill 50 ms per 1k tokens × 200 prompt words = 10 ms; a step is 20 ms
+    // (no per-sequence cost), so a lone request has TTFT = 30 ms and
+    // TPOT = 20 ms. Tolerances: TTFT in [30 − 2, 30 + 20 + 10 + 10] ms (a
+    // request may wait out the step in progress, which may carry another's
+    // prefill, plus timer slop); mean TPOT in [20 − 1, 20 × 1.25] ms (another
+    // request's prefill lengthens a shared step by 10 ms; at 5 req/s that
+    // touches about one step in ten).
+    let server = sim(engine(64, 50.0, 20.0, 0.0), 16.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, stdout, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "5",
+            "--arrival",
+            "constant",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0.4s",
+            "--grace",
+            "2s",
+            "--random-input-len",
+            "200",
+            "--seed",
+            "3",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert_no_lost_row(&trace);
+    // Constant 5/s over 2.4 s: arrivals at 0, 200, …, 2200 ms = 12 rows.
+    assert_eq!(rows(&trace).len(), 12);
+    assert_eq!(trace["tokens"], "usage");
+    assert_eq!(
+        trace["window"],
+        serde_json::json!({"startMs": 400, "endMs": 2400, "horizonMs": 4400})
+    );
+    assert!(stdout.contains("next: goodput analyze "), "{stdout}");
+    for row in rows(&trace) {
+        assert_eq!(row["status"], "completed", "{row}");
+        assert_eq!(row["outputTokens"], 16);
+        assert_eq!(row["labels"]["promptTokens"], 200);
+    }
+    let r = receipt(&out);
+    let all = &r["results"]["all"];
+    assert_eq!(all["counts"]["cohort"], 10);
+    assert_eq!(all["counts"]["pass"], 10);
+    let ttft = &all["latency"]["ttftMs"];
+    let tpot = &all["latency"]["tpotMs"];
+    eprintln!("ttft {ttft}\ntpot {tpot}");
+    assert!(f(&ttft["min"]) >= 28.0, "ttft {ttft}");
+    assert!(f(&ttft["p50"]) <= 70.0, "ttft {ttft}");
+    assert!(
+        f(&tpot["mean"]) >= 19.0 && f(&tpot["mean"]) <= 25.0,
+        "tpot {tpot}"
+    );
+}
+
+fn fault_run(kind: FaultKind, extra: &[&str]) -> Value {
+    let server = sim(
+        engine(64, 0.0, 2.0, 0.0),
+        8.0,
+        vec![Fault { kind, rate: 1.0 }],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let mut args = vec![
+        "--request-rate",
+        "20",
+        "--arrival",
+        "constant",
+        "--duration",
+        "0.5s",
+        "--grace",
+        "1s",
+    ];
+    args.extend_from_slice(extra);
+    let started = Instant::now();
+    let (code, stdout, trace) = record(&server.url(), &out, &args);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_no_lost_row(&trace);
+    // Constant 20/s for 0.5 s: exactly 10 rows.
+    assert_eq!(rows(&trace).len(), 10);
+    let r = receipt(&out);
+    assert_eq!(r["results"]["all"]["counts"]["failed"], 10);
+    trace
+}
+
+fn assert_all_failed(trace: &Value, reason: &str, first_token: bool) {
+    for row in rows(trace) {
+        assert_eq!(row["status"], "failed", "{row}");
+        assert_eq!(row["reason"], reason, "{row}");
+        assert!(row["endedMs"].is_number(), "{row}");
+        assert_eq!(row["firstTokenMs"].is_number(), first_token, "{row}");
+    }
+}
+
+#[test]
+fn http_faults_are_rows_with_their_status() {
+    assert_all_failed(&fault_run(FaultKind::Http500, &[]), "http_500", false);
+    assert_all_failed(&fault_run(FaultKind::Http429, &[]), "http_429", false);
+}
+
+#[test]
+fn mid_stream_faults_are_rows_that_keep_their_first_token() {
+    assert_all_failed(&fault_run(FaultKind::Disconnect, &[]), "disconnect", true);
+    assert_all_failed(&fault_run(FaultKind::Malformed, &[]), "bad_stream", true);
+    let stalled = fault_run(FaultKind::Stall, &["--timeout", "300ms"]);
+    assert_all_failed(&stalled, "timeout", true);
+    for row in rows(&stalled) {
+        assert!(f(&row["endedMs"]) >= f(&row["arrivalMs"]) + 300.0, "{row}");
+    }
+}
+
+#[test]
+fn a_refused_connection_is_a_row_too() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }; // nothing listens there any more
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, _, trace) = record(
+        &format!("http://127.0.0.1:{port}"),
+        &out,
+        &[
+            "--request-rate",
+            "20",
+            "--arrival",
+            "constant",
+            "--duration",
+            "0.25s",
+            "--grace",
+            "0.5s",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_no_lost_row(&trace);
+    assert_eq!(rows(&trace).len(), 5);
+    assert_all_failed(&trace, "connect_refused", false);
+}
+
+#[test]
+fn requests_running_at_the_horizon_are_written_in_flight() {
+    // 100 ms per step and 50 tokens: no request can finish within 0.5 s + 0.3 s.
+    let server = sim(engine(64, 0.0, 100.0, 0.0), 50.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let started = Instant::now();
+    let (code, _, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--duration",
+            "0.5s",
+            "--grace",
+            "0.3s",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the run stops at its horizon"
+    );
+    assert_no_lost_row(&trace);
+    assert_eq!(rows(&trace).len(), 5);
+    for row in rows(&trace) {
+        assert_eq!(row["status"], "in_flight", "{row}");
+        assert!(row.get("completedMs").is_none());
+    }
+    // The first request arrived at 0 and its first token came at ~100 ms.
+    assert!(rows(&trace)[0]["firstTokenMs"].is_number());
+    let r = receipt(&out);
+    assert_eq!(r["results"]["all"]["reasons"]["censored"]["in_flight"], 5);
+}
+
+#[test]
+fn load_past_capacity_flattens_completions_and_raises_ttft() {
+    // Batch 4, step 5 + 1 × 4 = 9 ms at a full batch, 16 tokens each:
+    // capacity = 4 / (16 × 9 ms) = 27.8 requests/s. Completions can happen
+    // until the horizon (2.5 s) but are divided by the 2 s window, so the
+    // ceiling on completedPerS is 27.8 × 2.5 / 2 + 4 / 2 ≈ 36.7. Doubling the
+    // offered load from 40 to 80/s must raise completions by under 30 %.
+    let server = sim(engine(4, 0.0, 5.0, 1.0), 16.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut completed = Vec::new();
+    let mut ttft_p50 = Vec::new();
+    for rate in ["10", "40", "80"] {
+        let out = dir.path().join(format!("t{rate}.json"));
+        let (code, _, trace) = record(
+            &server.url(),
+            &out,
+            &[
+                "--request-rate",
+                rate,
+                "--arrival",
+                "constant",
+                "--duration",
+                "2s",
+                "--grace",
+                "0.5s",
+            ],
+        );
+        assert_eq!(code, 0);
+        assert_no_lost_row(&trace);
+        let r = receipt(&out);
+        let all = &r["results"]["all"];
+        completed.push(f(&all["rates"]["completedPerS"]));
+        ttft_p50.push(f(&all["latency"]["ttftMs"]["p50"]));
+    }
+    eprintln!("completedPerS {completed:?}, ttft p50 {ttft_p50:?}");
+    assert_eq!(
+        completed[0], 10.0,
+        "below capacity everything completes: {completed:?}"
+    );
+    assert!(completed[1] <= 36.7, "{completed:?}");
+    assert!(completed[2] <= 36.7, "{completed:?}");
+    assert!(
+        completed[2] <= 1.3 * completed[1],
+        "completions flatten: {completed:?}"
+    );
+    assert!(
+        ttft_p50[0] < ttft_p50[1] && ttft_p50[1] < ttft_p50[2],
+        "TTFT climbs: {ttft_p50:?}"
+    );
+    assert!(ttft_p50[2] > 10.0 * ttft_p50[0], "{ttft_p50:?}");
+}
+
+#[test]
+fn closed_loop_never_exceeds_its_concurrency_and_says_so() {
+    let server = sim(engine(64, 0.0, 5.0, 0.0), 10.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, _, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--max-concurrency",
+            "2",
+            "--duration",
+            "1s",
+            "--grace",
+            "1s",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_no_lost_row(&trace);
+    assert_eq!(trace["workload"]["arrival"], "closed");
+    assert_eq!(trace["boundary"]["arrival"], "closed-loop");
+    // Each request takes about 10 × 5 ms, so 2 workers make about 40 in 1 s.
+    let rows = rows(&trace);
+    assert!(rows.len() >= 20 && rows.len() <= 44, "{}", rows.len());
+    let mut events: Vec<(f64, i32)> = Vec::new();
+    for row in rows {
+        assert!(row["labels"].get("sendLagMs").is_none());
+        events.push((f(&row["arrivalMs"]), 1));
+        events.push((f(&row["completedMs"]), -1));
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut running = 0;
+    for (_, d) in events {
+        running += d;
+        assert!(running <= 2);
+    }
+    receipt(&out);
+}
+
+#[test]
+fn prompts_and_keys_never_reach_the_trace() {
+    let server = sim(engine(64, 0.0, 1.0, 0.0), 4.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().join("p.jsonl");
+    std::fs::write(
+        &prompts,
+        "\"zebra quokka axolotl\"\n{\"prompt\": \"narwhal okapi\", \"class\": \"batch\"}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("t.json");
+    // SAFETY: this test binary's other tests never read this variable.
+    unsafe { std::env::set_var("GOODPUT_TEST_KEY", "sk-test-VERYSECRET") };
+    let (code, _, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "20",
+            "--arrival",
+            "constant",
+            "--duration",
+            "0.2s",
+            "--grace",
+            "1s",
+            "--api",
+            "completions",
+            "--prompts",
+            prompts.to_str().unwrap(),
+            "--api-key-env",
+            "GOODPUT_TEST_KEY",
+            "--slo",
+            "chat:ttft=500,tpot=50,e2e=5000",
+            "--slo",
+            "batch:ttft=5000,e2e=60000",
+        ],
+    );
+    assert_eq!(code, 0);
+    let text = std::fs::read_to_string(&out).unwrap();
+    for secret in ["VERYSECRET", "zebra", "narwhal"] {
+        assert!(!text.contains(secret), "{secret} leaked");
+    }
+    let rows = rows(&trace);
+    assert_eq!(rows.len(), 4);
+    assert_eq!(trace["defaultClass"], "chat");
+    assert_eq!(trace["classes"]["batch"]["tpotMs"], Value::Null);
+    assert_eq!(trace["workload"]["endpoint"], "/v1/completions");
+    // Requests cycle through the file; the sim counts prompt words as tokens.
+    assert_eq!(rows[0]["labels"]["promptTokens"], 3);
+    assert_eq!(rows[1]["labels"]["promptTokens"], 2);
+    assert_eq!(rows[1]["class"], "batch");
+    assert!(rows[0].get("class").is_none());
+    // sha256("zebra quokka axolotl"), first 12 hex digits, computed independently.
+    let hash = goodput::trace::sha256_hex(b"zebra quokka axolotl");
+    assert_eq!(rows[0]["labels"]["promptHash"], hash[..12]);
+    receipt(&out);
+}
+
+#[test]
+fn an_unwritable_output_fails_with_status_2_before_any_request() {
+    let server = sim(engine(64, 0.0, 1.0, 0.0), 4.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("no-such-dir").join("t.json");
+    let (code, _, _) = record(
+        &server.url(),
+        &out,
+        &["--request-rate", "50", "--duration", "0.2s"],
+    );
+    assert_eq!(code, 2);
+    assert_eq!(
+        server
+            .stats
+            .requests
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn sigint_stops_the_run_writes_the_trace_and_exits_130() {
+    // 50 ms steps and 100 tokens: every request is still running at the interrupt.
+    let server = sim(engine(64, 0.0, 50.0, 0.0), 100.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args([
+            "record",
+            "--url",
+            &server.url(),
+            "--model",
+            "m",
+            "--request-rate",
+            "20",
+            "--arrival",
+            "constant",
+            "--duration",
+            "20s",
+            "--warmup",
+            "0.2s",
+            "--out",
+        ])
+        .arg(&out)
+        .env("OPENAI_API_KEY", "sk-test-SIGINTSECRET")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: kill(2) on our own child's pid.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("record did not stop after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("SIGINTSECRET"));
+    let trace: Value = serde_json::from_str(&text).unwrap();
+    assert_no_lost_row(&trace);
+    let w = &trace["workload"];
+    assert_eq!(w["interrupted"], true);
+    assert_eq!(w["plannedScheduled"], 404); // 20/s × (0.2 s warm-up + 20 s), constant
+    let cut = f(&w["interruptedAtMs"]);
+    assert!(cut > 800.0 && cut < 5000.0, "{cut}");
+    // The window ends at the interrupt; the horizon is the interrupt.
+    assert_eq!(f(&trace["window"]["endMs"]), cut);
+    assert_eq!(f(&trace["window"]["horizonMs"]), cut);
+    // Constant 20/s: the rows are exactly the arrivals before the interrupt.
+    assert_eq!(rows(&trace).len(), (cut / 50.0).ceil() as usize);
+    assert!(rows(&trace).iter().all(|r| r["status"] == "in_flight"));
+    let r = receipt(&out);
+    assert_eq!(
+        r["results"]["all"]["counts"]["censored"],
+        r["results"]["all"]["counts"]["cohort"]
+    );
+}
+
+/// Sends one HTTP/1.1 request on a fresh connection and reads to EOF.
+fn http(addr: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = stream.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn the_sim_binary_prints_its_loopback_address_and_serves_every_route() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args([
+            "sim",
+            "--port",
+            "0",
+            "--decode-step-ms",
+            "1",
+            "--output-tokens",
+            "5",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let close = "Connection: close\r\n";
+    let health = http(
+        &addr,
+        &format!("GET /health HTTP/1.1\r\nHost: x\r\n{close}\r\n"),
+    );
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    let models = http(
+        &addr,
+        &format!("GET /v1/models HTTP/1.1\r\nHost: x\r\n{close}\r\n"),
+    );
+    assert!(models.contains("\"id\":\"sim\""), "{models}");
+    let body = r#"{"model":"m","prompt":"one two three","max_tokens":3}"#;
+    let whole = http(
+        &addr,
+        &format!(
+            "POST /v1/completions HTTP/1.1\r\nHost: x\r\n{close}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(whole.starts_with("HTTP/1.1 200"), "{whole}");
+    // Natural length 5, capped by max_tokens 3; the prompt is three words.
+    assert!(
+        whole.contains(r#""completion_tokens":3"#) && whole.contains(r#""prompt_tokens":3"#),
+        "{whole}"
+    );
+    assert!(whole.contains(r#""finish_reason":"length""#), "{whole}");
+    let missing = http(
+        &addr,
+        &format!("GET /nope HTTP/1.1\r\nHost: x\r\n{close}\r\n"),
+    );
+    assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("sim did not stop on SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}

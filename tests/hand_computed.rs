@@ -458,3 +458,68 @@ fn an_empty_cohort_has_no_littles_law_ratio() {
         (0.0, None, None, None)
     );
 }
+
+#[test]
+fn a_large_trace_is_counted_exactly_when_tallied_on_two_threads() {
+    // 200,000 rows (over the two-thread threshold), one arrival per ms over a
+    // 200 s window, in a repeating pattern of five:
+    //   i % 5 == 0 → pass:  ttft 100, e2e 1100, 11 tokens (tpot 100 ≤ gate 200)
+    //   i % 5 == 1 → miss:  ttft 2000 > 1000
+    //   i % 5 == 2 → failed (timeout)
+    //   i % 5 == 3 → in flight (no first token)
+    //   i % 5 == 4 → pass:  one token, ttft 100, e2e 100
+    // Each kind: 40,000 rows; the horizon (204 s) is after the last completion (≤ 202,996 ms).
+    let mut rows = Vec::with_capacity(200_000);
+    for i in 0..200_000u64 {
+        let a = i;
+        rows.push(match i % 5 {
+            0 => format!(r#"{{"id":"r{i}","arrivalMs":{a},"status":"completed","firstTokenMs":{},"completedMs":{},"outputTokens":11}}"#, a + 100, a + 1100),
+            1 => format!(r#"{{"id":"r{i}","arrivalMs":{a},"status":"completed","firstTokenMs":{},"completedMs":{},"outputTokens":11}}"#, a + 2000, a + 3000),
+            2 => format!(r#"{{"id":"r{i}","arrivalMs":{a},"status":"failed","reason":"timeout","endedMs":{}}}"#, a + 500),
+            3 => format!(r#"{{"id":"r{i}","arrivalMs":{a},"status":"in_flight"}}"#),
+            _ => format!(r#"{{"id":"r{i}","arrivalMs":{a},"status":"completed","firstTokenMs":{},"completedMs":{},"outputTokens":1}}"#, a + 100, a + 100),
+        });
+    }
+    let doc = format!(
+        r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":200000,"horizonMs":204000}},"equality":"inclusive","classes":{{"c":{{"ttftMs":1000,"tpotMs":200,"e2eMs":null}}}},"rows":[{}]}}"#,
+        rows.join(",")
+    );
+    let options = goodput::analyze::AnalyzeOptions {
+        limits: goodput::trace::Limits {
+            max_rows: 200_000,
+            max_bytes: 100_000_000,
+        },
+        ..Default::default()
+    };
+    let r = goodput::analyze::analyze_bytes(doc.as_bytes(), options)
+        .expect("accepted")
+        .receipt;
+    let b = all(&r);
+    let c = b.counts;
+    assert_eq!(
+        (c.cohort, c.pass, c.miss, c.failed, c.censored),
+        (200_000, 80_000, 40_000, 40_000, 40_000)
+    );
+    assert_eq!(b.rates.goodput_per_s, 400.0); // 80,000 / 200 s
+    assert_eq!(b.rates.pass_share, Some(0.4));
+    // TTFT: 80,000 × 100 and 40,000 × 2000; n = 120,000: p50 rank 60,000 → 100,
+    // p90 rank 108,000 → 2000; mean (8e6 + 8e7) / 120,000 = 733.33…
+    let ttft = &b.latency.ttft_ms;
+    assert_eq!(
+        (ttft.n, ttft.p50, ttft.p90),
+        (120_000, Some(100.0), Some(2000.0))
+    );
+    assert_eq!(ttft.mean, Some(88_000_000.0 / 120_000.0));
+    // TPOT only for 11-token rows: 40,000 × 100 (pass) and 40,000 × 100 (miss: (3000−2000)/10).
+    assert_eq!(
+        (b.latency.tpot_ms.n, b.latency.tpot_ms.max),
+        (80_000, Some(100.0))
+    );
+    // Little's law: in flight inside [0, 200000): pass rows 1100 ms each, miss rows 3000
+    // (the last few are clipped at the window end), failed 500, in-flight rows until the
+    // window end, one-token rows 100. The class block equals the all block.
+    assert_eq!(r.results.classes["c"].littles_law, b.littles_law);
+    assert_eq!(r.results.classes["c"].counts, c);
+    // Tokens: 80,000 rows × 11 + 40,000 × 1 = 920,000 over 200 s.
+    assert_eq!(b.rates.output_tokens_per_s, 4600.0);
+}

@@ -12,6 +12,28 @@ use super::{
     Rates, Reasons, Receipt, Results, RowVerdict, TraceInfo, WindowInfo, RECEIPT_SCHEMA,
 };
 
+/// From this many rows on, the tally runs on two threads.
+const PARALLEL_TALLY_ROWS: usize = 100_000;
+
+/// Tallies rows once each: in their class, or (class unresolved) in the
+/// returned `unresolved` tally. The `all` block is the sum of those.
+fn tally(
+    judgements: &[Judgement],
+    rows: &[RawRow],
+    contract: &crate::trace::Contract,
+    clip: Clip,
+) -> (Vec<Tally>, Tally) {
+    let mut unresolved = Tally::default();
+    let mut per_class: Vec<Tally> = contract.classes.keys().map(|_| Tally::default()).collect();
+    for (j, row) in judgements.iter().zip(rows) {
+        match j.class.and_then(|c| per_class.get_mut(c)) {
+            Some(tally) => tally.add(&j.verdict, row, clip, true),
+            None => unresolved.add(&j.verdict, row, clip, false),
+        }
+    }
+    (per_class, unresolved)
+}
+
 /// What the caller asked the receipt to contain.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReceiptOptions {
@@ -144,6 +166,14 @@ impl Tally {
                 }
             }
         }
+    }
+
+    /// Takes in another tally of other rows: counts, reasons and latency values.
+    fn merge(&mut self, other: Tally) {
+        self.absorb(&other);
+        self.ttft.extend_from_slice(&other.ttft);
+        self.tpot.extend_from_slice(&other.tpot);
+        self.e2e.extend_from_slice(&other.e2e);
     }
 
     /// Adds another tally's counts and reasons (not its latency values).
@@ -328,21 +358,33 @@ fn summary(s: Summary) -> LatencySummary {
 /// Builds the receipt of a trace from its judgements (one per row, in order).
 pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOptions) -> Receipt {
     let contract = &trace.contract;
-    // Each row is tallied once: in its class, or (class unresolved) in
-    // `unresolved`. The `all` block is the sum of those.
-    let mut unresolved = Tally::default();
-    let mut per_class: Vec<Tally> = contract.classes.keys().map(|_| Tally::default()).collect();
     let clip = Clip {
         start_ms: contract.start_ms,
         end_ms: contract.end_ms,
         horizon_ms: contract.horizon_ms,
     };
-    for (j, row) in judgements.iter().zip(&trace.rows) {
-        match j.class.and_then(|c| per_class.get_mut(c)) {
-            Some(tally) => tally.add(&j.verdict, row, clip, true),
-            None => unresolved.add(&j.verdict, row, clip, false),
+    // Large traces are tallied in two halves on two threads; tallies merge
+    // exactly (integer counts, fixed-point sums, latency values sorted later).
+    let rows = &trace.rows[..judgements.len().min(trace.rows.len())];
+    let (mut per_class, unresolved) = if judgements.len() >= PARALLEL_TALLY_ROWS {
+        let mid = judgements.len() / 2;
+        let (first, second) = std::thread::scope(|scope| {
+            let first = scope.spawn(|| tally(&judgements[..mid], &rows[..mid], contract, clip));
+            let second = tally(&judgements[mid..], &rows[mid..], contract, clip);
+            let first = first
+                .join()
+                .unwrap_or_else(|payload| std::panic::resume_unwind(payload));
+            (first, second)
+        });
+        let (mut per_class, mut unresolved) = first;
+        for (mine, theirs) in per_class.iter_mut().zip(second.0) {
+            mine.merge(theirs);
         }
-    }
+        unresolved.merge(second.1);
+        (per_class, unresolved)
+    } else {
+        tally(judgements, rows, contract, clip)
+    };
     let mut all = unresolved;
     for tally in &per_class {
         all.absorb(tally);

@@ -33,6 +33,7 @@ pub mod receipt;
 pub mod record;
 pub mod render;
 pub mod schema;
+pub mod selfcheck;
 pub mod sim;
 pub mod stats;
 pub mod sweep;

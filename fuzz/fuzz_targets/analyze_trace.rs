@@ -1,0 +1,28 @@
+//! Trace bytes → full analysis, receipt rendering and sweep, with the
+//! invariants of `goodput::selfcheck` and the receipt schema checked on every
+//! accepted input.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+
+static RECEIPT_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
+
+fuzz_target!(|data: &[u8]| {
+    let receipt = match goodput::selfcheck::check_trace_bytes(data) {
+        Ok(Some(receipt)) => receipt,
+        Ok(None) => return,
+        Err(broken) => panic!("invariant broken: {broken}"),
+    };
+    let schema = RECEIPT_SCHEMA.get_or_init(|| {
+        let text = include_str!("../../schema/receipt.schema.json");
+        let schema: serde_json::Value = serde_json::from_str(text).expect("schema is JSON");
+        jsonschema::validator_for(&schema).expect("schema compiles")
+    });
+    let json = goodput::render::json::to_canonical_json(&receipt).expect("renders");
+    let value: serde_json::Value = serde_json::from_slice(&json).expect("receipt is JSON");
+    if let Some(error) = schema.iter_errors(&value).next() {
+        panic!("receipt does not match its schema: {error} at {}", error.instance_path());
+    }
+});

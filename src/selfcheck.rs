@@ -1,0 +1,232 @@
+//! Invariants that must hold for *every* input, checked by the fuzz targets
+//! (`fuzz/`) and replayed by the tests on every input the fuzzers ever kept
+//! (`fuzz/regressions/`). "No panic" is not enough: a receipt whose counts do
+//! not add up, that changes between two runs, or a stream parser whose events
+//! depend on how the bytes arrived, is a failure too.
+//!
+//! Each check returns `Err` with a sentence naming the broken invariant; the
+//! fuzz targets turn that into a crash, the tests into a failure.
+
+use crate::analyze::{analyze_bytes, AnalyzeOptions};
+use crate::receipt::{Block, Receipt};
+use crate::record::sse::{classify, SseParser};
+use crate::render::json::to_canonical_json;
+use crate::render::text;
+use crate::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
+use crate::trace::Limits;
+
+/// Limits the checks run under: the defaults' row count raised so generated
+/// inputs exercise large-row paths, bytes bounded so one input stays cheap.
+pub const FUZZ_LIMITS: Limits = Limits {
+    max_rows: 10_000,
+    max_bytes: 1 << 20,
+};
+
+fn counts_add_up(name: &str, b: &Block) -> Result<(), String> {
+    let c = b.counts;
+    if c.pass + c.miss + c.failed + c.censored != c.cohort {
+        return Err(format!(
+            "{name}: pass+miss+failed+censored != cohort: {c:?}"
+        ));
+    }
+    if c.cohort + c.excluded + c.invalid != c.arrivals {
+        return Err(format!(
+            "{name}: cohort+excluded+invalid != arrivals: {c:?}"
+        ));
+    }
+    let r = &b.reasons;
+    let failures: u64 = r.failure.values().sum();
+    let censored =
+        r.censored.in_flight + r.censored.completed_after_horizon + r.censored.failed_after_horizon;
+    let excluded = r.exclusion.warmup + r.exclusion.outside_window;
+    let missed = [r.miss.ttft, r.miss.tpot, r.miss.e2e];
+    if failures != c.failed || censored != c.censored || excluded != c.excluded {
+        return Err(format!(
+            "{name}: reason counts do not match the counts: {c:?} {r:?}"
+        ));
+    }
+    if r.censored.known_late > c.censored || missed.iter().any(|m| *m > c.miss) {
+        return Err(format!("{name}: more reasons than rows: {c:?} {r:?}"));
+    }
+    if c.miss > 0 && missed.iter().sum::<u64>() < c.miss {
+        return Err(format!(
+            "{name}: a missed row without a missed metric: {c:?} {r:?}"
+        ));
+    }
+    if r.invalid.values().any(|n| *n > c.invalid) || (c.invalid > 0) != !r.invalid.is_empty() {
+        return Err(format!("{name}: invalid reasons do not match: {c:?} {r:?}"));
+    }
+    Ok(())
+}
+
+/// Trace bytes → full analysis, rendering and sweep. Returns the receipt when
+/// the trace was accepted, `None` when it was rejected with a proper one-line
+/// message.
+pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
+    let options = AnalyzeOptions {
+        limits: FUZZ_LIMITS,
+        rows: true,
+        strict: false,
+    };
+    let analysis = match analyze_bytes(bytes, options) {
+        Ok(a) => a,
+        Err(rejection) => {
+            let line = rejection.to_string();
+            if line.is_empty() || line.contains('\n') {
+                return Err(format!("a rejection must be one non-empty line: {line:?}"));
+            }
+            return Ok(None);
+        }
+    };
+    let receipt = &analysis.receipt;
+    counts_add_up("all", &receipt.results.all)?;
+    for (name, block) in &receipt.results.classes {
+        counts_add_up(name, block)?;
+    }
+    let rows = receipt.rows.as_ref().map_or(0, Vec::len);
+    if rows as u64 != receipt.results.all.counts.arrivals || rows != analysis.trace.rows.len() {
+        return Err(format!(
+            "{rows} row verdicts for {} rows",
+            analysis.trace.rows.len()
+        ));
+    }
+    let class_sum: u64 = receipt
+        .results
+        .classes
+        .values()
+        .map(|b| b.counts.arrivals)
+        .sum();
+    if class_sum > receipt.results.all.counts.arrivals {
+        return Err("class blocks hold more rows than `all`".to_owned());
+    }
+    let first = to_canonical_json(receipt).map_err(|e| format!("receipt does not render: {e}"))?;
+    let again = analyze_bytes(bytes, options)
+        .map_err(|e| format!("second analysis rejected what the first accepted: {e}"))?;
+    let second = to_canonical_json(&again.receipt).map_err(|e| e.to_string())?;
+    if first != second {
+        return Err("two analyses of the same bytes differ".to_owned());
+    }
+    let _ = text::render(receipt, &analysis.invalid_rows());
+    let plan = SweepPlan::one_at_a_time(None, &DEFAULT_FACTORS).map_err(|e| e.to_string())?;
+    let entries = sweep(&analysis.trace, &analysis.judgements, &plan).map_err(|e| e.to_string())?;
+    match entries.first() {
+        Some(declared) if declared.pass == receipt.results.all.counts.pass => {}
+        _ => return Err("the sweep's declared line differs from the receipt".to_owned()),
+    }
+    Ok(Some(analysis.receipt))
+}
+
+/// A fuzz input for [`check_sse_split`]: the first byte is the number of cuts
+/// (at most 15 are used), then two little-endian bytes per cut position, then
+/// the stream bytes. Any byte string is a valid input.
+pub fn check_sse_input(data: &[u8]) -> Result<(), String> {
+    let n = usize::from(data.first().copied().unwrap_or(0) % 16);
+    let rest = data.get(1..).unwrap_or(&[]);
+    let cut_bytes = (2 * n).min(rest.len());
+    let cuts: Vec<usize> = rest[..cut_bytes]
+        .chunks(2)
+        .map(|c| usize::from(c[0]) | usize::from(c.get(1).copied().unwrap_or(0)) << 8)
+        .collect();
+    check_sse_split(&rest[cut_bytes..], &cuts)
+}
+
+/// The SSE parser's events, and their classification, for `bytes` fed whole
+/// and fed in the pieces cut at `cuts` (positions, taken modulo the length).
+pub fn check_sse_split(bytes: &[u8], cuts: &[usize]) -> Result<(), String> {
+    let whole = sse_events(&[bytes]);
+    let mut positions: Vec<usize> = cuts
+        .iter()
+        .map(|c| {
+            if bytes.is_empty() {
+                0
+            } else {
+                c % (bytes.len() + 1)
+            }
+        })
+        .collect();
+    positions.sort_unstable();
+    let mut parts = Vec::with_capacity(positions.len() + 1);
+    let mut start = 0;
+    for p in positions {
+        parts.push(&bytes[start..p]);
+        start = p;
+    }
+    parts.push(&bytes[start..]);
+    let split = sse_events(&parts);
+    if whole != split {
+        return Err(format!(
+            "events depend on the split: whole {} events, split {} events",
+            whole.len(),
+            split.len()
+        ));
+    }
+    Ok(())
+}
+
+fn sse_events(parts: &[&[u8]]) -> Vec<(Vec<u8>, bool, String)> {
+    let mut parser = SseParser::new();
+    let mut out = Vec::new();
+    for part in parts {
+        parser.push(part, |e| {
+            out.push((e.data.to_vec(), e.error, format!("{:?}", classify(e))));
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_of(trace: &str) -> Block {
+        let options = AnalyzeOptions {
+            limits: FUZZ_LIMITS,
+            rows: false,
+            strict: false,
+        };
+        analyze_bytes(trace.as_bytes(), options)
+            .expect("accepted")
+            .receipt
+            .results
+            .all
+    }
+
+    const TRACE: &str = r#"{"schema":"goodput-trace/1","window":{"startMs":0,"endMs":1000},
+        "equality":"inclusive","classes":{"c":{"ttftMs":10,"tpotMs":null,"e2eMs":null}},
+        "rows":[{"id":"a","arrivalMs":0,"status":"completed","firstTokenMs":20,"completedMs":30,"outputTokens":1},
+                {"id":"b","arrivalMs":1,"status":"failed","reason":"timeout"}]}"#;
+
+    #[test]
+    fn a_consistent_block_passes() {
+        assert_eq!(counts_add_up("all", &block_of(TRACE)), Ok(()));
+    }
+
+    #[test]
+    fn the_checks_catch_counts_that_do_not_add_up() {
+        let mut b = block_of(TRACE);
+        b.counts.pass += 1;
+        assert!(counts_add_up("all", &b).unwrap_err().contains("!= cohort"));
+        let mut b = block_of(TRACE);
+        b.counts.arrivals += 1;
+        assert!(counts_add_up("all", &b)
+            .unwrap_err()
+            .contains("!= arrivals"));
+        let mut b = block_of(TRACE);
+        b.reasons.failure.clear();
+        assert!(counts_add_up("all", &b)
+            .unwrap_err()
+            .contains("reason counts"));
+        let mut b = block_of(TRACE);
+        b.reasons.miss.ttft = 0;
+        assert!(counts_add_up("all", &b)
+            .unwrap_err()
+            .contains("without a missed metric"));
+    }
+
+    #[test]
+    fn the_sse_input_format_takes_any_bytes() {
+        for data in [&b""[..], b"\x00", b"\x0f\xff", b"\x03\x01\x00data: x\n\n"] {
+            assert_eq!(check_sse_input(data), Ok(()));
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Every input the fuzzers ever kept (`fuzz/regressions/<target>/`) and every
+//! fixture, replayed through the same invariant checks the fuzz targets run
+//! (`goodput::selfcheck`), so a fixed crash stays fixed without a fuzzer.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn regressions(target: &str) -> Vec<PathBuf> {
+    files(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fuzz/regressions")
+            .join(target),
+    )
+}
+
+#[test]
+fn every_fixture_holds_the_fuzzing_invariants() {
+    let mut checked = 0;
+    for path in common::accepted_fixtures()
+        .into_iter()
+        .chain(common::rejected_fixtures())
+    {
+        let bytes = std::fs::read(&path).unwrap();
+        goodput::selfcheck::check_trace_bytes(&bytes)
+            .unwrap_or_else(|broken| panic!("{}: {broken}", path.display()));
+        checked += 1;
+    }
+    assert!(checked > 50);
+}
+
+#[test]
+fn every_kept_trace_input_holds_the_invariants() {
+    for path in regressions("analyze_trace") {
+        let bytes = std::fs::read(&path).unwrap();
+        goodput::selfcheck::check_trace_bytes(&bytes)
+            .unwrap_or_else(|broken| panic!("{}: {broken}", path.display()));
+    }
+}
+
+#[test]
+fn every_kept_sse_input_holds_the_invariants() {
+    for path in regressions("sse_chunks") {
+        let bytes = std::fs::read(&path).unwrap();
+        goodput::selfcheck::check_sse_input(&bytes)
+            .unwrap_or_else(|broken| panic!("{}: {broken}", path.display()));
+    }
+}
+
+#[test]
+fn the_sse_check_accepts_real_streams_split_anywhere() {
+    let stream = b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\r\n\r\ndata: [DONE]\n\n";
+    for cuts in [
+        &[][..],
+        &[0, 5, 17, 30, 999][..],
+        &[1, 2, 3, 4, 5, 6, 7, 8][..],
+    ] {
+        assert!(
+            goodput::selfcheck::check_sse_split(stream, cuts).is_ok(),
+            "{cuts:?}"
+        );
+    }
+}

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned, AnalyzeOptions};
+use crate::analyze::{analyze_owned, Analysis, AnalyzeOptions};
 use crate::error::{Error, EXIT_OK};
 use crate::io::{read_limited, write_atomic};
 use crate::sweep::{self, SweepPlan, DEFAULT_FACTORS};
@@ -40,6 +40,15 @@ pub struct ReportArgs {
     pub max_bytes: u64,
 }
 
+/// The page of an analysis with the default sweep (each gate of every class
+/// scaled by [`DEFAULT_FACTORS`], one gate at a time): exactly what
+/// `goodput report` writes, so tests can check the bytes without files.
+pub fn page(analysis: &Analysis) -> Result<String, sweep::SweepError> {
+    let plan = SweepPlan::one_at_a_time(None, &DEFAULT_FACTORS)?;
+    let entries = sweep::sweep(&analysis.trace, &analysis.judgements, &plan)?;
+    Ok(crate::render::report::render(analysis, &entries))
+}
+
 /// Runs `goodput report`: analyze, run the default one-at-a-time sweep over
 /// all classes, render, write atomically, print the path written.
 pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
@@ -56,10 +65,7 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
             strict: false,
         },
     )?;
-    let usage = |e: sweep::SweepError| Error::Usage(e.to_string());
-    let plan = SweepPlan::one_at_a_time(None, &DEFAULT_FACTORS).map_err(usage)?;
-    let entries = sweep::sweep(&analysis.trace, &analysis.judgements, &plan).map_err(usage)?;
-    let html = crate::render::report::render(&analysis, &entries);
+    let html = page(&analysis).map_err(|e| Error::Usage(e.to_string()))?;
     write_atomic(&args.out, html.as_bytes()).map_err(|source| Error::Write {
         path: args.out.display().to_string(),
         source,

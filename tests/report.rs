@@ -92,6 +92,12 @@ fn assert_summary_row(row: ElementRef, b: &Block, what: &str) {
         .ratio
         .map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"));
     assert_eq!(cell(row, "littlesRatio"), ratio, "{what}");
+    let steady = match b.littles_law.steady_state {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "—",
+    };
+    assert_eq!(cell(row, "littlesSteady"), steady, "{what}");
 }
 
 #[test]

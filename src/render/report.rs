@@ -196,7 +196,7 @@ svg .grid{stroke:#eee;stroke-width:1}
 svg .boundary{stroke:#444;stroke-width:1;stroke-dasharray:4 3}
 svg .bar{fill:#0072B2}
 svg .gate{stroke:#000;stroke-width:2}
-svg .gate-label{font-size:11px;font-weight:600;fill:#000}
+svg .gate-label{font-size:11px;font-weight:600;fill:#000;paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 svg .no-gate{font-size:12px;fill:#555;font-style:italic}
 .charts{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:8px 16px}
 figure{margin:0}figcaption{font-size:12px;color:#444}
@@ -386,11 +386,11 @@ fn summary(o: &mut String, r: &Receipt) {
          Little's law ratio = measured mean in flight / (completed/s × mean E2E); near 1 in a steady state.</p>\n\
          <div class=\"scroll\">\n<table id=\"summary\">\n<thead>\n\
          <tr><th class=\"name\"></th><th class=\"group\" colspan=\"8\">rows</th><th class=\"group\" colspan=\"6\">rates</th>\
-         <th class=\"group\">Little's law</th></tr>\n\
+         <th class=\"group\" colspan=\"2\">Little's law</th></tr>\n\
          <tr><th class=\"name\">block</th><th class=\"first\">arrivals</th><th>invalid</th><th>excluded</th><th>cohort</th>\
          <th>pass</th><th>miss</th><th>failed</th><th>censored</th>\
          <th class=\"first\">goodput/s</th><th>pass share</th><th>offered/s</th><th>completed/s</th><th>failure share</th><th>censored share</th>\
-         <th class=\"first\">ratio</th></tr>\n</thead>\n<tbody>"
+         <th class=\"first\">ratio</th><th>steady</th></tr>\n</thead>\n<tbody>"
     );
     let mut notes = Vec::new();
     for (name, b) in blocks(r) {
@@ -420,8 +420,13 @@ fn summary(o: &mut String, r: &Receipt) {
         let l = &b.littles_law;
         let _ = writeln!(
             o,
-            "<td class=\"first\" data-col=\"littlesRatio\">{}</td></tr>",
-            opt(l.ratio, 2)
+            "<td class=\"first\" data-col=\"littlesRatio\">{}</td><td data-col=\"littlesSteady\">{}</td></tr>",
+            opt(l.ratio, 2),
+            match l.steady_state {
+                Some(true) => "yes",
+                Some(false) => "<b>no</b>",
+                None => "—",
+            }
         );
         if let Some(note) = &l.note {
             notes.push(format!(

@@ -32,6 +32,7 @@ pub mod mutate;
 pub mod receipt;
 pub mod record;
 pub mod render;
+pub mod report;
 pub mod schema;
 pub mod selfcheck;
 pub mod sim;

@@ -5,6 +5,7 @@
 pub mod gate;
 pub mod json;
 pub mod mutate;
+pub mod report;
 pub mod sweep;
 pub mod text;
 pub mod verify;

@@ -53,7 +53,7 @@ fn counts_add_up(name: &str, b: &Block) -> Result<(), String> {
             "{name}: a missed row without a missed metric: {c:?} {r:?}"
         ));
     }
-    if r.invalid.values().any(|n| *n > c.invalid) || (c.invalid > 0) != !r.invalid.is_empty() {
+    if r.invalid.values().any(|n| *n > c.invalid) || (c.invalid > 0) == r.invalid.is_empty() {
         return Err(format!("{name}: invalid reasons do not match: {c:?} {r:?}"));
     }
     Ok(())

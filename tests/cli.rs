@@ -294,3 +294,22 @@ fn a_closed_pipe_on_stdout_is_not_an_error() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn the_written_receipt_is_readable_by_others() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("receipt.json");
+    let o = run(&[
+        "analyze",
+        &path("spec_example.json"),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+        0o644
+    );
+}

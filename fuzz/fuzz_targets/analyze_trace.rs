@@ -22,7 +22,11 @@ fuzz_target!(|data: &[u8]| {
     });
     let json = goodput::render::json::to_canonical_json(&receipt).expect("renders");
     let value: serde_json::Value = serde_json::from_slice(&json).expect("receipt is JSON");
-    if let Some(error) = schema.iter_errors(&value).next() {
-        panic!("receipt does not match its schema: {error} at {}", error.instance_path());
+    let first_error = schema
+        .iter_errors(&value)
+        .next()
+        .map(|e| format!("{e} at {}", e.instance_path()));
+    if let Some(error) = first_error {
+        panic!("receipt does not match its schema: {error}");
     }
 });

@@ -92,6 +92,9 @@ pub enum Command {
     /// Serve a simulated continuous-batching LLM engine (OpenAI-compatible) on loopback.
     #[command(after_help = crate::sim::SIM_EXIT_HELP)]
     Sim(crate::sim::SimArgs),
+    /// Goodput against offered load over a rate sweep: the knee and the capacity.
+    #[command(after_help = crate::frontier::command::FRONTIER_EXIT_HELP)]
+    Frontier(crate::frontier::command::FrontierArgs),
     /// Print the JSON Schema of a trace or of a receipt.
     Schema {
         /// Which schema.
@@ -263,6 +266,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Gate(args) => gate_command(args, stdout),
         Command::Record(args) => crate::record::run(args, stdout),
         Command::Sim(args) => crate::sim::run(args, stdout),
+        Command::Frontier(args) => crate::frontier::command::run(args, stdout),
         Command::Schema { which } => {
             let text = match which {
                 SchemaKind::Trace => schema::trace_schema_json(),
@@ -452,7 +456,7 @@ fn gate_command(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
 }
 
 /// Writes to stdout; a closed pipe (`goodput … | head`) is not an error.
-fn emit(stdout: &mut dyn Write, bytes: &[u8]) -> Result<(), Error> {
+pub(crate) fn emit(stdout: &mut dyn Write, bytes: &[u8]) -> Result<(), Error> {
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -436,7 +436,11 @@ fn the_cli_exits_0_on_a_sweep_and_2_on_bad_input() {
     // A rejected trace is named, with the JSON pointer of the problem.
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, b"{\"schema\": \"goodput-trace/1\"}").unwrap();
-    let (code, _, stderr) = run(&["frontier", paths[0].to_str().unwrap(), broken.to_str().unwrap()]);
+    let (code, _, stderr) = run(&[
+        "frontier",
+        paths[0].to_str().unwrap(),
+        broken.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2);
     assert!(stderr.contains("broken.json"), "{stderr}");
 
@@ -453,10 +457,121 @@ fn limits_are_per_trace_and_the_message_says_how_to_raise_them() {
     let p40 = paths[0].to_str().unwrap(); // 40 rows
     let (code, _, stderr) = run(&["frontier", p40, "--max-rows", "39"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("t-40.json") && stderr.contains("--max-rows"), "{stderr}");
+    assert!(
+        stderr.contains("t-40.json") && stderr.contains("--max-rows"),
+        "{stderr}"
+    );
     let (code, _, stderr) = run(&["frontier", p40, "--max-bytes", "100"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("t-40.json") && stderr.contains("--max-bytes"), "{stderr}");
+    assert!(
+        stderr.contains("t-40.json") && stderr.contains("--max-bytes"),
+        "{stderr}"
+    );
     let (code, _, stderr) = run(&["frontier", p40, "--max-rows", "40"]);
     assert_eq!(code, 0, "{stderr}");
+}
+
+// ------------------------------------------------- the recorder's sweep ----
+
+fn record_in_process(argv: &[&str]) -> (i32, String) {
+    use clap::Parser;
+    let mut full = vec!["goodput", "record", "--model", "m", "--no-progress"];
+    full.extend_from_slice(argv);
+    let cli = goodput::cli::Cli::try_parse_from(&full).expect("flags parse");
+    let mut stdout = Vec::new();
+    let code = match goodput::cli::run(cli, &mut stdout) {
+        Ok(code) => code,
+        Err(e) => e.exit_code(),
+    };
+    (code, String::from_utf8_lossy(&stdout).into_owned())
+}
+
+#[test]
+fn a_rate_list_records_one_trace_per_rate_with_its_own_seed() {
+    use goodput::sim::engine::EngineParams;
+    use goodput::sim::{SimConfig, SimServer};
+    let server = SimServer::start(
+        SimConfig {
+            engine: EngineParams {
+                max_batch: 64,
+                prefill_ms_per_1k_tokens: 0.0,
+                decode_step_ms: 2.0,
+                decode_ms_per_seq: 0.0,
+            },
+            output_tokens: (4.0, 0.0),
+            faults: vec![],
+            seed: 1,
+            model_name: "sim".into(),
+        },
+        1,
+    )
+    .expect("start sim");
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("trace-{rate}.json");
+    let url = server.url();
+    // Constant arrivals over a 1 s window: 5 and 10 rows, exactly.
+    let (code, stdout) = record_in_process(&[
+        "--url",
+        &url,
+        "--request-rate",
+        "5,10",
+        "--arrival",
+        "constant",
+        "--duration",
+        "1s",
+        "--grace",
+        "1s",
+        "--cooldown",
+        "0.2s",
+        "--random-input-len",
+        "8",
+        "--seed",
+        "7",
+        "--out",
+        template.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let mut paths = Vec::new();
+    for (rate, rows, seed) in [("5", 5.0, 7.0), ("10", 10.0, 8.0)] {
+        let path = dir.path().join(format!("trace-{rate}.json"));
+        let trace: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let w = &trace["workload"];
+        assert_eq!(trace["rows"].as_array().unwrap().len() as f64, rows);
+        assert_eq!(w["scheduled"], rows);
+        assert_eq!(w["seed"], seed, "seed + index");
+        assert_eq!(w["sweepBaseSeed"], 7.0);
+        assert_eq!(w["ratePerS"], rows);
+        paths.push(path.display().to_string());
+    }
+    assert!(
+        stdout.contains(&format!("next: goodput frontier {} {}", paths[0], paths[1])),
+        "{stdout}"
+    );
+    let (code, out, err) = run(&["frontier", &paths[0], &paths[1], "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["points"][1]["offeredPerS"], 10);
+}
+
+#[test]
+fn a_rate_list_needs_a_rate_template_and_distinct_rates_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("trace.json");
+    let template = dir.path().join("t-{rate}.json");
+    let base = ["--url", "http://127.0.0.1:9", "--duration", "1s"];
+    for (rates, out) in [
+        ("5,10", plain.to_str().unwrap()),
+        ("5,5", template.to_str().unwrap()),
+        ("5,-1", template.to_str().unwrap()),
+    ] {
+        let mut argv = base.to_vec();
+        argv.extend_from_slice(&["--request-rate", rates, "--out", out]);
+        let (code, stdout) = record_in_process(&argv);
+        assert_eq!(code, 2, "{rates} {out}: {stdout}");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+    }
 }

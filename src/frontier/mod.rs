@@ -301,22 +301,23 @@ pub fn frontier(
     }
     let mut points = Vec::with_capacity(traces.len());
     for (label, receipt) in traces {
-        let block = match class {
-            None => &receipt.results.all,
-            Some(name) => receipt.results.classes.get(name).ok_or_else(|| {
-                FrontierError::UnknownClass {
-                    name: name.to_owned(),
-                    label: label.clone(),
-                    known: receipt
-                        .results
-                        .classes
-                        .keys()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                }
-            })?,
-        };
+        let block =
+            match class {
+                None => &receipt.results.all,
+                Some(name) => receipt.results.classes.get(name).ok_or_else(|| {
+                    FrontierError::UnknownClass {
+                        name: name.to_owned(),
+                        label: label.clone(),
+                        known: receipt
+                            .results
+                            .classes
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    }
+                })?,
+            };
         points.push(point(label, receipt, block));
     }
     points.sort_by(|a, b| {

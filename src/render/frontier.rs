@@ -642,7 +642,13 @@ mod tests {
                 step: 10.0
             }
         );
-        assert_eq!(Axis::for_max(0.0), Axis { max: 1.0, step: 0.2 });
+        assert_eq!(
+            Axis::for_max(0.0),
+            Axis {
+                max: 1.0,
+                step: 0.2
+            }
+        );
         assert_eq!(
             Axis::for_max(900.0),
             Axis {

@@ -88,7 +88,7 @@ pub enum Command {
     Gate(GateArgs),
     /// Drive an OpenAI-compatible server open-loop (or closed-loop) and write an honest trace.
     #[command(after_help = crate::record::RECORD_EXIT_HELP)]
-    Record(crate::record::RecordArgs),
+    Record(Box<crate::record::RecordArgs>),
     /// Serve a simulated continuous-batching LLM engine (OpenAI-compatible) on loopback.
     #[command(after_help = crate::sim::SIM_EXIT_HELP)]
     Sim(crate::sim::SimArgs),
@@ -264,7 +264,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Mutate(args) => mutate_command(args, stdout),
         Command::Verify(args) => verify_command(args, stdout),
         Command::Gate(args) => gate_command(args, stdout),
-        Command::Record(args) => crate::record::run(args, stdout),
+        Command::Record(args) => crate::record::run(*args, stdout),
         Command::Sim(args) => crate::sim::run(args, stdout),
         Command::Frontier(args) => crate::frontier::command::run(args, stdout),
         Command::Schema { which } => {

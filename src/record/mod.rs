@@ -56,6 +56,11 @@ Exit status:
        (checked before any request is sent; no partial file is ever left)
   130  interrupted (Ctrl-C): scheduling stopped, unfinished requests were written
        in_flight, the window was cut at the interrupt, and the trace was written
+       (in a rate sweep: the current point's trace; earlier points' traces stay)
+
+A rate list (--request-rate 5,10,20) is a sweep: one recording per rate, in order,
+seed + index each, --out a template containing {rate}, --cooldown between points;
+every point is checked before anything is sent. See docs/frontier.md.
 
 The API key is read from the environment (OPENAI_API_KEY, or --api-key-env NAME)
 and is never written. Prompts are never written: rows carry their length and a

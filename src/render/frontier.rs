@@ -76,8 +76,9 @@ pub fn knee_sentence(knee: &Knee) -> String {
     }
 }
 
+/// A share as a percentage with at most one decimal: `90 %`, `57.9 %`.
 fn share_text(x: f64) -> String {
-    format!("{} %", short(x * 100.0))
+    format!("{} %", short((x * 1000.0).round() / 10.0))
 }
 
 /// The capacity in one sentence (and a warning line when pass share was not monotone).
@@ -536,28 +537,6 @@ pub fn svg(f: &Frontier) -> String {
             .map(|p| (p.offered_per_s, p.goodput_per_s))
             .collect::<Vec<_>>(),
     );
-    // Legend, top-left inside the panel.
-    for (i, (name, colour)) in [
-        ("completed/s", COMPLETED_COLOUR),
-        ("goodput/s (met every gate)", GOODPUT_COLOUR),
-    ]
-    .iter()
-    .enumerate()
-    {
-        let y = TOP_PANEL.0 + 16.0 + 16.0 * i as f64;
-        let _ = writeln!(
-            o,
-            "  <g class=\"legend\"><line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
-             stroke=\"{colour}\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
-            LEFT + 10.0,
-            y - 4.0,
-            LEFT + 30.0,
-            y - 4.0,
-            LEFT + 36.0,
-            y,
-            esc(name)
-        );
-    }
     let _ = writeln!(
         o,
         "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"{:.1}\" font-size=\"14\">p95 time to first token vs offered load</text>",
@@ -624,6 +603,36 @@ pub fn svg(f: &Frontier) -> String {
             share_text(f.attainment)
         );
         marker(*offered_per_s, label, "2 3", "capacity");
+    }
+    // Legend, top-left inside the panel, drawn last (on a white card) so
+    // the knee and capacity lines never cross its text.
+    let _ = writeln!(
+        o,
+        "  <rect class=\"legend-card\" x=\"{:.1}\" y=\"{:.1}\" width=\"190.0\" height=\"40.0\" \
+         fill=\"#fff\" fill-opacity=\"0.9\"/>",
+        LEFT + 4.0,
+        TOP_PANEL.0 + 2.0
+    );
+    for (i, (name, colour)) in [
+        ("completed/s", COMPLETED_COLOUR),
+        ("goodput/s (met every gate)", GOODPUT_COLOUR),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let y = TOP_PANEL.0 + 16.0 + 16.0 * i as f64;
+        let _ = writeln!(
+            o,
+            "  <g class=\"legend\"><line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
+             stroke=\"{colour}\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
+            LEFT + 10.0,
+            y - 4.0,
+            LEFT + 30.0,
+            y - 4.0,
+            LEFT + 36.0,
+            y,
+            esc(name)
+        );
     }
     let _ = writeln!(o, "</svg>");
     o

@@ -88,13 +88,16 @@ pub enum Command {
     Gate(GateArgs),
     /// Drive an OpenAI-compatible server open-loop (or closed-loop) and write an honest trace.
     #[command(after_help = crate::record::RECORD_EXIT_HELP)]
-    Record(crate::record::RecordArgs),
+    Record(Box<crate::record::RecordArgs>),
     /// Serve a simulated continuous-batching LLM engine (OpenAI-compatible) on loopback.
     #[command(after_help = crate::sim::SIM_EXIT_HELP)]
     Sim(crate::sim::SimArgs),
     /// Write one self-contained HTML page: summary, verdict lanes, distributions, sweep.
     #[command(after_help = crate::report::REPORT_EXIT_HELP)]
     Report(crate::report::ReportArgs),
+    /// Goodput against offered load over a rate sweep: the knee and the capacity.
+    #[command(after_help = crate::frontier::command::FRONTIER_EXIT_HELP)]
+    Frontier(crate::frontier::command::FrontierArgs),
     /// Print the JSON Schema of a trace or of a receipt.
     Schema {
         /// Which schema.
@@ -264,9 +267,10 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Mutate(args) => mutate_command(args, stdout),
         Command::Verify(args) => verify_command(args, stdout),
         Command::Gate(args) => gate_command(args, stdout),
-        Command::Record(args) => crate::record::run(args, stdout),
+        Command::Record(args) => crate::record::run(*args, stdout),
         Command::Sim(args) => crate::sim::run(args, stdout),
         Command::Report(args) => crate::report::run(args, stdout),
+        Command::Frontier(args) => crate::frontier::command::run(args, stdout),
         Command::Schema { which } => {
             let text = match which {
                 SchemaKind::Trace => schema::trace_schema_json(),
@@ -456,7 +460,7 @@ fn gate_command(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
 }
 
 /// Writes to stdout; a closed pipe (`goodput … | head`) is not an error.
-fn emit(stdout: &mut dyn Write, bytes: &[u8]) -> Result<(), Error> {
+pub(crate) fn emit(stdout: &mut dyn Write, bytes: &[u8]) -> Result<(), Error> {
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -56,6 +56,21 @@ pub enum Error {
         /// Rows written.
         rows: usize,
     },
+    /// One of several traces (`frontier`) was rejected; names which.
+    #[error("rejected: {path}: {rejection}")]
+    RejectedFile {
+        /// The trace as named on the command line.
+        path: String,
+        /// The first problem.
+        rejection: Rejection,
+    },
+    /// Ctrl-C stopped a `record` rate sweep between two points; every trace
+    /// written so far stays.
+    #[error("interrupted: the rate sweep stopped after writing {}", if written.is_empty() { "no trace".to_owned() } else { written.join(", ") })]
+    InterruptedSweep {
+        /// The traces written before the interrupt.
+        written: Vec<String>,
+    },
     /// `sim` could not listen where asked.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -76,8 +91,9 @@ impl Error {
             | Error::Receipt(_)
             | Error::Mutate(_)
             | Error::Usage(_)
+            | Error::RejectedFile { .. }
             | Error::Listen { .. } => EXIT_ERROR,
-            Error::Interrupted { .. } => EXIT_INTERRUPTED,
+            Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }
     }
 

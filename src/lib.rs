@@ -26,6 +26,7 @@
 pub mod analyze;
 pub mod cli;
 pub mod error;
+pub mod frontier;
 pub mod gate;
 pub mod io;
 pub mod mutate;

@@ -25,6 +25,7 @@ pub mod runner;
 pub mod schedule;
 pub mod sse;
 pub mod summary;
+pub mod sweep;
 pub mod trace_out;
 
 use std::collections::BTreeMap;
@@ -55,6 +56,11 @@ Exit status:
        (checked before any request is sent; no partial file is ever left)
   130  interrupted (Ctrl-C): scheduling stopped, unfinished requests were written
        in_flight, the window was cut at the interrupt, and the trace was written
+       (in a rate sweep: the current point's trace; earlier points' traces stay)
+
+A rate list (--request-rate 5,10,20) is a sweep: one recording per rate, in order,
+seed + index each, --out a template containing {rate}, --cooldown between points;
+every point is checked before anything is sent. See docs/frontier.md.
 
 The API key is read from the environment (OPENAI_API_KEY, or --api-key-env NAME)
 and is never written. Prompts are never written: rows carry their length and a
@@ -78,8 +84,10 @@ pub struct RecordArgs {
     #[arg(long, value_name = "NAME")]
     pub model: String,
     /// Open loop: requests per second, sent at scheduled instants whatever the server does.
-    #[arg(long, value_name = "R")]
-    pub request_rate: Option<f64>,
+    /// A comma-separated list (`5,10,20,40`) is a rate sweep: one recording per
+    /// rate, in order, seed + index each, `--out` a template containing `{rate}`.
+    #[arg(long, value_name = "R[,R…]", value_delimiter = ',', value_parser = parse_rate)]
+    pub request_rate: Vec<Rate>,
     /// Closed loop: C workers, each sending when its previous request ended
     /// (finds the throughput ceiling; its latencies are not SLA evidence).
     #[arg(long, value_name = "C", conflicts_with_all = ["request_rate", "arrival", "burstiness"])]
@@ -131,15 +139,40 @@ pub struct RecordArgs {
     /// How long to keep observing after the window ends.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub grace: Duration,
-    /// Where to write the trace (atomically).
+    /// Where to write the trace (atomically). In a rate sweep, a template:
+    /// `{rate}` is replaced by each rate as written (`trace-{rate}.json`).
     #[arg(long, value_name = "FILE", default_value = "trace.json")]
     pub out: PathBuf,
+    /// Pause between two points of a rate sweep, so the server drains.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = sweep::DEFAULT_COOLDOWN)]
+    pub cooldown: Duration,
     /// The environment variable holding the API key.
     #[arg(long, value_name = "NAME", default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+}
+
+/// One `--request-rate` value: the number, and the text as written (a sweep
+/// names its output files with the text, so `2.5` stays `2.5`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rate {
+    /// Requests per second.
+    pub per_s: f64,
+    /// The value as written on the command line, trimmed.
+    pub text: String,
+}
+
+/// Parses one `--request-rate` value (range checks come with the schedule).
+pub fn parse_rate(text: &str) -> Result<Rate, String> {
+    let text = text.trim();
+    text.parse::<f64>()
+        .map(|per_s| Rate {
+            per_s,
+            text: text.to_owned(),
+        })
+        .map_err(|_| format!("`{text}` is not a number of requests per second"))
 }
 
 /// A validated recording plan.
@@ -354,8 +387,9 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let mut put = |k: &str, v: Scalar| {
         workload.insert(k.to_owned(), v);
     };
-    let load = match (args.request_rate, args.max_concurrency) {
-        (Some(rate), None) => {
+    let load = match (args.request_rate.as_slice(), args.max_concurrency) {
+        ([rate], None) => {
+            let rate = rate.per_s;
             let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
             let burstiness = match (process, args.burstiness) {
                 (ArrivalProcess::Gamma, b) => b.unwrap_or(1.0),
@@ -374,12 +408,17 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 arrivals_ms: Arc::new(arrivals),
             }
         }
-        (None, Some(c)) if c > 0 => {
+        ([], Some(c)) if c > 0 => {
             put("arrival", Scalar::String("closed".into()));
             put("maxConcurrency", Scalar::Number(f64::from(c)));
             Load::Closed { concurrency: c }
         }
-        (None, Some(_)) => return Err(usage("--max-concurrency must be at least 1")),
+        ([], Some(_)) => return Err(usage("--max-concurrency must be at least 1")),
+        ([_, _, ..], None) => {
+            return Err(usage(
+                "several --request-rate values are a sweep: each point is planned on its own",
+            ))
+        }
         _ => {
             return Err(usage(
                 "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
@@ -588,14 +627,34 @@ async fn progress_line(counters: Arc<Counters>, t0: tokio::time::Instant) {
     }
 }
 
-/// `goodput record`: plan, run, write the trace, print the summary.
+/// `goodput record`: plan, run, write the trace, print the summary; with
+/// several rates, a sweep ([`sweep`]) of the same single recording.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    if args.request_rate.len() > 1 {
+        return sweep::run_sweep(args, stdout);
+    }
     let plan = plan(&args)?;
+    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    record_one(&plan, progress, stdout).map(|_| EXIT_OK)
+}
+
+/// What one recording wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// Rows in the trace.
+    pub rows: usize,
+    /// Bytes of the trace.
+    pub bytes: usize,
+}
+
+/// One recording of a validated plan: run it against the real network, write
+/// the trace and the summary. A single `record` and every point of a sweep go
+/// through here. Ctrl-C ends it with [`Error::Interrupted`] after writing.
+pub fn record_one(plan: &Plan, progress: bool, stdout: &mut dyn Write) -> Result<Written, Error> {
     let transport =
         HyperTransport::new(plan.uri.clone(), plan.api_key.as_deref()).map_err(usage)?;
-    let progress = !args.no_progress && std::io::stderr().is_terminal();
     let outcome = execute(
-        &plan,
+        plan,
         transport,
         || {
             Box::pin(async {
@@ -607,7 +666,7 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         },
         progress,
     )?;
-    write_and_summarize(&plan, &outcome, stdout)
+    write_trace(plan, &outcome, stdout)
 }
 
 /// Writes the trace atomically and the summary to `stdout`; an interrupted run
@@ -617,6 +676,14 @@ pub fn write_and_summarize(
     outcome: &RunOutcome,
     stdout: &mut dyn Write,
 ) -> Result<i32, Error> {
+    write_trace(plan, outcome, stdout).map(|_| EXIT_OK)
+}
+
+fn write_trace(
+    plan: &Plan,
+    outcome: &RunOutcome,
+    stdout: &mut dyn Write,
+) -> Result<Written, Error> {
     let doc = build_trace(plan, outcome);
     let path = plan.out.display().to_string();
     let write_err = |source| Error::Write {
@@ -647,7 +714,10 @@ pub fn write_and_summarize(
             rows: doc.rows.len(),
         });
     }
-    Ok(EXIT_OK)
+    Ok(Written {
+        rows: doc.rows.len(),
+        bytes: bytes.len(),
+    })
 }
 
 #[cfg(test)]

@@ -127,7 +127,7 @@ impl Figures {
 }
 
 /// Quotes a path for a POSIX shell when it needs it.
-fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     let plain = !text.is_empty()
         && text
             .chars()

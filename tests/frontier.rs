@@ -1,0 +1,577 @@
+//! `goodput frontier` on hand-made sweeps: each synthetic trace has a 1 s
+//! window, so offered/s = cohort rows and goodput/s = pass rows, and every
+//! knee and capacity below can be checked with a pencil (the arithmetic is in
+//! the comments). Plus snapshots of the Markdown, text and SVG, the CLI's exit
+//! statuses, and one bounded rate sweep of `goodput record` against the sim.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use goodput::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput::frontier::{frontier, Capacity, Frontier, Knee, KneeSignal};
+use goodput::render::frontier::{markdown, svg, text, MAX_TEXT_COLUMNS};
+use serde_json::{json, Value};
+
+/// One point of a hand-made sweep: rows per 1 s window by verdict, and the
+/// TTFT of missing rows (passing rows have TTFT 300 ms; the gate is 1000 ms).
+#[derive(Clone, Copy)]
+struct Spec {
+    pass: usize,
+    miss: usize,
+    failed: usize,
+    miss_ttft_ms: f64,
+}
+
+fn spec(pass: usize, miss: usize, failed: usize, miss_ttft_ms: f64) -> Spec {
+    Spec {
+        pass,
+        miss,
+        failed,
+        miss_ttft_ms,
+    }
+}
+
+/// A `goodput-trace/1` document: window [0, 1000) ms, horizon 20 s, one
+/// class `chat` (TTFT ≤ 1000 ms, no other gate). Pass rows: TTFT 300 ms,
+/// 11 tokens over 500 ms (TPOT 50 ms). Miss rows: TTFT `miss_ttft_ms`.
+/// Failed rows: `http_503` after 10 ms. Arrivals spread evenly in the window.
+fn trace(s: Spec) -> Vec<u8> {
+    let n = s.pass + s.miss + s.failed;
+    let mut rows = Vec::new();
+    for i in 0..n {
+        let arrival = (i * 1000 / n.max(1)) as f64;
+        let row = if i < s.pass || i < s.pass + s.miss {
+            let ttft = if i < s.pass { 300.0 } else { s.miss_ttft_ms };
+            json!({"id": format!("r{i}"), "arrivalMs": arrival, "status": "completed",
+                   "firstTokenMs": arrival + ttft, "completedMs": arrival + ttft + 500.0,
+                   "outputTokens": 11})
+        } else {
+            json!({"id": format!("r{i}"), "arrivalMs": arrival, "status": "failed",
+                   "reason": "http_503", "endedMs": arrival + 10.0})
+        };
+        rows.push(row);
+    }
+    let doc = json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": 1000, "horizonMs": 20000},
+        "equality": "inclusive",
+        "classes": {"chat": {"ttftMs": 1000, "tpotMs": null, "e2eMs": null}},
+        "workload": {"arrival": "constant", "ratePerS": n as f64},
+        "rows": rows,
+    });
+    serde_json::to_vec(&doc).expect("serialize")
+}
+
+fn receipts(specs: &[(&str, Spec)]) -> Vec<(String, goodput::receipt::Receipt)> {
+    specs
+        .iter()
+        .map(|(label, s)| {
+            let a = analyze_bytes(&trace(*s), AnalyzeOptions::default()).expect("accepted");
+            (label.to_string(), a.receipt)
+        })
+        .collect()
+}
+
+fn build(specs: &[(&str, Spec)], attainment: f64) -> Frontier {
+    frontier(&receipts(specs), None, attainment).expect("frontier")
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+/// The classic shape, given out of order on purpose.
+///
+/// | offered | pass | miss | failed | goodput | completed | lost | share | p95 TTFT |
+/// |---|---|---|---|---|---|---|---|---|
+/// | 5  | 5  | 0  | 0 | 5  | 5  | 0 | 1.0  | 300  |
+/// | 10 | 10 | 0  | 0 | 10 | 10 | 0 | 1.0  | 300  |
+/// | 20 | 18 | 2  | 0 | 18 | 20 | 0 | 0.9  | 2000 (rank ⌈0.95·20⌉ = 19 of 18×300, 2×2000) |
+/// | 40 | 10 | 26 | 4 | 10 | 36 | 4 | 0.25 | 5000 (rank 35 of 10×300, 26×5000) |
+fn classic() -> Vec<(&'static str, Spec)> {
+    vec![
+        ("t-40.json", spec(10, 26, 4, 5000.0)),
+        ("t-5.json", spec(5, 0, 0, 0.0)),
+        ("t-20.json", spec(18, 2, 0, 2000.0)),
+        ("t-10.json", spec(10, 0, 0, 0.0)),
+    ]
+}
+
+#[test]
+fn points_are_sorted_by_offered_load_whatever_the_argument_order() {
+    let f = build(&classic(), 0.9);
+    let offered: Vec<f64> = f.points.iter().map(|p| p.offered_per_s).collect();
+    assert_eq!(offered, vec![5.0, 10.0, 20.0, 40.0]);
+    let p = &f.points[3];
+    assert_eq!((p.goodput_per_s, p.completed_per_s), (10.0, 36.0));
+    assert_eq!(p.pass_share, Some(0.25));
+    assert_eq!(p.failure_share, Some(0.1));
+    assert_eq!(p.p95_ttft_ms, Some(5000.0));
+    assert_eq!(p.p95_tpot_ms, Some(50.0));
+    assert_eq!(p.nominal_rate_per_s, Some(40.0));
+}
+
+#[test]
+fn the_knee_is_the_last_rate_before_goodput_stops_rising() {
+    // Step 5: later goodput 10 − 5 = 5 > 0.1 × 5: still rising.
+    // Step 10: 18 − 10 = 8 > 0.1 × 10: still rising.
+    // Step 20: 10 − 18 = −8 ≤ 0.1 × 20: stalled for good. On 20 → 40
+    // completions +16 > 0.1 × 20; p95 TTFT ×2.5 > load ×2; lost +4 > 2.
+    let f = build(&classic(), 0.9);
+    assert_eq!(
+        f.knee,
+        Knee::Found {
+            offered_per_s: 20.0,
+            goodput_per_s: 18.0,
+            next_offered_per_s: 40.0,
+            at_lowest_rate: false,
+            signals: vec![
+                KneeSignal::CompletionsRising,
+                KneeSignal::TtftSuperlinear,
+                KneeSignal::LostRising
+            ],
+        }
+    );
+}
+
+#[test]
+fn a_point_exactly_on_the_target_meets_it() {
+    // 18/20 = 0.9 ≥ 0.9 at 20/s; 40/s has 0.25: the crossing is 20 +
+    // (0.9 − 0.9) · 20 / 0.65 = 20.
+    let f = build(&classic(), 0.9);
+    match f.capacity {
+        Capacity::Interpolated {
+            offered_per_s,
+            meets,
+            misses,
+            ref below_target_under_capacity,
+        } => {
+            assert_eq!(offered_per_s, 20.0);
+            assert_eq!((meets.offered_per_s, misses.offered_per_s), (20.0, 40.0));
+            assert!(below_target_under_capacity.is_empty());
+        }
+        ref other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn capacity_is_interpolated_between_the_bracketing_rates() {
+    // Target 0.95: highest meeting is 10/s (1.0); next 20/s has 0.9.
+    // 10 + (1.0 − 0.95) · (20 − 10) / (1.0 − 0.9) = 10 + 0.05 · 10 / 0.1 = 15.
+    let f = build(&classic(), 0.95);
+    match f.capacity {
+        Capacity::Interpolated { offered_per_s, .. } => assert!(close(offered_per_s, 15.0)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_sweep_that_keeps_rising_never_reached_the_knee_nor_fell_below_target() {
+    // Everything passes: goodput = offered = 5, 10, 20.
+    let f = build(
+        &[
+            ("a", spec(5, 0, 0, 0.0)),
+            ("b", spec(10, 0, 0, 0.0)),
+            ("c", spec(20, 0, 0, 0.0)),
+        ],
+        0.9,
+    );
+    assert_eq!(
+        f.knee,
+        Knee::NotReached {
+            highest_offered_per_s: 20.0
+        }
+    );
+    assert_eq!(
+        f.capacity,
+        Capacity::AtLeast {
+            offered_per_s: 20.0,
+            below_target_under_capacity: vec![]
+        }
+    );
+    let t = text(&f);
+    assert!(t.contains("not reached"), "{t}");
+    assert!(t.contains("never fell below the target"), "{t}");
+}
+
+#[test]
+fn a_single_trace_names_no_knee() {
+    let f = build(&[("only", spec(8, 2, 0, 2000.0))], 0.9);
+    assert_eq!(f.knee, Knee::TooFewPoints { steps: 1 });
+    // 8/10 = 0.8 < 0.9: no rate meets the target.
+    assert_eq!(
+        f.capacity,
+        Capacity::NoneMeets {
+            best_pass_share: Some(0.8),
+            lowest_offered_per_s: Some(10.0)
+        }
+    );
+}
+
+#[test]
+fn when_no_rate_meets_the_target_it_says_so() {
+    // 5/s: 2 pass of 5 = 0.4; 10/s: 5 of 10 = 0.5. Goodput 2 → 5 rises by
+    // 3 > 0.1 × 5, so no knee either.
+    let f = build(
+        &[("a", spec(2, 3, 0, 2000.0)), ("b", spec(5, 5, 0, 2000.0))],
+        0.9,
+    );
+    assert_eq!(
+        f.capacity,
+        Capacity::NoneMeets {
+            best_pass_share: Some(0.5),
+            lowest_offered_per_s: Some(5.0)
+        }
+    );
+    assert!(matches!(f.knee, Knee::NotReached { .. }));
+    assert!(text(&f).contains("no rate tested met"));
+}
+
+#[test]
+fn a_knee_at_the_lowest_rate_says_the_true_knee_may_be_lower() {
+    // 10/s: goodput 10; 20/s: 8 pass, 12 miss → goodput 8 ≤ 10 + 0.1 × 10.
+    let f = build(
+        &[("a", spec(10, 0, 0, 0.0)), ("b", spec(8, 12, 0, 3000.0))],
+        0.9,
+    );
+    assert!(matches!(
+        f.knee,
+        Knee::Found {
+            offered_per_s: 10.0,
+            at_lowest_rate: true,
+            ..
+        }
+    ));
+    assert!(text(&f).contains("at or below 10/s"));
+}
+
+#[test]
+fn repeats_at_one_rate_are_pooled_with_the_lowest_pass_share() {
+    // Two runs at 10/s: 10 pass (1.0) and 8 pass + 2 miss (0.8): one step with
+    // goodput (10 + 8) / 2 = 9, completed 10, pass share min = 0.8.
+    // Capacity at 0.9: 5/s has 1.0, pooled 10/s has 0.8:
+    //   5 + (1.0 − 0.9) · 5 / (1.0 − 0.8) = 5 + 0.5 / 0.2 = 7.5.
+    // Knee: step 10 (g 9) → 20 (10 pass, 10 miss: g 10): 10 − 9 = 1 ≤ 0.1 × 10,
+    // completions 10 → 20: knee at 10.
+    let f = build(
+        &[
+            ("rep-b", spec(8, 2, 0, 2000.0)),
+            ("rep-a", spec(10, 0, 0, 0.0)),
+            ("low", spec(5, 0, 0, 0.0)),
+            ("high", spec(10, 10, 0, 2000.0)),
+        ],
+        0.9,
+    );
+    let labels: Vec<&str> = f.points.iter().map(|p| p.label.as_str()).collect();
+    assert_eq!(labels, vec!["low", "rep-a", "rep-b", "high"]);
+    match f.capacity {
+        Capacity::Interpolated { offered_per_s, .. } => assert!(close(offered_per_s, 7.5)),
+        ref other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        f.knee,
+        Knee::Found {
+            offered_per_s: 10.0,
+            goodput_per_s: 9.0,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_pass_share_that_dips_under_capacity_is_flagged() {
+    // 5/s: 0.8 (below), 10/s: 1.0, 20/s: 1.0 → capacity ≥ 20 with a warning.
+    let f = build(
+        &[
+            ("a", spec(4, 1, 0, 2000.0)),
+            ("b", spec(10, 0, 0, 0.0)),
+            ("c", spec(20, 0, 0, 0.0)),
+        ],
+        0.9,
+    );
+    assert_eq!(
+        f.capacity,
+        Capacity::AtLeast {
+            offered_per_s: 20.0,
+            below_target_under_capacity: vec![5.0]
+        }
+    );
+    assert!(text(&f).contains("not monotone"));
+}
+
+#[test]
+fn a_class_can_be_selected_and_an_unknown_one_is_refused() {
+    let r = receipts(&classic());
+    let f = frontier(&r, Some("chat"), 0.9).expect("chat exists");
+    assert_eq!(f.class.as_deref(), Some("chat"));
+    assert_eq!(f.points.len(), 4);
+    let err = frontier(&r, Some("batch"), 0.9).unwrap_err();
+    assert!(err.to_string().contains("\"batch\""), "{err}");
+    assert!(frontier(&r, None, 0.0).is_err());
+    assert!(frontier(&r, None, 1.01).is_err());
+}
+
+#[test]
+fn text_fits_in_100_columns_even_with_a_long_label() {
+    let long = "a/very/long/directory/name/that/goes/on/and/on/and/on/trace-40.json";
+    let mut specs = classic();
+    specs[0].0 = long;
+    let t = text(&build(&specs, 0.9));
+    for line in t.lines() {
+        assert!(
+            line.chars().count() <= MAX_TEXT_COLUMNS,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(t.contains("…"), "{t}");
+}
+
+#[test]
+fn markdown_snapshot() {
+    insta::assert_snapshot!("frontier_markdown", markdown(&build(&classic(), 0.9)));
+}
+
+#[test]
+fn text_snapshot() {
+    insta::assert_snapshot!("frontier_text", text(&build(&classic(), 0.95)));
+}
+
+#[test]
+fn svg_snapshot_is_deterministic_and_labelled() {
+    let f = build(&classic(), 0.95);
+    let s = svg(&f);
+    assert_eq!(s, svg(&build(&classic(), 0.95)), "same input, same bytes");
+    for needle in [
+        "offered load (requests/s)",
+        "requests/s",
+        "p95 TTFT (ms)",
+        "class=\"knee\"",
+        "knee 20/s",
+        "capacity 15/s",
+        "data-name=\"goodput/s\"",
+        "data-name=\"completed/s\"",
+    ] {
+        assert!(s.contains(needle), "missing {needle}");
+    }
+    insta::assert_snapshot!("frontier_svg", s);
+}
+
+#[test]
+fn json_is_canonical_and_tagged() {
+    let f = build(&classic(), 0.9);
+    let bytes = goodput::render::json::to_canonical_json(&f).unwrap();
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["schema"], "goodput-frontier/1");
+    assert_eq!(v["knee"]["status"], "found");
+    assert_eq!(v["knee"]["offeredPerS"], 20);
+    assert_eq!(v["capacity"]["status"], "interpolated");
+    assert_eq!(v["points"][0]["offeredPerS"], 5);
+    let back: Frontier = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(back, f);
+}
+
+// ------------------------------------------------------------- the CLI ----
+
+fn write_sweep(dir: &Path) -> Vec<PathBuf> {
+    classic()
+        .iter()
+        .map(|(name, s)| {
+            let p = dir.join(name);
+            std::fs::write(&p, trace(*s)).unwrap();
+            p
+        })
+        .collect()
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = common::goodput().args(args).output().expect("run goodput");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_exits_0_on_a_sweep_and_2_on_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write_sweep(dir.path());
+    let mut args: Vec<String> = vec!["frontier".into()];
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let svg_path = dir.path().join("f.svg");
+    let with = |extra: &[&str]| {
+        let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+
+    let (code, stdout, stderr) = with(&["--svg", svg_path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("knee      20/s"), "{stdout}");
+    assert!(std::fs::read_to_string(&svg_path)
+        .unwrap()
+        .starts_with("<svg"));
+
+    let (code, stdout, _) = with(&["--json"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["points"].as_array().unwrap().len(), 4);
+
+    let (code, stdout, _) = with(&["--markdown", "--attainment", "0.95"]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("| offered/s |"), "{stdout}");
+
+    for bad in [
+        vec!["--attainment", "1.5"],
+        vec!["--attainment", "0"],
+        vec!["--class", "nope"],
+        vec!["--json", "--markdown"],
+    ] {
+        let (code, _, stderr) = with(&bad);
+        assert_eq!(code, 2, "{bad:?}: {stderr}");
+    }
+
+    // A rejected trace is named, with the JSON pointer of the problem.
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, b"{\"schema\": \"goodput-trace/1\"}").unwrap();
+    let (code, _, stderr) = run(&[
+        "frontier",
+        paths[0].to_str().unwrap(),
+        broken.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("broken.json"), "{stderr}");
+
+    let (code, _, stderr) = run(&["frontier", "/nonexistent/t.json"]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, _) = run(&["frontier"]);
+    assert_eq!(code, 2, "at least one trace is required");
+}
+
+#[test]
+fn limits_are_per_trace_and_the_message_says_how_to_raise_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write_sweep(dir.path());
+    let p40 = paths[0].to_str().unwrap(); // 40 rows
+    let (code, _, stderr) = run(&["frontier", p40, "--max-rows", "39"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("t-40.json") && stderr.contains("--max-rows"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["frontier", p40, "--max-bytes", "100"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("t-40.json") && stderr.contains("--max-bytes"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["frontier", p40, "--max-rows", "40"]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+// ------------------------------------------------- the recorder's sweep ----
+
+fn record_in_process(argv: &[&str]) -> (i32, String) {
+    use clap::Parser;
+    let mut full = vec!["goodput", "record", "--model", "m", "--no-progress"];
+    full.extend_from_slice(argv);
+    let cli = goodput::cli::Cli::try_parse_from(&full).expect("flags parse");
+    let mut stdout = Vec::new();
+    let code = match goodput::cli::run(cli, &mut stdout) {
+        Ok(code) => code,
+        Err(e) => e.exit_code(),
+    };
+    (code, String::from_utf8_lossy(&stdout).into_owned())
+}
+
+#[test]
+fn a_rate_list_records_one_trace_per_rate_with_its_own_seed() {
+    use goodput::sim::engine::EngineParams;
+    use goodput::sim::{SimConfig, SimServer};
+    let server = SimServer::start(
+        SimConfig {
+            engine: EngineParams {
+                max_batch: 64,
+                prefill_ms_per_1k_tokens: 0.0,
+                decode_step_ms: 2.0,
+                decode_ms_per_seq: 0.0,
+            },
+            output_tokens: (4.0, 0.0),
+            faults: vec![],
+            seed: 1,
+            model_name: "sim".into(),
+        },
+        1,
+    )
+    .expect("start sim");
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("trace-{rate}.json");
+    let url = server.url();
+    // Constant arrivals over a 1 s window: 5 and 10 rows, exactly.
+    let (code, stdout) = record_in_process(&[
+        "--url",
+        &url,
+        "--request-rate",
+        "5,10",
+        "--arrival",
+        "constant",
+        "--duration",
+        "1s",
+        "--grace",
+        "1s",
+        "--cooldown",
+        "0.2s",
+        "--random-input-len",
+        "8",
+        "--seed",
+        "7",
+        "--out",
+        template.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let mut paths = Vec::new();
+    for (rate, rows, seed) in [("5", 5.0, 7.0), ("10", 10.0, 8.0)] {
+        let path = dir.path().join(format!("trace-{rate}.json"));
+        let trace: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let w = &trace["workload"];
+        assert_eq!(trace["rows"].as_array().unwrap().len() as f64, rows);
+        assert_eq!(w["scheduled"], rows);
+        assert_eq!(w["seed"], seed, "seed + index");
+        assert_eq!(w["sweepBaseSeed"], 7.0);
+        assert_eq!(w["ratePerS"], rows);
+        paths.push(path.display().to_string());
+    }
+    assert!(
+        stdout.contains(&format!("next: goodput frontier {} {}", paths[0], paths[1])),
+        "{stdout}"
+    );
+    let (code, out, err) = run(&["frontier", &paths[0], &paths[1], "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["points"][1]["offeredPerS"], 10);
+}
+
+#[test]
+fn a_rate_list_needs_a_rate_template_and_distinct_rates_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("trace.json");
+    let template = dir.path().join("t-{rate}.json");
+    let base = ["--url", "http://127.0.0.1:9", "--duration", "1s"];
+    for (rates, out) in [
+        ("5,10", plain.to_str().unwrap()),
+        ("5,5", template.to_str().unwrap()),
+        ("5,-1", template.to_str().unwrap()),
+    ] {
+        let mut argv = base.to_vec();
+        argv.extend_from_slice(&["--request-rate", rates, "--out", out]);
+        let (code, stdout) = record_in_process(&argv);
+        assert_eq!(code, 2, "{rates} {out}: {stdout}");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+    }
+}

@@ -99,6 +99,9 @@ impl Rejection {
     pub(crate) fn unreadable(err: &serde_json::Error, near: String) -> Rejection {
         let what = match err.classify() {
             serde_json::error::Category::Eof => "the input ends early",
+            _ if err.to_string().starts_with("recursion limit exceeded") => {
+                "the input nests deeper than 128 levels"
+            }
             _ => "the input is not valid JSON",
         };
         // serde_json appends " at line L column C"; we report the position separately.

@@ -92,6 +92,9 @@ pub enum Command {
     /// Serve a simulated continuous-batching LLM engine (OpenAI-compatible) on loopback.
     #[command(after_help = crate::sim::SIM_EXIT_HELP)]
     Sim(crate::sim::SimArgs),
+    /// Convert a vLLM, AIPerf or guidellm export to a trace and compare the tool's figures with goodput's.
+    #[command(after_help = crate::import::IMPORT_EXIT_HELP)]
+    Import(crate::import::ImportArgs),
     /// Print the JSON Schema of a trace or of a receipt.
     Schema {
         /// Which schema.
@@ -263,6 +266,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Gate(args) => gate_command(args, stdout),
         Command::Record(args) => crate::record::run(args, stdout),
         Command::Sim(args) => crate::sim::run(args, stdout),
+        Command::Import(args) => crate::import::run(args, stdout),
         Command::Schema { which } => {
             let text = match which {
                 SchemaKind::Trace => schema::trace_schema_json(),

@@ -56,6 +56,16 @@ pub enum Error {
         /// Rows written.
         rows: usize,
     },
+    /// A file given to `import` is not what `--from` says (the message names the place).
+    #[error("rejected: cannot import {what} as {tool} output: {source}")]
+    Import {
+        /// The `--from` tool.
+        tool: &'static str,
+        /// Which input (`the source file`, `the --summary file`).
+        what: String,
+        /// What is wrong, and where.
+        source: crate::import::ImportError,
+    },
     /// `sim` could not listen where asked.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -76,6 +86,7 @@ impl Error {
             | Error::Receipt(_)
             | Error::Mutate(_)
             | Error::Usage(_)
+            | Error::Import { .. }
             | Error::Listen { .. } => EXIT_ERROR,
             Error::Interrupted { .. } => EXIT_INTERRUPTED,
         }

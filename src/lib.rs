@@ -27,6 +27,7 @@ pub mod analyze;
 pub mod cli;
 pub mod error;
 pub mod gate;
+pub mod import;
 pub mod io;
 pub mod mutate;
 pub mod receipt;

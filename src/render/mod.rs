@@ -3,6 +3,7 @@
 //! where they go.
 
 pub mod gate;
+pub mod import;
 pub mod json;
 pub mod mutate;
 pub mod sweep;

@@ -262,6 +262,11 @@ pub(crate) fn ms_since(t_s: f64, t0_s: f64) -> f64 {
     round_us((t_s - t0_s) * 1000.0)
 }
 
+/// Rounds ms to the microsecond (the recorder's rule), for importers.
+pub(crate) fn round_us_pub(ms: f64) -> f64 {
+    round_us(ms)
+}
+
 /// Maps a tool's free error text to a short, stable failure reason. The
 /// order matters: an HTTP status wins over words ("504 Gateway Timeout" is
 /// `http_504`, not `timeout`).

@@ -33,7 +33,8 @@ pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> S
     for f in &c.figures {
         let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_num);
         let mark = match (f.tool, f.goodput) {
-            (Some(a), Some(b)) if !crate::import::same_figure(a, b) => "≠",
+            // Marked as a reader sees them: equal to the shown digits or not.
+            (Some(a), Some(b)) if fmt_num(a) != fmt_num(b) => "≠",
             _ => " ",
         };
         let _ = writeln!(

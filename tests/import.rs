@@ -463,3 +463,32 @@ fn summary_is_refused_for_tools_other_than_aiperf() {
         "usage: --summary is only for --from aiperf",
     );
 }
+
+#[test]
+fn guidellm_incomplete_requests_are_censored_in_flight_not_failed() {
+    let o = run_pipeline(
+        Source::Guidellm,
+        "guidellm_max_duration_benchmarks.json",
+        "chat:ttft=40,tpot=25,e2e=1500",
+        None,
+    );
+    let c = &o.receipt.results.all.counts;
+    assert_eq!((c.cohort, c.pass + c.miss, c.failed, c.censored), (42, 24, 2, 16));
+    assert_eq!(o.receipt.results.all.reasons.censored.in_flight, 16);
+    let in_flight: Vec<_> = o
+        .imported
+        .trace
+        .rows
+        .iter()
+        .filter(|r| r.status == RowStatus::InFlight)
+        .collect();
+    assert_eq!(in_flight.len(), 16);
+    assert!(in_flight
+        .iter()
+        .all(|r| r.completed_ms.is_none() && r.reason.is_none()));
+    // guidellm cut them at its max_duration; most had already streamed a first token.
+    assert!(in_flight.iter().any(|r| r.first_token_ms.is_some()));
+    assert_eq!(o.imported.reported.incomplete, Some(16));
+    assert_ordinary_trace(&o);
+    insta::assert_snapshot!("comparison_guidellm_max_duration", render(&o));
+}

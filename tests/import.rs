@@ -473,7 +473,10 @@ fn guidellm_incomplete_requests_are_censored_in_flight_not_failed() {
         None,
     );
     let c = &o.receipt.results.all.counts;
-    assert_eq!((c.cohort, c.pass + c.miss, c.failed, c.censored), (42, 24, 2, 16));
+    assert_eq!(
+        (c.cohort, c.pass + c.miss, c.failed, c.censored),
+        (42, 24, 2, 16)
+    );
     assert_eq!(o.receipt.results.all.reasons.censored.in_flight, 16);
     let in_flight: Vec<_> = o
         .imported

@@ -27,8 +27,8 @@ pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> S
     let tool_head = format!("{} reported", c.tool);
     let _ = writeln!(
         s,
-        "{:<18} {:>16} {:>16}   {}",
-        "figure", tool_head, "goodput", "receipt field (results.all)"
+        "{:<18} {:>16} {:>16}   receipt field (results.all)",
+        "figure", tool_head, "goodput"
     );
     for f in &c.figures {
         let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_num);

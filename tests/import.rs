@@ -495,3 +495,46 @@ fn guidellm_incomplete_requests_are_censored_in_flight_not_failed() {
     assert_ordinary_trace(&o);
     insta::assert_snapshot!("comparison_guidellm_max_duration", render(&o));
 }
+
+#[test]
+fn a_large_import_prints_the_analyze_command_with_raised_limits() {
+    // 600 requests: over the analyzer's default 500 rows.
+    let n = 600;
+    let doc = serde_json::json!({
+        "duration": 70.0,
+        "start_times": (0..n).map(|i| 100.0 + f64::from(i) * 0.1).collect::<Vec<_>>(),
+        "ttfts": vec![0.05; n as usize],
+        "itls": vec![vec![0.01; 3]; n as usize],
+        "output_lens": vec![4; n as usize],
+        "errors": vec![""; n as usize],
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.json");
+    std::fs::write(&input, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let out = dir.path().join("big-trace.json");
+    let o = run(&[
+        "import",
+        "--from",
+        "vllm",
+        &input.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let bytes = std::fs::metadata(&out).unwrap().len();
+    let command = format!(
+        "next: goodput analyze {} --max-rows 600 --max-bytes {bytes}",
+        out.display()
+    );
+    assert!(text.contains(&command), "{text}");
+    // Without the raised limits the analyzer refuses it, as any trace.
+    let a = run(&["analyze", &out.display().to_string()]);
+    assert_eq!(a.status.code(), Some(2));
+    // A source over --max-input-bytes names that flag.
+    rejected(
+        &["--from", "vllm", "--max-input-bytes", "10"],
+        &read("vllm_synthetic.json"),
+        "(raise it with --max-input-bytes)",
+    );
+}

@@ -731,9 +731,22 @@ pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     }
     let options = options_from(&args)?;
     crate::record::check_writable(&args.out)?;
-    let bytes = crate::io::read_limited(&args.file, args.max_input_bytes)?;
+    let read = |path: &str, what: &str| {
+        crate::io::read_limited(path, args.max_input_bytes).map_err(|e| match e {
+            // The analyzer's message names --max-bytes; here the flag is another.
+            crate::io::ReadError::TooLarge { limit, .. } => Error::Import {
+                tool: args.from.name(),
+                what: what.into(),
+                source: ImportError::Whole(format!(
+                    "{path} is over the limit of {limit} bytes (raise it with --max-input-bytes)"
+                )),
+            },
+            other => other.into(),
+        })
+    };
+    let bytes = read(&args.file, "the source file")?;
     let summary = match &args.summary {
-        Some(path) => Some(crate::io::read_limited(path, args.max_input_bytes)?),
+        Some(path) => Some(read(path, "the --summary file")?),
         None => None,
     };
     let outcome = pipeline(args.from, &bytes, &options, summary.as_deref())?;

@@ -98,6 +98,9 @@ pub enum Command {
     /// Goodput against offered load over a rate sweep: the knee and the capacity.
     #[command(after_help = crate::frontier::command::FRONTIER_EXIT_HELP)]
     Frontier(crate::frontier::command::FrontierArgs),
+    /// Convert a vLLM, AIPerf or guidellm export to a trace and compare the tool's figures with goodput's.
+    #[command(after_help = crate::import::IMPORT_EXIT_HELP)]
+    Import(crate::import::ImportArgs),
     /// Print the JSON Schema of a trace or of a receipt.
     Schema {
         /// Which schema.
@@ -271,6 +274,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Sim(args) => crate::sim::run(args, stdout),
         Command::Report(args) => crate::report::run(args, stdout),
         Command::Frontier(args) => crate::frontier::command::run(args, stdout),
+        Command::Import(args) => crate::import::run(args, stdout),
         Command::Schema { which } => {
             let text = match which {
                 SchemaKind::Trace => schema::trace_schema_json(),

@@ -71,6 +71,16 @@ pub enum Error {
         /// The traces written before the interrupt.
         written: Vec<String>,
     },
+    /// A file given to `import` is not what `--from` says (the message names the place).
+    #[error("rejected: cannot import {what} as {tool} output: {source}")]
+    Import {
+        /// The `--from` tool.
+        tool: &'static str,
+        /// Which input (`the source file`, `the --summary file`).
+        what: String,
+        /// What is wrong, and where.
+        source: crate::import::ImportError,
+    },
     /// `sim` could not listen where asked.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -92,6 +102,7 @@ impl Error {
             | Error::Mutate(_)
             | Error::Usage(_)
             | Error::RejectedFile { .. }
+            | Error::Import { .. }
             | Error::Listen { .. } => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }

@@ -28,6 +28,7 @@ pub mod cli;
 pub mod error;
 pub mod frontier;
 pub mod gate;
+pub mod import;
 pub mod io;
 pub mod mutate;
 pub mod receipt;

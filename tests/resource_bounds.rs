@@ -56,8 +56,9 @@ fn deep_nesting_never_reaches_the_stack() {
     );
     let err = analyze_bytes(in_member.as_bytes(), big).expect_err("rejected");
     assert!(
-        err.to_string()
-            .starts_with("the input nests deeper than 128 levels near /boundary: recursion limit exceeded"),
+        err.to_string().starts_with(
+            "the input nests deeper than 128 levels near /boundary: recursion limit exceeded"
+        ),
         "{err}"
     );
     assert_eq!(err.to_string().lines().count(), 1);

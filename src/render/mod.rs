@@ -4,6 +4,7 @@
 
 pub mod frontier;
 pub mod gate;
+pub mod import;
 pub mod json;
 pub mod mutate;
 pub mod report;

@@ -1,0 +1,92 @@
+//! `goodput import`'s comparison for people: the source tool's figures beside
+//! the receipt's, then one explained sentence per difference. Pure: it
+//! returns text; lines stay within 100 columns.
+
+use std::fmt::Write;
+
+use crate::import::{fmt_num, Comparison};
+
+const WIDTH: usize = 100;
+
+/// Renders the comparison; `trace_path`, `rows` and `analyze` say where the
+/// trace went and how to judge it again.
+pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> String {
+    let mut s = String::new();
+    let version = c
+        .version
+        .as_deref()
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "imported {}{version} → {trace_path} ({rows} rows, goodput-trace/1)",
+        c.tool
+    );
+    let _ = writeln!(s, "gates: {} ({})", c.gates, c.equality);
+    let _ = writeln!(s);
+    let tool_head = format!("{} reported", c.tool);
+    let _ = writeln!(
+        s,
+        "{:<18} {:>16} {:>16}   receipt field (results.all)",
+        "figure", tool_head, "goodput"
+    );
+    for f in &c.figures {
+        let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_num);
+        let mark = match (f.tool, f.goodput) {
+            // Marked as a reader sees them: equal to the shown digits or not.
+            (Some(a), Some(b)) if fmt_num(a) != fmt_num(b) => "≠",
+            _ => " ",
+        };
+        let _ = writeln!(
+            s,
+            "{:<18} {:>16} {:>16} {mark} {}",
+            f.name,
+            show(f.tool),
+            show(f.goodput),
+            f.receipt_field
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "why they differ:");
+    for d in &c.differences {
+        wrap_into(&mut s, d, "  - ", "    ");
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "next: {analyze}");
+    s
+}
+
+/// Appends `text` word-wrapped to [`WIDTH`] columns.
+fn wrap_into(s: &mut String, text: &str, first: &str, rest: &str) {
+    let mut line = first.to_owned();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > WIDTH {
+            let _ = writeln!(s, "{line}");
+            line = rest.to_owned();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    let _ = writeln!(s, "{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_sentences_wrap_within_100_columns() {
+        let mut s = String::new();
+        let text = "word ".repeat(60);
+        wrap_into(&mut s, &text, "  - ", "    ");
+        assert!(s.lines().count() > 2);
+        assert!(s.lines().all(|l| l.chars().count() <= WIDTH), "{s}");
+        assert!(s.starts_with("  - word"));
+        assert!(s.lines().nth(1).is_some_and(|l| l.starts_with("    word")));
+    }
+}

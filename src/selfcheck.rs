@@ -116,6 +116,48 @@ pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
     Ok(Some(analysis.receipt))
 }
 
+/// A fuzz input for the importers: the first byte picks the tool (vLLM,
+/// AIPerf, guidellm), the rest is the file. An input a tool cannot read must
+/// be refused with one line naming the place; an input it reads must become
+/// a trace the analyzer accepts (an importer never writes a document the
+/// analyzer would reject) and whose analysis holds every invariant above.
+pub fn check_import_input(data: &[u8]) -> Result<(), String> {
+    use crate::error::Error;
+    use crate::import::{pipeline, ImportOptions, Source};
+    let source = match data.first().copied().unwrap_or(0) % 3 {
+        0 => Source::Vllm,
+        1 => Source::Aiperf,
+        _ => Source::Guidellm,
+    };
+    let file = data.get(1..).unwrap_or(&[]);
+    match pipeline(source, file, &ImportOptions::default(), None) {
+        Ok(outcome) => {
+            let _ = crate::render::import::render(&outcome.comparison, "trace.json", 0, "");
+            if outcome.imported.trace.rows.len() as u64 <= FUZZ_LIMITS.max_rows
+                && outcome.trace_bytes.len() as u64 <= FUZZ_LIMITS.max_bytes
+            {
+                check_trace_bytes(&outcome.trace_bytes)?;
+            }
+            Ok(())
+        }
+        Err(Error::Import { .. }) => {
+            let line = match pipeline(source, file, &ImportOptions::default(), None) {
+                Err(e) => e.message(),
+                Ok(_) => return Err("the same import succeeded the second time".to_owned()),
+            };
+            if line.is_empty() || line.contains('\n') {
+                return Err(format!("an import error must be one line: {line:?}"));
+            }
+            Ok(())
+        }
+        Err(other) => Err(format!(
+            "the {} importer wrote a trace that fails later: {}",
+            source.name(),
+            other.message()
+        )),
+    }
+}
+
 /// A fuzz input for [`check_sse_split`]: the first byte is the number of cuts
 /// (at most 15 are used), then two little-endian bytes per cut position, then
 /// the stream bytes. Any byte string is a valid input.

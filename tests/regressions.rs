@@ -75,3 +75,25 @@ fn the_sse_check_accepts_real_streams_split_anywhere() {
         );
     }
 }
+
+#[test]
+fn every_kept_import_input_and_every_import_fixture_holds_the_invariants() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/import");
+    let mut inputs: Vec<Vec<u8>> = Vec::new();
+    for (tool, name) in [
+        (0u8, "vllm_synthetic.json"),
+        (1, "aiperf_profile_export.jsonl"),
+        (2, "guidellm_benchmarks.json"),
+        (2, "guidellm_max_duration_benchmarks.json"),
+    ] {
+        let mut input = vec![tool];
+        input.extend(std::fs::read(fixtures.join(name)).unwrap());
+        inputs.push(input);
+    }
+    for path in regressions("import_inputs") {
+        inputs.push(std::fs::read(&path).unwrap());
+    }
+    for input in inputs {
+        goodput::selfcheck::check_import_input(&input).unwrap_or_else(|broken| panic!("{broken}"));
+    }
+}

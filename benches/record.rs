@@ -129,6 +129,7 @@ fn main() {
         faults: vec![],
         seed: 0,
         model_name: "sim".into(),
+        quirks: Default::default(),
     };
     let noise = wakeup_noise_ms();
     println!(

@@ -502,6 +502,7 @@ fn a_rate_list_records_one_trace_per_rate_with_its_own_seed() {
             faults: vec![],
             seed: 1,
             model_name: "sim".into(),
+            quirks: Default::default(),
         },
         1,
     )

@@ -8,15 +8,30 @@
 //! The hyper client has no connection cap: an open-loop schedule must never be
 //! throttled by the client, so a request that finds no idle keep-alive
 //! connection opens a new one.
+//!
+//! The keep-alive race: a server (or proxy) may close an idle connection at
+//! the very moment the client picks it from its pool; the request is written
+//! into a dead socket and the connection ends before any response byte. The
+//! server never saw that request, so charging it a `disconnect` would be the
+//! client's error. Such a request — the connection closed before a response
+//! head, on a connection that had already carried a response — is sent
+//! again (at most twice more); its latency still counts from the
+//! scheduled arrival, and the trace counts these retries
+//! (`workload.keepAliveRetries`). A connection that closes before answering
+//! its *first* request is the server's failure: `disconnect`, no retry.
 
+use std::collections::HashSet;
 use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use hyper::Uri;
-use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::{Connected, HttpConnector, HttpInfo};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
@@ -58,6 +73,10 @@ pub struct HyperTransport {
     client: Client<HttpConnector, Full<Bytes>>,
     uri: Uri,
     authorization: Option<HeaderValue>,
+    /// Local addresses of connections that have carried a response head.
+    carried: Arc<Mutex<HashSet<SocketAddr>>>,
+    /// Requests sent again after the keep-alive race.
+    retries: Arc<AtomicU64>,
 }
 
 impl HyperTransport {
@@ -83,8 +102,74 @@ impl HyperTransport {
             client,
             uri,
             authorization,
+            carried: Arc::default(),
+            retries: Arc::default(),
         })
     }
+
+    /// How many requests were sent again after losing the keep-alive race
+    /// (see the module documentation); shared with clones.
+    pub fn retries(&self) -> Arc<AtomicU64> {
+        self.retries.clone()
+    }
+
+    fn local_addr(connected: Option<&Connected>) -> Option<SocketAddr> {
+        let mut extensions = hyper::http::Extensions::new();
+        connected?.get_extras(&mut extensions);
+        extensions.get::<HttpInfo>().map(HttpInfo::local_addr)
+    }
+
+    fn carried(&self) -> std::sync::MutexGuard<'_, HashSet<SocketAddr>> {
+        // A poisoned set is still a set of addresses.
+        self.carried.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One attempt; `Err((error, stale))` where `stale` means the keep-alive race.
+    async fn attempt(&self, body: Bytes) -> Result<(u16, HyperBody), (SendError, bool)> {
+        let mut builder = hyper::Request::post(self.uri.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        if let Some(auth) = &self.authorization {
+            builder = builder.header(AUTHORIZATION, auth.clone());
+        }
+        let request = builder
+            .body(Full::new(body))
+            .map_err(|e| (SendError::Connect(e.to_string()), false))?;
+        match self.client.request(request).await {
+            Ok(response) => {
+                if let Some(info) = response.extensions().get::<HttpInfo>() {
+                    self.carried().insert(info.local_addr());
+                }
+                let status = response.status().as_u16();
+                Ok((status, HyperBody(response.into_body())))
+            }
+            Err(e) => {
+                let stale = closed_before_head(&e)
+                    && Self::local_addr(e.connect_info())
+                        .is_some_and(|addr| self.carried().contains(&addr));
+                Err((classify_send_error(&e), stale))
+            }
+        }
+    }
+}
+
+/// Most sends of one request: the first, and up to two more after losing
+/// the keep-alive race (each retry takes another pooled or fresh connection,
+/// and each loss is proof of a closed idle connection, not of a server fault).
+const MAX_ATTEMPTS: u32 = 3;
+
+/// The connection ended before a response head (hyper's "incomplete message").
+fn closed_before_head(e: &hyper_util::client::legacy::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() {
+                return true;
+            }
+        }
+        source = err.source();
+    }
+    false
 }
 
 /// A hyper response body.
@@ -112,21 +197,15 @@ impl Transport for HyperTransport {
     type Body = HyperBody;
 
     async fn send(&self, body: Bytes) -> Result<(u16, HyperBody), SendError> {
-        let mut builder = hyper::Request::post(self.uri.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
-        if let Some(auth) = &self.authorization {
-            builder = builder.header(AUTHORIZATION, auth.clone());
-        }
-        let request = builder
-            .body(Full::new(body))
-            .map_err(|e| SendError::Connect(e.to_string()))?;
-        match self.client.request(request).await {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                Ok((status, HyperBody(response.into_body())))
+        let mut attempts = 1;
+        loop {
+            match self.attempt(body.clone()).await {
+                Err((_, true)) if attempts < MAX_ATTEMPTS => {
+                    attempts += 1;
+                    self.retries.fetch_add(1, Ordering::Relaxed);
+                }
+                other => return other.map_err(|(e, _)| e),
             }
-            Err(e) => Err(classify_send_error(&e)),
         }
     }
 }

@@ -282,8 +282,18 @@ pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
     Uri::from_parts(parts).map_err(|e| format!("--url `{url}`: {e}"))
 }
 
+/// Bytes the writability probe writes and syncs: enough that a full disk
+/// (or a file-size limit smaller than a page) fails the probe, small enough
+/// to cost nothing.
+pub const WRITE_PROBE_BYTES: usize = 4096;
+
 /// Fails unless a file can be created next to `path` (where the atomic write
-/// will put its temporary file) and `path` is not a directory.
+/// will put its temporary file), [`WRITE_PROBE_BYTES`] can be written to it
+/// and synced (an empty file fits on a full disk; this does not), and `path`
+/// is not a directory. The probe file is removed, whatever happens.
+///
+/// This cannot promise that the whole trace will fit later: if the final
+/// write fails, the atomic write still leaves no partial file at `path`.
 pub fn check_writable(path: &Path) -> Result<(), Error> {
     let err = |source| Error::Write {
         path: path.display().to_string(),
@@ -296,12 +306,16 @@ pub fn check_writable(path: &Path) -> Result<(), Error> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    tempfile::Builder::new()
+    let mut probe = tempfile::Builder::new()
         .prefix(".goodput-")
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map(drop)
+        .map_err(err)?;
+    probe
+        .write_all(&[0u8; WRITE_PROBE_BYTES])
+        .and_then(|()| probe.as_file().sync_all())
         .map_err(err)
+    // `probe` is deleted on drop.
 }
 
 fn ms(d: Duration) -> f64 {
@@ -539,6 +553,12 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
     };
     let mut workload = plan.workload.clone();
     workload.insert("scheduled".into(), Scalar::Number(rows.len() as f64));
+    if outcome.keep_alive_retries > 0 {
+        workload.insert(
+            "keepAliveRetries".into(),
+            Scalar::Number(outcome.keep_alive_retries as f64),
+        );
+    }
     if let Some(t) = outcome.interrupted_at_ms {
         workload.insert("interrupted".into(), Scalar::Bool(true));
         workload.insert("interruptedAtMs".into(), Scalar::Number(round_us(t)));
@@ -653,7 +673,8 @@ pub struct Written {
 pub fn record_one(plan: &Plan, progress: bool, stdout: &mut dyn Write) -> Result<Written, Error> {
     let transport =
         HyperTransport::new(plan.uri.clone(), plan.api_key.as_deref()).map_err(usage)?;
-    let outcome = execute(
+    let retries = transport.retries();
+    let mut outcome = execute(
         plan,
         transport,
         || {
@@ -666,6 +687,7 @@ pub fn record_one(plan: &Plan, progress: bool, stdout: &mut dyn Write) -> Result
         },
         progress,
     )?;
+    outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
     write_trace(plan, &outcome, stdout)
 }
 

@@ -87,6 +87,9 @@ pub struct RunOutcome {
     pub interrupted_at_ms: Option<f64>,
     /// Requests the full schedule held (open loop), or were issued (closed loop).
     pub planned: usize,
+    /// Requests the transport sent a second time after the keep-alive race
+    /// (filled in by the caller that owns the transport; 0 here).
+    pub keep_alive_retries: u64,
 }
 
 /// Live counters for the progress line.
@@ -284,6 +287,7 @@ pub async fn run<T: Transport>(
         arrivals_ms,
         interrupted_at_ms,
         planned,
+        keep_alive_retries: 0,
     }
 }
 

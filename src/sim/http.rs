@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use super::driver::EngineHandle;
 use super::engine::{SeqSpec, TokenOut};
 use super::fault::{pick, Fault, FaultKind};
+use super::quirks::StreamQuirks;
 
 /// Largest request body accepted.
 const MAX_REQUEST_BYTES: usize = 8 << 20;
@@ -55,6 +56,8 @@ pub struct AppState {
     pub output_tokens: (f64, f64),
     /// The name listed by `/v1/models`.
     pub model_name: String,
+    /// How streamed responses are shaped.
+    pub quirks: StreamQuirks,
     /// Seeded generator for output lengths and fault draws.
     pub rng: Mutex<ChaCha8Rng>,
     /// Sequence ids.
@@ -114,10 +117,12 @@ fn error_response(status: StatusCode, message: &str) -> Response<SimBody> {
     json_response(status, body.to_string())
 }
 
-/// Routes one request.
+/// Routes one request. `closer`, when given, is notified when a streamed
+/// body ends (`--close-after-response`: the connection then shuts down).
 pub async fn handle(
     state: Arc<AppState>,
     req: Request<Incoming>,
+    closer: Option<Arc<tokio::sync::Notify>>,
 ) -> Result<Response<SimBody>, Infallible> {
     let chat = match (req.method(), req.uri().path()) {
         (&Method::GET, "/health") => return Ok(Response::new(full(Bytes::new()))),
@@ -228,7 +233,8 @@ pub async fn handle(
         shape,
         tokens,
         sent_role: !chat,
-        include_usage: request.stream_options.is_some_and(|o| o.include_usage),
+        include_usage: request.stream_options.is_some_and(|o| o.include_usage)
+            && !(request.stream && state.quirks.no_usage),
         prompt_tokens,
         output_tokens,
         finish: if by_length { "length" } else { "stop" },
@@ -239,6 +245,15 @@ pub async fn handle(
         stats: state.stats.clone(),
         text: String::new(),
         collect: !request.stream,
+        quirks: if request.stream {
+            state.quirks
+        } else {
+            StreamQuirks::default()
+        },
+        pending: String::new(),
+        pending_tokens: 0,
+        usage_sent: false,
+        closer: if request.stream { closer } else { None },
     };
     if request.stream {
         let mut r = Response::new(stream.boxed());
@@ -332,43 +347,88 @@ struct SimStream {
     /// For non-streaming responses: the text so far.
     text: String,
     collect: bool,
+    /// Stream quirks (the defaults for non-streaming responses).
+    quirks: StreamQuirks,
+    /// Words made but not yet sent (`tokens_per_chunk` > 1).
+    pending: String,
+    /// Tokens in `pending`.
+    pending_tokens: u32,
+    /// The usage chunk already went out (`usage_before_last_token`).
+    usage_sent: bool,
+    /// Notified once when the body ends (`close_after_response`).
+    closer: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl SimStream {
+    /// Takes one token; a content chunk goes into `buf` when
+    /// `tokens_per_chunk` of them are pending (see [`SimStream::flush`]).
     fn push_token(&mut self, buf: &mut BytesMut, index: u32) {
         let word = WORDS[index as usize % WORDS.len()];
         if self.collect {
             self.text.push_str(word);
         } else {
-            buf.put_slice(self.shape.token_prefix.as_bytes());
-            buf.put_slice(word.as_bytes());
-            buf.put_slice(self.shape.token_suffix.as_bytes());
+            self.pending.push_str(word);
+            self.pending_tokens += 1;
+            if self.pending_tokens >= self.quirks.tokens_per_chunk.max(1) {
+                self.flush(buf);
+            }
         }
         self.emitted += 1;
         self.stats.tokens.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes the pending tokens as one content chunk.
+    fn flush(&mut self, buf: &mut BytesMut) {
+        if self.pending_tokens == 0 {
+            return;
+        }
+        buf.put_slice(self.shape.token_prefix.as_bytes());
+        buf.put_slice(self.pending.as_bytes());
+        buf.put_slice(self.shape.token_suffix.as_bytes());
+        self.pending.clear();
+        self.pending_tokens = 0;
+    }
+
+    fn push_usage(&mut self, buf: &mut BytesMut) {
+        if self.collect || !self.include_usage || self.usage_sent {
+            return;
+        }
+        self.usage_sent = true;
+        let head = &self.shape.head;
+        let (p, n) = (self.prompt_tokens, self.output_tokens);
+        let usage = format!(
+            "data: {head}\"choices\":[],\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\n",
+            p + n
+        );
+        buf.put_slice(usage.as_bytes());
+    }
+
+    /// The body is over (cleanly or not): let the connection go, once.
+    fn ended(&mut self) {
+        if let Some(closer) = self.closer.take() {
+            closer.notify_one();
+        }
     }
 
     fn push_end(&mut self, buf: &mut BytesMut) {
         if self.collect {
             return;
         }
-        let head = &self.shape.head;
-        let finish = self.finish;
-        let end = if self.shape.chat {
-            format!("data: {head}\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish}\"}}]}}\n\n")
-        } else {
-            format!("data: {head}\"choices\":[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish}\"}}]}}\n\n")
-        };
-        buf.put_slice(end.as_bytes());
-        if self.include_usage {
-            let (p, n) = (self.prompt_tokens, self.output_tokens);
-            let usage = format!(
-                "data: {head}\"choices\":[],\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\n",
-                p + n
-            );
-            buf.put_slice(usage.as_bytes());
+        self.flush(buf);
+        if !self.quirks.no_finish_reason {
+            let head = &self.shape.head;
+            let finish = self.finish;
+            let end = if self.shape.chat {
+                format!("data: {head}\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish}\"}}]}}\n\n")
+            } else {
+                format!("data: {head}\"choices\":[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish}\"}}]}}\n\n")
+            };
+            buf.put_slice(end.as_bytes());
         }
-        buf.put_slice(b"data: [DONE]\n\n");
+        self.push_usage(buf);
+        if !self.quirks.no_done {
+            buf.put_slice(b"data: [DONE]\n\n");
+        }
     }
 }
 
@@ -382,6 +442,14 @@ enum Polled {
 
 impl SimStream {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Polled {
+        let polled = self.poll_body(cx);
+        if matches!(polled, Polled::End | Polled::Broken) {
+            self.ended();
+        }
+        polled
+    }
+
+    fn poll_body(&mut self, cx: &mut Context<'_>) -> Polled {
         match self.state {
             StreamState::Ended => return Polled::End,
             StreamState::Stalled => return Polled::Pending, // never woken: stalls until the client leaves
@@ -405,8 +473,20 @@ impl SimStream {
         loop {
             match self.tokens.poll_recv(cx) {
                 Poll::Ready(Some(token)) => {
+                    let before_last = self.quirks.usage_before_last_token;
+                    if before_last && token.last && token.index == 0 {
+                        // A 1-token output: the usage goes just before it.
+                        self.push_usage(&mut buf);
+                    }
                     self.push_token(&mut buf, token.index);
+                    if before_last && token.index + 2 == self.output_tokens {
+                        // One token to go: usage now, a step before the last.
+                        self.push_usage(&mut buf);
+                    }
                     if self.fault.is_some() && self.emitted >= self.fault_after {
+                        if !self.collect {
+                            self.flush(&mut buf);
+                        }
                         match self.fault {
                             Some(FaultKind::Disconnect) => {
                                 // Deliver what was made, then break the body.

@@ -13,6 +13,7 @@ pub mod driver;
 pub mod engine;
 pub mod fault;
 pub mod http;
+pub mod quirks;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -31,6 +32,7 @@ use crate::error::{Error, EXIT_OK};
 use self::engine::EngineParams;
 use self::fault::{check_faults, parse_fault, Fault};
 use self::http::{AppState, SimStats};
+use self::quirks::StreamQuirks;
 
 /// Exit statuses of `goodput sim`, shown in `--help`.
 pub const SIM_EXIT_HELP: &str = "\
@@ -40,7 +42,11 @@ Exit status:
 
 Capacity at a full batch B is B / (decode-step-ms + B x decode-ms-per-seq) tokens per ms.
 A lone request sees TTFT = prefill + decode-step-ms + decode-ms-per-seq and
-TPOT = decode-step-ms + decode-ms-per-seq.";
+TPOT = decode-step-ms + decode-ms-per-seq.
+
+Stream quirks (--close-after-response, --usage-before-last-token, --tokens-per-chunk,
+--no-done, --no-finish-reason, --no-usage) reproduce behaviours of real servers that
+a recorder must survive; see docs/recorder.md.";
 
 /// Flags of `goodput sim`.
 #[derive(Debug, Clone, clap::Args)]
@@ -75,6 +81,29 @@ pub struct SimArgs {
     /// The model name listed by /v1/models (requests may name any model).
     #[arg(long, default_value = "sim")]
     pub model_name: String,
+    /// Close the TCP connection after every streamed response, without
+    /// announcing it (no `Connection: close`): the client learns at its next
+    /// use of the connection.
+    #[arg(long)]
+    pub close_after_response: bool,
+    /// Send the usage chunk one step before the last token (with a 1-token
+    /// output: just before it), instead of after the finish chunk.
+    #[arg(long)]
+    pub usage_before_last_token: bool,
+    /// Put N tokens in each content chunk (the last chunk may hold fewer);
+    /// a chunk goes out when its N-th token is made.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub tokens_per_chunk: u32,
+    /// End streams without `data: [DONE]` (the body just ends).
+    #[arg(long)]
+    pub no_done: bool,
+    /// End streams without a chunk carrying `finish_reason`.
+    #[arg(long)]
+    pub no_finish_reason: bool,
+    /// Never send a usage chunk in a stream, even when asked with
+    /// `stream_options.include_usage`.
+    #[arg(long)]
+    pub no_usage: bool,
 }
 
 /// Parses `MEAN[:STD]`.
@@ -110,6 +139,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Listed model name.
     pub model_name: String,
+    /// How streamed responses are shaped (all off by default).
+    pub quirks: StreamQuirks,
 }
 
 impl SimConfig {
@@ -140,6 +171,14 @@ impl SimConfig {
             faults: args.faults.clone(),
             seed: args.seed,
             model_name: args.model_name.clone(),
+            quirks: StreamQuirks {
+                close_after_response: args.close_after_response,
+                usage_before_last_token: args.usage_before_last_token,
+                tokens_per_chunk: args.tokens_per_chunk.max(1),
+                no_done: args.no_done,
+                no_finish_reason: args.no_finish_reason,
+                no_usage: args.no_usage,
+            },
         })
     }
 }
@@ -156,6 +195,7 @@ pub async fn serve(
         faults: config.faults,
         output_tokens: config.output_tokens,
         model_name: config.model_name,
+        quirks: config.quirks,
         rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
         next_id: AtomicU64::new(0),
         stats,
@@ -177,12 +217,37 @@ pub async fn serve(
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = state.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| http::handle(state.clone(), req));
-            // A client that goes away mid-response is normal here.
-            let _ = http1::Builder::new()
+            // With --close-after-response, a streamed body signals its end
+            // here and the connection shuts down once that response is out.
+            let closer = state
+                .quirks
+                .close_after_response
+                .then(|| Arc::new(tokio::sync::Notify::new()));
+            let body_closer = closer.clone();
+            let service =
+                service_fn(move |req| http::handle(state.clone(), req, body_closer.clone()));
+            let conn = http1::Builder::new()
                 .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            // A client that goes away mid-response is normal here.
+            match closer {
+                None => {
+                    let _ = conn.await;
+                }
+                Some(closer) => {
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        () = closer.notified() => {
+                            // The head already went out with keep-alive, so
+                            // no `Connection: close` is sent: the close is
+                            // silent, as with a proxy that drops idle sockets.
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                }
+            }
         });
     }
 }
@@ -265,14 +330,18 @@ pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let p = config.engine;
     let line = format!(
         "goodput sim listening on http://{addr} (max batch {}, prefill {} ms/1k tokens, decode step {} ms + {} ms/seq, \
-         output {}:{} tokens, ceiling {:.0} tokens/s)\n",
+         output {}:{} tokens, ceiling {:.0} tokens/s{})\n",
         p.max_batch,
         p.prefill_ms_per_1k_tokens,
         p.decode_step_ms,
         p.decode_ms_per_seq,
         config.output_tokens.0,
         config.output_tokens.1,
-        p.full_batch_tokens_per_s()
+        p.full_batch_tokens_per_s(),
+        match config.quirks.describe() {
+            q if q.is_empty() => String::new(),
+            q => format!("; quirks: {q}"),
+        }
     );
     let _ = stdout
         .write_all(line.as_bytes())

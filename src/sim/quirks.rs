@@ -1,0 +1,95 @@
+//! Stream quirks: behaviours of real OpenAI-compatible servers that are legal
+//! (or common enough to be treated as such) but that a naive client gets
+//! wrong. Each is off by default; the recorder's tests turn them on one at a
+//! time against the sim.
+//!
+//! - `close_after_response`: the TCP connection is closed after every
+//!   streamed response, silently (the response head promised keep-alive), as
+//!   proxies with short idle timeouts do. The client only finds out when it
+//!   next looks at the connection.
+//! - `usage_before_last_token`: the usage chunk goes out one engine step
+//!   before the last token (with a 1-token output: in the same frame, just
+//!   before it), not after the finish chunk.
+//! - `tokens_per_chunk`: N tokens per content chunk (servers that batch
+//!   their stream output, like vLLM's `--stream-interval`); a chunk leaves
+//!   when its N-th token is made, the last one with whatever is left. The
+//!   first token is seen only when the first chunk leaves.
+//! - `no_done`: no `data: [DONE]`; the body simply ends.
+//! - `no_finish_reason`: no chunk with a `finish_reason`.
+//! - `no_usage`: no usage chunk, even when `stream_options.include_usage`
+//!   asks for one (servers that do not implement it).
+//!
+//! Quirks shape streamed bodies only; non-streaming responses are unchanged.
+
+/// How the sim shapes its streamed responses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamQuirks {
+    /// Close the connection after each streamed response, without announcing it.
+    pub close_after_response: bool,
+    /// Send the usage chunk before the last token.
+    pub usage_before_last_token: bool,
+    /// Tokens per content chunk (at least 1).
+    pub tokens_per_chunk: u32,
+    /// Omit `data: [DONE]`.
+    pub no_done: bool,
+    /// Omit the chunk carrying `finish_reason`.
+    pub no_finish_reason: bool,
+    /// Never send a usage chunk.
+    pub no_usage: bool,
+}
+
+impl Default for StreamQuirks {
+    /// No quirk: one token per chunk, finish chunk, usage when asked, `[DONE]`.
+    fn default() -> StreamQuirks {
+        StreamQuirks {
+            close_after_response: false,
+            usage_before_last_token: false,
+            tokens_per_chunk: 1,
+            no_done: false,
+            no_finish_reason: false,
+            no_usage: false,
+        }
+    }
+}
+
+impl StreamQuirks {
+    /// The quirks in force, as their flag names (empty when none).
+    pub fn describe(&self) -> String {
+        let mut out = Vec::new();
+        if self.close_after_response {
+            out.push("close-after-response".to_owned());
+        }
+        if self.usage_before_last_token {
+            out.push("usage-before-last-token".to_owned());
+        }
+        if self.tokens_per_chunk > 1 {
+            out.push(format!("tokens-per-chunk {}", self.tokens_per_chunk));
+        }
+        if self.no_done {
+            out.push("no-done".to_owned());
+        }
+        if self.no_finish_reason {
+            out.push("no-finish-reason".to_owned());
+        }
+        if self.no_usage {
+            out.push("no-usage".to_owned());
+        }
+        out.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_has_no_quirk_and_says_nothing() {
+        assert_eq!(StreamQuirks::default().describe(), "");
+        let q = StreamQuirks {
+            tokens_per_chunk: 3,
+            no_done: true,
+            ..StreamQuirks::default()
+        };
+        assert_eq!(q.describe(), "tokens-per-chunk 3, no-done");
+    }
+}

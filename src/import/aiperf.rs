@@ -33,9 +33,9 @@ use serde::Deserialize;
 
 use super::json::{parse_typed, Within};
 use super::{failure_reason, ImportError, ImportOptions, Imported, Quantiles, Reported};
-use crate::record::trace_out::{RowStatus, TraceDoc, TraceRow, TRACE_SCHEMA};
+use crate::record::trace_out::{RowStatus, TraceRow};
 use crate::trace::model::MAX_SPAN_MS;
-use crate::trace::{Labels, Scalar, TokenCount, Warmup, Window};
+use crate::trace::{Labels, Scalar, Warmup, Window};
 
 #[derive(Debug, Deserialize)]
 struct Record {
@@ -350,22 +350,12 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         "warmupRecords".into(),
         Scalar::Number((lines.len() as u64 - in_profiling) as f64),
     );
-    let trace = TraceDoc {
-        schema: TRACE_SCHEMA,
-        window: Window {
-            start_ms,
-            end_ms,
-            horizon_ms: Some(horizon),
-        },
-        warmup,
-        equality: options.equality,
-        classes: options.classes.clone(),
-        default_class: options.default_class.clone(),
-        tokens: TokenCount::Usage,
-        boundary,
-        workload,
-        rows,
+    let window = Window {
+        start_ms,
+        end_ms,
+        horizon_ms: Some(horizon),
     };
+    let trace = options.trace(window, warmup, boundary, workload, rows);
     let reported = Reported {
         tool: "aiperf".into(),
         version: None,

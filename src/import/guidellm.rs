@@ -29,9 +29,9 @@ use super::json::{parse_typed, Within};
 use super::{
     failure_reason, fmt_num, ms_since, ImportError, ImportOptions, Imported, Quantiles, Reported,
 };
-use crate::record::trace_out::{RowStatus, TraceDoc, TraceRow, TRACE_SCHEMA};
+use crate::record::trace_out::{RowStatus, TraceRow};
 use crate::trace::model::MAX_SPAN_MS;
-use crate::trace::{Labels, Scalar, TokenCount, Window};
+use crate::trace::{Labels, Scalar, Window};
 
 #[derive(Debug, Deserialize)]
 struct Doc {
@@ -453,21 +453,16 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         tool_gates: None,
         one_token_never_good: false,
     };
-    let trace = TraceDoc {
-        schema: TRACE_SCHEMA,
-        window: Window {
+    let trace = options.trace(
+        Window {
             start_ms,
             end_ms,
             horizon_ms: Some(horizon_ms),
         },
-        warmup: None,
-        equality: options.equality,
-        classes: options.classes.clone(),
-        default_class: options.default_class.clone(),
-        tokens: TokenCount::Usage,
+        None,
         boundary,
         workload,
         rows,
-    };
+    );
     Ok(Imported { trace, reported })
 }

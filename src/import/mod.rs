@@ -135,6 +135,31 @@ impl Default for ImportOptions {
 }
 
 impl ImportOptions {
+    /// The trace an importer writes: the window, warm-up, labels and rows it
+    /// read from the source, and the contract (gates, equality) from these
+    /// options. Source tools report model tokens, so `tokens` is `usage`.
+    pub(crate) fn trace(
+        &self,
+        window: crate::trace::Window,
+        warmup: Option<crate::trace::Warmup>,
+        boundary: crate::trace::Labels,
+        workload: crate::trace::Labels,
+        rows: Vec<crate::record::trace_out::TraceRow>,
+    ) -> TraceDoc {
+        TraceDoc {
+            schema: crate::trace::model::TRACE_SCHEMA,
+            window,
+            warmup,
+            equality: self.equality,
+            classes: self.classes.clone(),
+            default_class: self.default_class.clone(),
+            tokens: crate::trace::TokenCount::Usage,
+            boundary,
+            workload,
+            rows,
+        }
+    }
+
     /// Options with one class of the given gates (tests and examples).
     pub fn with_gates(name: &str, gates: Gates, equality: Equality) -> Self {
         ImportOptions {

@@ -19,9 +19,9 @@ use serde::Deserialize;
 
 use super::json::{parse_typed, python_literals_to_json, Within};
 use super::{failure_reason, ms_since, ImportError, ImportOptions, Imported, Quantiles, Reported};
-use crate::record::trace_out::{round_us, RowStatus, TraceDoc, TraceRow, TRACE_SCHEMA};
+use crate::record::trace_out::{round_us, RowStatus, TraceRow};
 use crate::trace::model::MAX_SPAN_MS;
-use crate::trace::{Labels, Scalar, TokenCount, Window};
+use crate::trace::{Labels, Scalar, Window};
 
 /// A number Python may have written as `inf` (after the literal repair), or text.
 #[derive(Debug, Clone, Deserialize)]
@@ -258,22 +258,17 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     }
     workload.insert("durationS".into(), Scalar::Number(doc.duration));
 
-    let trace = TraceDoc {
-        schema: TRACE_SCHEMA,
-        window: Window {
+    let trace = options.trace(
+        Window {
             start_ms: 0.0,
             end_ms,
             horizon_ms: Some(end_ms.max(latest_ms)),
         },
-        warmup: None,
-        equality: options.equality,
-        classes: options.classes.clone(),
-        default_class: options.default_class.clone(),
-        tokens: TokenCount::Usage,
+        None,
         boundary,
         workload,
         rows,
-    };
+    );
     let reported = Reported {
         tool: "vllm".into(),
         version: None,

@@ -1107,14 +1107,6 @@ fn gates_text(g: &Gates) -> String {
     format!("{}/{}/{}", one(g.ttft_ms), one(g.tpot_ms), one(g.e2e_ms))
 }
 
-fn signed(x: f64, decimals: usize) -> String {
-    if x == 0.0 {
-        "0".to_owned()
-    } else {
-        format!("{x:+.decimals$}")
-    }
-}
-
 fn sweep_table(o: &mut String, entries: &[SweepEntry]) {
     let _ = writeln!(
         o,
@@ -1146,18 +1138,7 @@ fn sweep_table(o: &mut String, entries: &[SweepEntry]) {
             ("declared", "declared")
         };
         let f = &e.factors;
-        let (dp, dg, ds) = if e.hypothetical {
-            (
-                signed(e.delta_pass as f64, 0),
-                signed(e.delta_goodput_per_s, 3),
-                e.delta_pass_share.map_or_else(
-                    || "—".to_owned(),
-                    |d| format!("{} pp", signed(d * 100.0, 1)),
-                ),
-            )
-        } else {
-            ("—".to_owned(), "—".to_owned(), "—".to_owned())
-        };
+        let (dp, dg, ds) = super::sweep::delta_cells(e);
         let in_force: Vec<String> = e
             .classes
             .iter()

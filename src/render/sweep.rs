@@ -26,6 +26,22 @@ fn signed(x: f64, decimals: usize) -> String {
     }
 }
 
+/// The changes from the declared line (pass, goodput/s, pass share in
+/// percentage points) as table cells; dashes on the declared line itself.
+pub(crate) fn delta_cells(e: &SweepEntry) -> (String, String, String) {
+    if !e.hypothetical {
+        return ("—".to_owned(), "—".to_owned(), "—".to_owned());
+    }
+    (
+        signed(e.delta_pass as f64, 0),
+        signed(e.delta_goodput_per_s, 3),
+        e.delta_pass_share.map_or_else(
+            || "—".to_owned(),
+            |d| format!("{} pp", signed(d * 100.0, 1)),
+        ),
+    )
+}
+
 /// Up to three decimals, trailing zeros dropped: `0.5`, `62.5`, `55`
 /// (50 × 1.1 is 55.00000000000001 in binary; the JSON keeps every digit).
 pub(crate) fn short(x: f64) -> String {
@@ -80,18 +96,7 @@ pub fn render(entries: &[SweepEntry]) -> String {
         };
         let f = &e.factors;
         let factors = format!("{} / {} / {}", short(f.ttft), short(f.tpot), short(f.e2e));
-        let (dp, dg, ds) = if e.hypothetical {
-            (
-                signed(e.delta_pass as f64, 0),
-                signed(e.delta_goodput_per_s, 3),
-                e.delta_pass_share.map_or_else(
-                    || "—".to_owned(),
-                    |d| format!("{} pp", signed(d * 100.0, 1)),
-                ),
-            )
-        } else {
-            ("—".to_owned(), "—".to_owned(), "—".to_owned())
-        };
+        let (dp, dg, ds) = delta_cells(e);
         let in_force: Vec<String> = e
             .classes
             .iter()

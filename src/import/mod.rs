@@ -807,16 +807,7 @@ pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         )
         .into_bytes()
     };
-    match stdout.write_all(&text).and_then(|()| stdout.flush()) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(source) => {
-            return Err(Error::Write {
-                path: "standard output".into(),
-                source,
-            })
-        }
-    }
+    crate::cli::emit(stdout, &text)?;
     Ok(EXIT_OK)
 }
 

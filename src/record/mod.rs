@@ -717,19 +717,7 @@ fn write_trace(
     let figures = summary::figures(&doc.rows, plan.open_loop());
     let interrupted = outcome.interrupted_at_ms.is_some();
     let text = summary::render(&figures, &path, bytes.len(), interrupted);
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(source) => {
-            return Err(Error::Write {
-                path: "standard output".into(),
-                source,
-            })
-        }
-    }
+    crate::cli::emit(stdout, text.as_bytes())?;
     if interrupted {
         return Err(Error::Interrupted {
             path,

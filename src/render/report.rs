@@ -20,6 +20,7 @@
 //! Every figure in the tables is read from the receipt or the sweep entries;
 //! the charts only place the judged rows (they recount nothing).
 
+use super::text::{fixed, opt, share};
 use std::fmt::Write;
 
 use crate::analyze::Analysis;
@@ -120,18 +121,6 @@ fn verdict_reasons(v: &Verdict, trace: &Trace) -> String {
 /// A coordinate with one decimal.
 fn px(x: f64) -> String {
     format!("{x:.1}")
-}
-
-fn fixed(x: f64, decimals: usize) -> String {
-    format!("{x:.decimals$}")
-}
-
-fn opt(x: Option<f64>, decimals: usize) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| fixed(v, decimals))
-}
-
-fn share(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| format!("{:.1} %", v * 100.0))
 }
 
 /// Shortens a trace string for a label (the tooltip keeps it whole).

@@ -29,15 +29,17 @@ fn num(x: f64, decimals: usize) -> String {
 }
 
 /// A table cell: always `decimals` places, so columns line up.
-fn fixed(x: f64, decimals: usize) -> String {
+pub(crate) fn fixed(x: f64, decimals: usize) -> String {
     format!("{x:.decimals$}")
 }
 
-fn opt(x: Option<f64>, decimals: usize) -> String {
+/// A table cell for an optional figure (`—` when there is none).
+pub(crate) fn opt(x: Option<f64>, decimals: usize) -> String {
     x.map_or_else(|| "—".to_owned(), |v| fixed(v, decimals))
 }
 
-fn share(x: Option<f64>) -> String {
+/// A share as a percentage with one decimal (`—` for an empty cohort).
+pub(crate) fn share(x: Option<f64>) -> String {
     x.map_or_else(|| "—".to_owned(), |v| format!("{:.1} %", v * 100.0))
 }
 

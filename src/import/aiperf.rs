@@ -241,16 +241,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         };
         let first_ms = ttft.map(|t| arrival_ms + t);
         let mut row = TraceRow {
-            id,
-            class: None,
-            arrival_ms,
-            status: RowStatus::Failed,
-            first_token_ms: None,
-            completed_ms: None,
-            output_tokens: None,
-            reason: None,
             ended_ms: Some(ended_ms),
-            labels,
+            ..TraceRow::new(id, arrival_ms, RowStatus::Failed, labels)
         };
         if let Some(err) = &line.record.error {
             row.reason = Some(match err.code {

@@ -291,16 +291,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             _ => format!("b{index}-{}-{i}", kind.key()),
         };
         let mut row = TraceRow {
-            id,
-            class: None,
-            arrival_ms: ms_since(arrival_s, t0),
-            status: RowStatus::Failed,
             first_token_ms: first.map(|f| ms_since(f, t0)),
-            completed_ms: None,
-            output_tokens: None,
-            reason: None,
-            ended_ms: None,
-            labels,
+            ..TraceRow::new(id, ms_since(arrival_s, t0), RowStatus::Failed, labels)
         };
         match kind {
             Kind::Successful => {

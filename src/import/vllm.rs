@@ -162,18 +162,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         if let Some(lens) = &doc.input_lens {
             labels.insert("promptTokens".into(), Scalar::Number(lens[i] as f64));
         }
-        let mut row = TraceRow {
-            id: format!("r{i}"),
-            class: None,
-            arrival_ms,
-            status: RowStatus::Failed,
-            first_token_ms: None,
-            completed_ms: None,
-            output_tokens: None,
-            reason: None,
-            ended_ms: None,
-            labels,
-        };
+        let mut row = TraceRow::new(format!("r{i}"), arrival_ms, RowStatus::Failed, labels);
         let error = doc.errors[i].as_deref().unwrap_or("");
         if !error.is_empty() {
             row.reason = Some(failure_reason(error));

@@ -95,16 +95,13 @@ fn base(meta: &RowMeta) -> TraceRow {
         Scalar::String(meta.prompt_hash.clone()),
     );
     TraceRow {
-        id: format!("r{}", meta.index),
         class: meta.class.clone(),
-        arrival_ms: round_us(meta.arrival_ms),
-        status: RowStatus::InFlight,
-        first_token_ms: None,
-        completed_ms: None,
-        output_tokens: None,
-        reason: None,
-        ended_ms: None,
-        labels,
+        ..TraceRow::new(
+            format!("r{}", meta.index),
+            round_us(meta.arrival_ms),
+            RowStatus::InFlight,
+            labels,
+        )
     }
 }
 

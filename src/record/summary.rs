@@ -217,16 +217,9 @@ mod tests {
             labels.insert("notSent".into(), Scalar::Bool(true));
         }
         TraceRow {
-            id: "r".into(),
-            class: None,
-            arrival_ms: arrival,
-            status,
-            first_token_ms: None,
-            completed_ms: None,
             output_tokens: (status == RowStatus::Completed).then_some(10),
             reason: (status == RowStatus::Failed).then(|| "timeout".into()),
-            ended_ms: None,
-            labels,
+            ..TraceRow::new("r".into(), arrival, status, labels)
         }
     }
 

@@ -85,6 +85,26 @@ pub struct TraceRow {
     pub labels: Labels,
 }
 
+impl TraceRow {
+    /// A row with only what every row has: id, arrival, status and labels;
+    /// class and the optional timestamps, counts and reason start empty, for
+    /// the recorder and each importer to fill in.
+    pub fn new(id: String, arrival_ms: f64, status: RowStatus, labels: Labels) -> TraceRow {
+        TraceRow {
+            id,
+            class: None,
+            arrival_ms,
+            status,
+            first_token_ms: None,
+            completed_ms: None,
+            output_tokens: None,
+            reason: None,
+            ended_ms: None,
+            labels,
+        }
+    }
+}
+
 /// Rounds a time to the microsecond: sub-millisecond precision is kept, the
 /// trace stays compact, and rounding is monotone so no ordering flips.
 pub fn round_us(ms: f64) -> f64 {

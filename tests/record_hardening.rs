@@ -9,19 +9,19 @@
 //! `GOODPUT_INTERRUPT_SEED` (default: the clock), printed so a failure can be
 //! replayed.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
+use common::recording::{assert_no_lost_row, f, receipt, record, rows};
 use goodput::sim::engine::EngineParams;
 use goodput::sim::fault::{Fault, FaultKind};
 use goodput::sim::quirks::StreamQuirks;
 use goodput::sim::{SimConfig, SimServer};
-use goodput::trace::Limits;
 use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 
@@ -56,72 +56,6 @@ fn sim_with(
 /// A fast sim (2 ms steps) with fixed-length outputs and the given quirks.
 fn quirky_sim(output_tokens: f64, quirks: StreamQuirks) -> SimServer {
     sim_with(engine(64, 2.0, 0.0), (output_tokens, 0.0), vec![], quirks)
-}
-
-/// Runs `goodput record` in-process; returns (exit status, error message, trace).
-fn record(url: &str, out: &Path, extra: &[&str]) -> (i32, String, Value) {
-    let mut argv = vec![
-        "goodput".to_owned(),
-        "record".into(),
-        "--url".into(),
-        url.into(),
-        "--model".into(),
-        "m".into(),
-        "--out".into(),
-        out.display().to_string(),
-        "--no-progress".into(),
-    ];
-    argv.extend(extra.iter().map(|s| s.to_string()));
-    let cli = goodput::cli::Cli::try_parse_from(&argv).expect("flags parse");
-    let mut stdout = Vec::new();
-    let (code, message) = match goodput::cli::run(cli, &mut stdout) {
-        Ok(code) => (code, String::new()),
-        Err(e) => (e.exit_code(), e.message()),
-    };
-    let trace = std::fs::read(out)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    (code, message, trace)
-}
-
-/// The analyzer's receipt of a trace file, with `--strict` (any invalid row
-/// is a rejection) and limits raised to fit.
-fn receipt(out: &Path) -> Value {
-    let bytes = std::fs::read(out).expect("the trace exists");
-    let limits = Limits {
-        max_rows: 10_000_000,
-        max_bytes: 1 << 32,
-    };
-    let analysis = analyze_bytes(
-        &bytes,
-        AnalyzeOptions {
-            limits,
-            rows: false,
-            strict: true,
-        },
-    )
-    .expect("the analyzer accepts the recorder's trace, with no invalid row");
-    let receipt = serde_json::to_value(&analysis.receipt).expect("receipt JSON");
-    assert_eq!(receipt["results"]["all"]["counts"]["invalid"], 0);
-    receipt
-}
-
-fn rows(trace: &Value) -> &Vec<Value> {
-    trace["rows"].as_array().expect("rows")
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
-
-/// Rows = `workload.scheduled`, ids r0… in schedule order.
-fn assert_no_lost_row(trace: &Value) {
-    let rows = rows(trace);
-    assert_eq!(rows.len() as f64, f(&trace["workload"]["scheduled"]));
-    for (i, row) in rows.iter().enumerate() {
-        assert_eq!(row["id"], format!("r{i}"));
-    }
 }
 
 /// The short open-loop run every quirk test uses: constant 20/s for 0.5 s

@@ -3,15 +3,14 @@
 //! and bounded by the recorder's own horizon; no test needs the network
 //! beyond loopback.
 
-use std::path::Path;
+mod common;
+
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
+use common::recording::{assert_no_lost_row, f, receipt, record, rows};
 use goodput::sim::engine::EngineParams;
 use goodput::sim::fault::{Fault, FaultKind};
 use goodput::sim::{SimConfig, SimServer};
-use goodput::trace::Limits;
 use serde_json::Value;
 
 fn sim(engine: EngineParams, output_tokens: f64, faults: Vec<Fault>) -> SimServer {
@@ -33,71 +32,6 @@ fn engine(max_batch: usize, prefill: f64, step: f64, per_seq: f64) -> EnginePara
         decode_step_ms: step,
         decode_ms_per_seq: per_seq,
     }
-}
-
-/// Runs `goodput record` in-process; returns (exit status, stdout, trace).
-fn record(url: &str, out: &Path, extra: &[&str]) -> (i32, String, Value) {
-    let mut argv = vec![
-        "goodput".to_owned(),
-        "record".into(),
-        "--url".into(),
-        url.into(),
-        "--model".into(),
-        "m".into(),
-        "--out".into(),
-        out.display().to_string(),
-        "--no-progress".into(),
-    ];
-    argv.extend(extra.iter().map(|s| s.to_string()));
-    let cli = goodput::cli::Cli::try_parse_from(&argv).expect("flags parse");
-    let mut stdout = Vec::new();
-    let code = match goodput::cli::run(cli, &mut stdout) {
-        Ok(code) => code,
-        Err(e) => e.exit_code(),
-    };
-    let trace = std::fs::read(out)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    (code, String::from_utf8_lossy(&stdout).into_owned(), trace)
-}
-
-fn receipt(out: &Path) -> Value {
-    let bytes = std::fs::read(out).unwrap();
-    let limits = Limits {
-        max_rows: 1_000_000,
-        max_bytes: 1 << 30,
-    };
-    let analysis = analyze_bytes(
-        &bytes,
-        AnalyzeOptions {
-            limits,
-            rows: true,
-            strict: true,
-        },
-    )
-    .expect("the analyzer accepts the recorder's trace, with no invalid row");
-    serde_json::to_value(&analysis.receipt).unwrap()
-}
-
-fn rows(trace: &Value) -> &Vec<Value> {
-    trace["rows"].as_array().expect("rows")
-}
-
-/// Rows = `workload.scheduled`, ids r0… unique and in order.
-fn assert_no_lost_row(trace: &Value) {
-    let rows = rows(trace);
-    assert_eq!(
-        rows.len() as f64,
-        trace["workload"]["scheduled"].as_f64().unwrap()
-    );
-    for (i, row) in rows.iter().enumerate() {
-        assert_eq!(row["id"], format!("r{i}"));
-    }
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod recording;
+
 use std::path::{Path, PathBuf};
 
 use goodput::analyze::{analyze_bytes, Analysis, AnalyzeOptions};

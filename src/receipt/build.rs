@@ -27,8 +27,8 @@ fn tally(
     let mut per_class: Vec<Tally> = contract.classes.keys().map(|_| Tally::default()).collect();
     for (j, row) in judgements.iter().zip(rows) {
         match j.class.and_then(|c| per_class.get_mut(c)) {
-            Some(tally) => tally.add(&j.verdict, row, clip, true),
-            None => unresolved.add(&j.verdict, row, clip, false),
+            Some(tally) => tally.add(&j.verdict, row, clip),
+            None => unresolved.add(&j.verdict, row, clip),
         }
     }
     (per_class, unresolved)
@@ -41,9 +41,10 @@ pub struct ReceiptOptions {
     pub rows: bool,
 }
 
-/// Running totals for one block. Latency values are collected per class
-/// only: every pass/miss row has a resolved class, so the `all` block's values
-/// are exactly the union of the classes' (merged after sorting).
+/// Running totals for one block. Rows whose class does not resolve are all
+/// invalid, so they carry no latency: the `all` block's latency values are
+/// exactly the union of the classes' (merged after sorting, see
+/// `latency_blocks`), and only its counts are summed with `absorb`.
 #[derive(Default)]
 struct Tally {
     counts: Counts,
@@ -104,9 +105,9 @@ impl Clip {
 }
 
 impl Tally {
-    fn add(&mut self, verdict: &Verdict, row: &RawRow, clip: Clip, collect_latency: bool) {
+    fn add(&mut self, verdict: &Verdict, row: &RawRow, clip: Clip) {
         let in_cohort = !matches!(verdict, Verdict::Invalid(_) | Verdict::Excluded(_));
-        if collect_latency && in_cohort {
+        if in_cohort {
             match clip.busy_ms(row) {
                 Some(ms) => self.busy.add(ms),
                 None => self.unknown_end += 1,
@@ -147,12 +148,10 @@ impl Tally {
             Verdict::Pass(m) | Verdict::Miss(m, _) => {
                 c.cohort += 1;
                 self.output_tokens += m.output_tokens;
-                if collect_latency {
-                    self.ttft.push(m.ttft_ms);
-                    self.e2e.push(m.e2e_ms);
-                    if let Some(t) = m.tpot_ms {
-                        self.tpot.push(t);
-                    }
+                self.ttft.push(m.ttft_ms);
+                self.e2e.push(m.e2e_ms);
+                if let Some(t) = m.tpot_ms {
+                    self.tpot.push(t);
                 }
                 if let Verdict::Miss(_, missed) = verdict {
                     c.miss += 1;

@@ -515,39 +515,32 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
         set.insert(R::BadField);
         return set;
     }
-    let bad = |present_but_unusable: bool, set: &mut InvalidSet| {
-        if present_but_unusable {
-            set.insert(R::BadField);
-        }
-    };
-    bad(row.stray_field, &mut set);
-    match &row.id {
-        // A string of at most 128 bytes has at most 128 code points: count
-        // characters only for long ids.
-        Slot::Set(id)
-            if !id.is_empty()
-                && (id.len() <= MAX_ID_CHARS || id.chars().count() <= MAX_ID_CHARS) => {}
-        _ => set.insert(R::BadField),
-    }
-    bad(matches!(row.class, Slot::Bad), &mut set);
-    bad(row.arrival_ms.value().is_none(), &mut set);
-    bad(
-        !matches!(
-            row.status,
-            Slot::Set(RawStatus::Completed | RawStatus::Failed | RawStatus::InFlight)
-        ),
-        &mut set,
+    // A string id of at most 128 bytes has at most 128 code points: count
+    // characters only for long ids.
+    let good_id = matches!(&row.id, Slot::Set(id)
+        if !id.is_empty() && (id.len() <= MAX_ID_CHARS || id.chars().count() <= MAX_ID_CHARS));
+    let good_status = matches!(
+        row.status,
+        Slot::Set(RawStatus::Completed | RawStatus::Failed | RawStatus::InFlight)
     );
-    for slot in [
-        row.first_token_ms,
-        row.completed_ms,
-        row.output_tokens,
-        row.ended_ms,
-    ] {
-        bad(slot.is_bad(), &mut set);
+    let bad_field = row.stray_field
+        || !good_id
+        || matches!(row.class, Slot::Bad)
+        || row.arrival_ms.value().is_none()
+        || !good_status
+        || [
+            row.first_token_ms,
+            row.completed_ms,
+            row.output_tokens,
+            row.ended_ms,
+        ]
+        .iter()
+        .any(|slot| slot.is_bad())
+        || matches!(row.reason, Slot::Bad)
+        || matches!(row.labels, Slot::Bad);
+    if bad_field {
+        set.insert(R::BadField);
     }
-    bad(matches!(row.reason, Slot::Bad), &mut set);
-    bad(matches!(row.labels, Slot::Bad), &mut set);
 
     let arrival = row.arrival_ms.value();
     let first = row.first_token_ms.value();

@@ -308,20 +308,26 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         )?;
         analysis.receipt.sweep = Some(entries);
     }
-    let json = || {
-        to_canonical_json(&analysis.receipt).map_err(|e| Error::Write {
-            path: "receipt".to_owned(),
-            source: e.into(),
-        })
+    // Rendered once, when `--out` or `--json` needs it (a large receipt with
+    // `--rows` is not cheap to render).
+    let json = if args.out.is_some() || args.json {
+        Some(
+            to_canonical_json(&analysis.receipt).map_err(|e| Error::Write {
+                path: "receipt".to_owned(),
+                source: e.into(),
+            })?,
+        )
+    } else {
+        None
     };
-    if let Some(path) = &args.out {
-        write_atomic(path, &json()?).map_err(|source| Error::Write {
+    if let (Some(path), Some(bytes)) = (&args.out, &json) {
+        write_atomic(path, bytes).map_err(|source| Error::Write {
             path: path.display().to_string(),
             source,
         })?;
     }
-    if args.json {
-        emit(stdout, &json()?)?;
+    if let (true, Some(bytes)) = (args.json, &json) {
+        emit(stdout, bytes)?;
     } else {
         let invalid = analysis.invalid_rows();
         emit(stdout, text::render(&analysis.receipt, &invalid).as_bytes())?;

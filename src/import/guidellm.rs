@@ -27,7 +27,8 @@ use serde::Deserialize;
 
 use super::json::{parse_typed, Within};
 use super::{
-    failure_reason, fmt_num, ms_since, ImportError, ImportOptions, Imported, Quantiles, Reported,
+    failure_reason, fmt_num, ms_since, non_negative, ImportError, ImportOptions, Imported,
+    Quantiles, Reported,
 };
 use crate::record::trace_out::{RowStatus, TraceRow};
 use crate::trace::model::MAX_SPAN_MS;
@@ -201,18 +202,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         ));
     };
     let base = format!("/benchmarks/{index}");
-    let finite = |x: f64, place: String| {
-        if x.is_finite() && x >= 0.0 {
-            Ok(x)
-        } else {
-            Err(ImportError::at(
-                place,
-                format!("must be a finite number >= 0, not {x}"),
-            ))
-        }
-    };
-    finite(bench.start_time, format!("{base}/start_time"))?;
-    finite(bench.end_time, format!("{base}/end_time"))?;
+    non_negative(bench.start_time, format!("{base}/start_time"))?;
+    non_negative(bench.end_time, format!("{base}/end_time"))?;
     if bench.end_time <= bench.start_time {
         return Err(ImportError::at(
             format!("{base}/end_time"),
@@ -250,7 +241,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
                 "is missing: a request needs an arrival instant",
             )
         })?;
-        arrivals.push(finite(
+        arrivals.push(non_negative(
             value,
             place(kind, i, &format!("/info/timings/{field}")),
         )?);
@@ -263,7 +254,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     for (&(kind, i, r), &arrival_s) in all.iter().zip(&arrivals) {
         let t = &r.info.timings;
         let at = |field: &str, v: Option<f64>| -> Result<Option<f64>, ImportError> {
-            v.map(|x| finite(x, place(kind, i, &format!("/info/timings/{field}"))))
+            v.map(|x| non_negative(x, place(kind, i, &format!("/info/timings/{field}"))))
                 .transpose()
         };
         let request_start = at("request_start", t.request_start)?;

@@ -268,6 +268,19 @@ impl ImportError {
     }
 }
 
+/// A time or duration read from a source file: finite and not negative, or
+/// an error naming its place.
+pub(crate) fn non_negative(x: f64, place: String) -> Result<f64, ImportError> {
+    if x.is_finite() && x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(ImportError::at(
+            place,
+            format!("must be a finite number >= 0, not {x}"),
+        ))
+    }
+}
+
 /// Dispatches on the source tool.
 pub fn import(
     source: Source,

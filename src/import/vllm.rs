@@ -18,7 +18,10 @@
 use serde::Deserialize;
 
 use super::json::{parse_typed, python_literals_to_json, Within};
-use super::{failure_reason, ms_since, ImportError, ImportOptions, Imported, Quantiles, Reported};
+use super::{
+    failure_reason, ms_since, non_negative, ImportError, ImportOptions, Imported, Quantiles,
+    Reported,
+};
 use crate::record::trace_out::{round_us, RowStatus, TraceRow};
 use crate::trace::model::MAX_SPAN_MS;
 use crate::trace::{Labels, Scalar, Window};
@@ -134,18 +137,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             ),
         ));
     }
-    let finite = |x: f64, place: String| {
-        if x.is_finite() && x >= 0.0 {
-            Ok(x)
-        } else {
-            Err(ImportError::at(
-                place,
-                format!("must be a finite number >= 0, not {x}"),
-            ))
-        }
-    };
     for (i, &s) in doc.start_times.iter().enumerate() {
-        finite(s, format!("/start_times/{i}"))?;
+        non_negative(s, format!("/start_times/{i}"))?;
     }
     let t0 = doc
         .start_times
@@ -171,7 +164,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         }
         successful += 1;
         let ttft_s = match doc.ttfts[i] {
-            Some(x) => finite(x, format!("/ttfts/{i}"))?,
+            Some(x) => non_negative(x, format!("/ttfts/{i}"))?,
             None => {
                 return Err(ImportError::at(
                     format!("/ttfts/{i}"),
@@ -180,7 +173,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             }
         };
         let e2e_s = match doc.latencies.as_ref().map(|l| l[i]) {
-            Some(Some(x)) => finite(x, format!("/latencies/{i}"))?,
+            Some(Some(x)) => non_negative(x, format!("/latencies/{i}"))?,
             Some(None) => {
                 return Err(ImportError::at(
                     format!("/latencies/{i}"),
@@ -189,7 +182,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             }
             None => {
                 for (j, &itl) in doc.itls[i].iter().enumerate() {
-                    finite(itl, format!("/itls/{i}/{j}"))?;
+                    non_negative(itl, format!("/itls/{i}/{j}"))?;
                 }
                 ttft_s + doc.itls[i].iter().sum::<f64>()
             }

@@ -40,6 +40,7 @@ pub mod selfcheck;
 pub mod sim;
 pub mod stats;
 pub mod sweep;
+pub mod tokenizer;
 pub mod trace;
 pub mod verdict;
 pub mod verify;

@@ -21,6 +21,7 @@ fn sim(engine: EngineParams, output_tokens: f64, faults: Vec<Fault>) -> SimServe
         seed: 1,
         model_name: "sim".into(),
         quirks: Default::default(),
+        tokenizer: None,
     };
     SimServer::start(config, 1).expect("start sim")
 }

@@ -69,6 +69,9 @@ pub enum FailReason {
     Timeout,
     /// The stream ended normally but never carried any content.
     NoContent,
+    /// An earlier turn of the same session failed, so this turn was never
+    /// sent (multi-turn sessions).
+    SessionAborted,
 }
 
 impl FailReason {
@@ -83,6 +86,7 @@ impl FailReason {
             FailReason::ServerError => "server_error".into(),
             FailReason::Timeout => "timeout".into(),
             FailReason::NoContent => "no_content".into(),
+            FailReason::SessionAborted => "session_aborted".into(),
         }
     }
 }

@@ -26,7 +26,9 @@ pub mod schedule;
 pub mod sse;
 pub mod summary;
 pub mod sweep;
+pub mod plan_workload;
 pub mod trace_out;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -73,8 +75,8 @@ pub const DEFAULT_SLO: &str = "default:ttft=1000,tpot=50,e2e=10000";
 /// Flags of `goodput record`. Names follow `vllm bench serve` where the
 /// meaning is the same.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency"])))]
-#[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len"])))]
+#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "replay"])))]
+#[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len", "input_tokens", "replay"])))]
 pub struct RecordArgs {
     /// Server URL: a base (`http://host:8000`, the --api path is appended),
     /// a base ending in `/v1`, or a full endpoint URL.
@@ -121,15 +123,48 @@ pub struct RecordArgs {
     /// Prompts, one JSON string or {"prompt": …, "class": …} per line.
     #[arg(long, value_name = "FILE.jsonl")]
     pub prompts: Option<PathBuf>,
-    /// A dataset: `sharegpt FILE`.
+    /// Multi-turn sessions: `sharegpt FILE` (whole conversations) or
+    /// `multi-turn FILE` (AIPerf's JSONL: session_id, turns[{text, delay}]).
+    /// Sessions start at the --request-rate schedule; each turn waits for the
+    /// previous answer plus its think time.
     #[arg(long, num_args = 2, value_names = ["KIND", "FILE"])]
     pub dataset: Option<Vec<String>>,
     /// Random prompts of N words (the default source, N = 128).
     #[arg(long, value_name = "N")]
     pub random_input_len: Option<u32>,
     /// `max_tokens` of every request (default: the server's).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "output_tokens")]
     pub max_tokens: Option<u32>,
+    // --- workload shape (see `workload`) ---
+    /// A Hugging Face tokenizer.json: prompt lengths become exact model tokens
+    /// (read from the file; nothing is downloaded).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+    /// Random prompts of MEAN[:STD[:MIN:MAX]] tokens (normal, rounded, clipped,
+    /// seeded); exact with --tokenizer, else one word per token.
+    #[arg(long, value_name = "MEAN[:STD[:MIN:MAX]]", value_parser = |s: &str| workload::lengths::LengthDist::parse("--input-tokens", s))]
+    pub input_tokens: Option<workload::lengths::LengthDist>,
+    /// Output length MEAN[:STD[:MIN:MAX]] tokens, sent as each request's
+    /// `max_tokens` (add --ignore-eos to make the server produce all of them).
+    #[arg(long, value_name = "MEAN[:STD[:MIN:MAX]]", value_parser = |s: &str| workload::lengths::LengthDist::parse("--output-tokens", s))]
+    pub output_tokens: Option<workload::lengths::LengthDist>,
+    /// Start every random prompt with one of --prefix-groups fixed prefixes of
+    /// N tokens (seeded choice); the prompt is the prefix plus --input-tokens.
+    #[arg(long, value_name = "N", conflicts_with_all = ["prompts", "dataset", "replay"])]
+    pub prefix_tokens: Option<u32>,
+    /// Number of distinct shared prefixes (with --prefix-tokens).
+    #[arg(long, value_name = "K", requires = "prefix_tokens")]
+    pub prefix_groups: Option<u32>,
+    /// Replay a timestamped trace: `mooncake FILE` (JSONL: timestamp ms,
+    /// input_length, output_length, hash_ids). Open loop at the file's instants.
+    #[arg(long, num_args = 2, value_names = ["KIND", "FILE"], conflicts_with_all = ["request_rate", "max_concurrency", "arrival", "burstiness"])]
+    pub replay: Option<Vec<String>>,
+    /// Stretch (> 1) or compress (< 1) the replayed trace's time.
+    #[arg(long, value_name = "F", requires = "replay")]
+    pub time_scale: Option<f64>,
+    /// Think time between a session's turns when the dataset gives none.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "dataset")]
+    pub think_time: Option<Duration>,
     /// Ask the server to ignore end-of-sequence (a vLLM extension).
     #[arg(long)]
     pub ignore_eos: bool,
@@ -200,7 +235,7 @@ pub struct Plan {
 
 impl Plan {
     fn open_loop(&self) -> bool {
-        matches!(self.run.load, Load::Open { .. })
+        matches!(self.run.load, Load::Open { .. } | Load::Sessions { .. })
     }
 }
 
@@ -361,18 +396,6 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         PromptSource::List(Arc::new(
             request::load_jsonl(path).map_err(|e| usage(e.to_string()))?,
         ))
-    } else if let Some(dataset) = &args.dataset {
-        match dataset.as_slice() {
-            [kind, file] if kind == "sharegpt" => PromptSource::List(Arc::new(
-                request::load_sharegpt(Path::new(file)).map_err(|e| usage(e.to_string()))?,
-            )),
-            [kind, _] => {
-                return Err(usage(format!(
-                    "--dataset `{kind}`: only `sharegpt` is known"
-                )))
-            }
-            _ => return Err(usage("--dataset takes KIND FILE")),
-        }
     } else {
         let words = args.random_input_len.unwrap_or(128);
         if words == 0 {
@@ -428,6 +451,13 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             Load::Closed { concurrency: c }
         }
         ([], Some(_)) => return Err(usage("--max-concurrency must be at least 1")),
+        // The replayed file's instants; `plan_workload` fills them in.
+        ([], None) if args.replay.is_some() => {
+            put("arrival", Scalar::String("replay".into()));
+            Load::Open {
+                arrivals_ms: Arc::new(Vec::new()),
+            }
+        }
         ([_, _, ..], None) => {
             return Err(usage(
                 "several --request-rate values are a sweep: each point is planned on its own",
@@ -438,6 +468,16 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
             ))
         }
+    };
+    // Workload options (prepared prompts, replay, sessions): see plan_workload.
+    let (load, prompts) = if plan_workload::wants_workload(args) {
+        let planned = plan_workload::plan_workload(args, load, prompts, warmup_ms, window_end_ms)?;
+        for (k, v) in planned.labels {
+            put(&k, v);
+        }
+        (planned.load, planned.prompts)
+    } else {
+        (load, prompts)
     };
     put("seed", Scalar::Number(args.seed as f64));
     put("model", Scalar::String(args.model.clone()));
@@ -515,6 +555,7 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
                     open_loop,
                     prompt_chars: f.prompt_chars,
                     prompt_hash: f.prompt_hash.clone(),
+                    labels: f.labels.clone(),
                 },
                 &f.obs,
                 &f.ending,
@@ -529,6 +570,7 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
                     open_loop,
                     prompt_chars: prompt.text.chars().count() as u64,
                     prompt_hash: request::prompt_hash(&prompt.text),
+                    labels: plan.run.prompts.extras(index).labels,
                 })
             }
         })

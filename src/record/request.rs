@@ -12,8 +12,8 @@
 //! - `--prompts FILE.jsonl`: one JSON value per line, either a string or an
 //!   object `{"prompt": "…", "class": "…"}` (`class` optional, must be one of
 //!   the `--slo` classes). Request `i` uses line `i mod lines`.
-//! - `--dataset sharegpt FILE`: the ShareGPT JSON array; the first human turn
-//!   of each conversation is a prompt; request `i` uses entry `i mod entries`.
+//! - prepared prompts (`--tokenizer`, `--input-tokens`, `--prefix-tokens`,
+//!   `--replay`) and multi-turn sessions (`--dataset`): see `workload`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -72,9 +72,15 @@ pub enum PromptSource {
     },
     /// A list, used cyclically.
     List(Arc<Vec<Prompt>>),
+    /// Prepared prompts, one per scheduled request (token-accurate lengths,
+    /// shared prefixes, replay); see `workload`.
+    Recipes(Arc<super::workload::RecipeSet>),
+    /// Multi-turn sessions; row `i` is one turn (see `workload::sessions`).
+    Sessions(Arc<super::workload::sessions::SessionSet>),
 }
 
-const VOCABULARY: [&str; 64] = [
+/// The filler words of random prompts (also the word pool of `workload`).
+pub(crate) const VOCABULARY: [&str; 64] = [
     "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
     "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
     "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
@@ -100,6 +106,26 @@ impl PromptSource {
                 Prompt { text, class: None }
             }
             PromptSource::List(list) => list[index % list.len()].clone(),
+            PromptSource::Recipes(set) => Prompt {
+                text: set.text(index),
+                class: None,
+            },
+            PromptSource::Sessions(set) => Prompt {
+                text: set.turn_text(index).to_owned(),
+                class: None,
+            },
+        }
+    }
+
+    /// What request `index` carries besides its text (`max_tokens`, labels).
+    pub fn extras(&self, index: usize) -> super::workload::Extras {
+        match self {
+            PromptSource::Random { .. } | PromptSource::List(_) => Default::default(),
+            PromptSource::Recipes(set) => set.extras(index),
+            PromptSource::Sessions(set) => super::workload::Extras {
+                max_tokens: set.max_tokens.get(index).copied().flatten(),
+                labels: set.labels(index),
+            },
         }
     }
 
@@ -108,6 +134,12 @@ impl PromptSource {
         match self {
             PromptSource::Random { words, .. } => format!("random:{words}"),
             PromptSource::List(list) => format!("list:{}", list.len()),
+            PromptSource::Recipes(set) => format!("prepared:{}", set.recipes.len()),
+            PromptSource::Sessions(set) => format!(
+                "sessions:{}:{}",
+                set.dataset.kind,
+                set.dataset.conversations.len()
+            ),
         }
     }
 }
@@ -180,52 +212,6 @@ pub fn load_jsonl(path: &Path) -> Result<Vec<Prompt>, PromptError> {
     Ok(out)
 }
 
-#[derive(Deserialize)]
-struct ShareGptEntry {
-    #[serde(default)]
-    conversations: Vec<ShareGptTurn>,
-}
-
-#[derive(Deserialize)]
-struct ShareGptTurn {
-    #[serde(default)]
-    from: String,
-    #[serde(default)]
-    value: String,
-}
-
-/// Reads a ShareGPT file (a JSON array of `{"conversations": [{"from", "value"}…]}`).
-pub fn load_sharegpt(path: &Path) -> Result<Vec<Prompt>, PromptError> {
-    let shown = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| PromptError::Io {
-        path: shown.clone(),
-        source,
-    })?;
-    let entries: Vec<ShareGptEntry> = serde_json::from_reader(std::io::BufReader::new(file))
-        .map_err(|e| PromptError::Bad {
-            path: shown.clone(),
-            line: e.line(),
-            message: format!("not a ShareGPT array ({e})"),
-        })?;
-    let out: Vec<Prompt> = entries
-        .into_iter()
-        .filter_map(|entry| {
-            entry
-                .conversations
-                .into_iter()
-                .find(|t| (t.from == "human" || t.from == "user") && !t.value.is_empty())
-                .map(|t| Prompt {
-                    text: t.value,
-                    class: None,
-                })
-        })
-        .collect();
-    if out.is_empty() {
-        return Err(PromptError::Empty(shown));
-    }
-    Ok(out)
-}
-
 /// The first 12 hex digits of the prompt's sha256.
 pub fn prompt_hash(text: &str) -> String {
     let digest = Sha256::digest(text.as_bytes());
@@ -260,7 +246,7 @@ struct StreamOptions {
 struct Body<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    messages: Option<[Message<'a>; 1]>,
+    messages: Option<Vec<Message<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt: Option<&'a str>,
     stream: bool,
@@ -274,16 +260,37 @@ struct Body<'a> {
 impl BodyTemplate {
     /// The JSON body for one prompt: always streaming, always asking for usage.
     pub fn body(&self, prompt: &str) -> Bytes {
-        let (messages, prompt) = match self.api {
-            Api::Chat => (
-                Some([Message {
-                    role: "user",
-                    content: prompt,
-                }]),
-                None,
-            ),
-            Api::Completions => (None, Some(prompt)),
-        };
+        self.body_with(prompt, self.max_tokens)
+    }
+
+    /// [`BodyTemplate::body`] with this request's own `max_tokens` (a drawn
+    /// or replayed output length), or the template's when `None`.
+    pub fn body_with(&self, prompt: &str, max_tokens: Option<u32>) -> Bytes {
+        match self.api {
+            Api::Chat => self.chat_body(&[("user", prompt)], max_tokens),
+            Api::Completions => self.serialize(None, Some(prompt), max_tokens),
+        }
+    }
+
+    /// A chat body carrying a whole conversation (`(role, content)` pairs in
+    /// order), for multi-turn sessions.
+    pub fn body_messages(&self, messages: &[(&'static str, String)], max_tokens: Option<u32>) -> Bytes {
+        let messages: Vec<Message<'_>> = messages
+            .iter()
+            .map(|(role, content)| Message { role: *role, content: content.as_str() })
+            .collect();
+        self.serialize(Some(messages), None, max_tokens)
+    }
+
+    fn chat_body(&self, messages: &[(&'static str, &str)], max_tokens: Option<u32>) -> Bytes {
+        let messages: Vec<Message<'_>> = messages
+            .iter()
+            .map(|&(role, content)| Message { role, content })
+            .collect();
+        self.serialize(Some(messages), None, max_tokens)
+    }
+
+    fn serialize(&self, messages: Option<Vec<Message<'_>>>, prompt: Option<&str>, max_tokens: Option<u32>) -> Bytes {
         let body = Body {
             model: &self.model,
             messages,
@@ -292,7 +299,7 @@ impl BodyTemplate {
             stream_options: StreamOptions {
                 include_usage: true,
             },
-            max_tokens: self.max_tokens,
+            max_tokens: max_tokens.or(self.max_tokens),
             ignore_eos: self.ignore_eos,
         };
         // Serializing strings and integers into a Vec cannot fail.
@@ -381,23 +388,5 @@ mod tests {
         std::fs::write(&p, "\"ok\"\n{\"nope\": 1}\n").unwrap();
         let err = load_jsonl(&p).unwrap_err().to_string();
         assert!(err.contains(":2:"), "{err}");
-    }
-
-    #[test]
-    fn sharegpt_takes_the_first_human_turn() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.json");
-        std::fs::write(
-            &p,
-            r#"[{"conversations":[{"from":"system","value":"s"},{"from":"human","value":"q1"},{"from":"gpt","value":"a"}]},
-                {"conversations":[]},{"id":"x","conversations":[{"from":"human","value":"q2"}]}]"#,
-        )
-        .unwrap();
-        let got: Vec<String> = load_sharegpt(&p)
-            .unwrap()
-            .into_iter()
-            .map(|p| p.text)
-            .collect();
-        assert_eq!(got, vec!["q1", "q2"]);
     }
 }

@@ -40,6 +40,12 @@ pub enum Load {
         /// Number of workers.
         concurrency: u32,
     },
+    /// Multi-turn sessions started at precomputed instants (open loop); each
+    /// session's later turns wait for its earlier answers.
+    Sessions {
+        /// The sessions, their starts and their row layout.
+        set: Arc<super::workload::sessions::SessionSet>,
+    },
 }
 
 /// What one run needs, already validated.
@@ -74,6 +80,8 @@ pub struct Finished {
     pub prompt_chars: u64,
     /// Short prompt hash.
     pub prompt_hash: String,
+    /// Labels of the workload (`promptTokens`, `prefixGroup`, `session`…).
+    pub labels: crate::trace::Labels,
 }
 
 /// The result of a run, before it becomes a trace.
@@ -108,13 +116,32 @@ pub struct Counters {
 /// A future that resolves on an interrupt (Ctrl-C in the CLI).
 pub type Interrupt = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-struct Shared<T> {
-    transport: Arc<T>,
-    config: Arc<RunConfig>,
-    clock: Clock,
-    cancel: watch::Receiver<Option<f64>>,
-    results: mpsc::UnboundedSender<(usize, Finished)>,
-    counters: Arc<Counters>,
+/// What every request task shares (the session loop uses it too).
+pub(crate) struct Shared<T> {
+    pub(crate) transport: Arc<T>,
+    pub(crate) config: Arc<RunConfig>,
+    pub(crate) clock: Clock,
+    pub(crate) cancel: watch::Receiver<Option<f64>>,
+    pub(crate) results: mpsc::UnboundedSender<(usize, Finished)>,
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl<T> Shared<T> {
+    /// Counts a send due at `arrival_ms` (open loop: its send lag).
+    pub(crate) fn note_send(&self, arrival_ms: f64) {
+        self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        let lag_us = ((self.clock.now_ms() - arrival_ms).max(0.0) * 1000.0) as u64;
+        self.counters.last_lag_us.store(lag_us, Ordering::Relaxed);
+    }
+
+    /// Counts an ending.
+    pub(crate) fn note_ending(&self, ending: &Ending) {
+        match ending {
+            Ending::Completed { .. } => self.counters.completed.fetch_add(1, Ordering::Relaxed),
+            Ending::Failed { .. } => self.counters.failed.fetch_add(1, Ordering::Relaxed),
+            Ending::InFlight => 0,
+        };
+    }
 }
 
 impl<T> Clone for Shared<T> {
@@ -137,7 +164,8 @@ async fn one_request<T: Transport>(
     open_loop: bool,
 ) {
     let prompt = shared.config.prompts.prompt(index);
-    let body = shared.config.template.body(&prompt.text);
+    let extras = shared.config.prompts.extras(index);
+    let body = shared.config.template.body_with(&prompt.text, extras.max_tokens);
     let counters = &shared.counters;
     counters.sent.fetch_add(1, Ordering::Relaxed);
     if open_loop {
@@ -165,6 +193,7 @@ async fn one_request<T: Transport>(
         prompt_chars: prompt.text.chars().count() as u64,
         prompt_hash: prompt_hash(&prompt.text),
         class: prompt.class,
+        labels: extras.labels,
     };
     // The receiver lives until every sender is gone.
     let _ = shared.results.send((index, finished));
@@ -205,6 +234,18 @@ pub async fn run<T: Transport>(
                     handle.spawn(async move { one_request(&shared, index, arrival, true).await });
                 });
                 // `shared` (and its results sender) is dropped here.
+            })
+        }
+        Load::Sessions { set } => {
+            let set = set.clone();
+            let handle = tokio::runtime::Handle::current();
+            let issued = issued.clone();
+            tokio::task::spawn_blocking(move || {
+                dispatch(&set.starts_ms.clone(), clock, &stop_rx, &issued, |s, _| {
+                    let shared = shared.clone();
+                    let set = set.clone();
+                    handle.spawn(super::workload::sessions::run_session(shared, set, s));
+                });
             })
         }
         Load::Closed { concurrency } => {
@@ -278,6 +319,24 @@ pub async fn run<T: Transport>(
             };
             let rows = due.max(issued).min(arrivals_ms.len());
             (arrivals_ms[..rows].to_vec(), arrivals_ms.len(), rows)
+        }
+        Load::Sessions { set } => {
+            let starts = &set.starts_ms;
+            let due = match interrupted_at_ms {
+                Some(t) => starts.partition_point(|&a| a < t),
+                None => starts.len(),
+            };
+            let sessions = due.max(issued).min(starts.len());
+            let stop_ms = interrupted_at_ms.unwrap_or(horizon_ms);
+            // A session never started has its first turn due at its start;
+            // its later turns never became eligible before the stop.
+            let arrivals = (0..set.rows_of(sessions))
+                .map(|i| match set.locate(i) {
+                    Some((s, 0)) => starts[s],
+                    _ => stop_ms,
+                })
+                .collect();
+            (arrivals, set.rows_of(starts.len()), set.rows_of(sessions))
         }
         Load::Closed { .. } => (Vec::new(), issued, issued),
     };

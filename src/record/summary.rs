@@ -43,8 +43,12 @@ pub struct Figures {
     pub output_tokens: u64,
     /// Send lag p50 / p99 / max, ms (open loop with at least one send).
     pub send_lag_ms: Option<(f64, f64, f64)>,
-    /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows).
+    /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows,
+    /// arrivals in row order: not for sessions, whose later turns arrive
+    /// when earlier answers end).
     pub arrival_rates_per_s: Option<(f64, f64)>,
+    /// Client vs server prompt tokens, and outputs short of their request.
+    pub tokens: super::workload::accounting::TokenAccounting,
 }
 
 fn number(row: &TraceRow, key: &str) -> Option<f64> {
@@ -66,14 +70,19 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
         output_tokens: 0,
         send_lag_ms: None,
         arrival_rates_per_s: None,
+        tokens: super::workload::accounting::figures(rows),
     };
     let mut lags = Vec::new();
     let mut last_send: Option<f64> = None;
     for row in rows {
         let unsent = matches!(row.labels.get("notSent"), Some(Scalar::Bool(true)));
+        // A session turn after a failure, or not yet eligible at the stop,
+        // was never due to be sent: neither sent nor a client shortfall.
+        let never_due = matches!(row.labels.get("notEligible"), Some(Scalar::Bool(true)))
+            || row.reason.as_deref() == Some("session_aborted");
         if unsent {
             f.not_sent += 1;
-        } else {
+        } else if !never_due {
             f.sent += 1;
         }
         match row.status {
@@ -104,7 +113,8 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
     {
         let scheduled_span = last.arrival_ms - first.arrival_ms;
         let achieved_span = last_send - first.arrival_ms;
-        if rows.len() >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
+        let in_order = rows.windows(2).all(|w| w[0].arrival_ms <= w[1].arrival_ms);
+        if in_order && rows.len() >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
             let scheduled = (rows.len() - 1) as f64 * 1000.0 / scheduled_span;
             let achieved = (f.sent.saturating_sub(1)) as f64 * 1000.0 / achieved_span;
             f.arrival_rates_per_s = Some((achieved, scheduled));
@@ -182,6 +192,21 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> Strin
         let _ = writeln!(
             s,
             "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
+        );
+    }
+    let t = &f.tokens;
+    if let Some((min, mean, max)) = t.server_minus_client {
+        let _ = writeln!(
+            s,
+            "  prompt tokens: server = client on {} of {} rows; server − client min {min}, mean {mean:.2}, max {max}",
+            t.equal, t.compared
+        );
+    }
+    if t.requested > 0 {
+        let _ = writeln!(
+            s,
+            "  output tokens: {} of {} completed rows stopped short of their requested length",
+            t.short, t.requested
         );
     }
     if let Some((achieved, scheduled)) = f.arrival_rates_per_s {

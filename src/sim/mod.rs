@@ -104,6 +104,10 @@ pub struct SimArgs {
     /// `stream_options.include_usage`.
     #[arg(long)]
     pub no_usage: bool,
+    /// Count prompt tokens with this Hugging Face tokenizer.json (each message's
+    /// content, summed; no chat template) instead of whitespace-separated words.
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<std::path::PathBuf>,
 }
 
 /// Parses `MEAN[:STD]`.
@@ -141,6 +145,8 @@ pub struct SimConfig {
     pub model_name: String,
     /// How streamed responses are shaped (all off by default).
     pub quirks: StreamQuirks,
+    /// Counts prompt tokens, when given (else words are counted).
+    pub tokenizer: Option<Arc<crate::tokenizer::TokenCounter>>,
 }
 
 impl SimConfig {
@@ -160,7 +166,14 @@ impl SimConfig {
                 return Err(usage(format!("{name} must be a number of ms >= 0")));
             }
         }
+        let tokenizer = match &args.tokenizer {
+            Some(path) => Some(Arc::new(
+                crate::tokenizer::TokenCounter::load(path).map_err(|e| usage(e.to_string()))?,
+            )),
+            None => None,
+        };
         Ok(SimConfig {
+            tokenizer,
             engine: EngineParams {
                 max_batch: args.max_batch,
                 prefill_ms_per_1k_tokens: args.prefill_ms_per_1k_tokens,
@@ -196,6 +209,7 @@ pub async fn serve(
         output_tokens: config.output_tokens,
         model_name: config.model_name,
         quirks: config.quirks,
+        tokenizer: config.tokenizer,
         rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
         next_id: AtomicU64::new(0),
         stats,

@@ -39,7 +39,7 @@ fn sim(output: f64, faults: Vec<Fault>, tokenizer: bool) -> SimServer {
         tokenizer: tokenizer
             .then(|| Arc::new(TokenCounter::load(&fixture_tokenizer()).expect("fixture"))),
     };
-    SimServer::start(config, 1).expect("start sim")
+    SimServer::start(config, 2).expect("start sim")
 }
 
 fn label(row: &Value, key: &str) -> Option<f64> {
@@ -77,7 +77,7 @@ fn prompts_are_exactly_the_drawn_token_count_and_the_server_agrees() {
     assert_eq!(w["tokenizerSha256"], sha256_of(&tok));
     assert_eq!(w["promptLengths"], "tokens");
     assert_eq!(w["inputTokens"], "300:80:50:600");
-    assert_eq!(w["outputTokens"], "12:0:12:12");
+    assert_eq!(w["outputTokens"], "12:0:1:1000000");
     assert_eq!(w["ignoreEos"], true);
     let mut lengths = std::collections::BTreeSet::new();
     for row in rows(&trace) {

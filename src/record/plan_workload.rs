@@ -72,7 +72,7 @@ pub fn plan_workload(
     };
     let counter = match &args.tokenizer {
         Some(path) => {
-            let c = TokenCounter::load(path).map_err(werr)?;
+            let c = TokenCounter::load(path).map_err(|e| usage(e.to_string()))?;
             put("tokenizerSha256", Scalar::String(c.sha256().to_owned()));
             put("promptLengths", Scalar::String("tokens".into()));
             Some(Arc::new(c))

@@ -22,8 +22,6 @@ pub mod text;
 /// The tokenizer lives below both the recorder and the sim.
 pub use crate::tokenizer;
 
-use std::sync::Arc;
-
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -277,6 +275,7 @@ pub fn fit_all(
 mod tests {
     use super::*;
     use crate::record::request::VOCABULARY;
+    use std::sync::Arc;
     use tokenizer::TokenCounter;
 
     fn counter() -> Arc<TokenCounter> {

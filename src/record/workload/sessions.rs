@@ -431,7 +431,7 @@ fn unsent_row(set: &SessionSet, index: usize, arrival_ms: f64, ending: Ending, e
 }
 
 /// Plays session `s` to its end: every turn reports exactly one row.
-pub async fn run_session<T: Transport>(shared: Shared<T>, set: Arc<SessionSet>, s: usize) {
+pub(crate) async fn run_session<T: Transport>(shared: Shared<T>, set: Arc<SessionSet>, s: usize) {
     let base = set.offsets[s];
     let turns = set.conversation(s).turns.len();
     let mut history: Vec<(&'static str, String)> = Vec::new();

@@ -266,14 +266,23 @@ fn main() {
 /// p99 send lag at one rate with short prompts, long prompts, and long
 /// token-exact prompts (`--tokenizer`).
 fn workload_check(url: &str, dir: &std::path::Path, rate: f64, secs: f64) {
-    let tokenizer = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tokenizer/tokenizer.json");
+    let tokenizer = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/tokenizer/tokenizer.json"
+    );
     let cases: [(&str, Vec<&str>); 3] = [
         ("32 words", vec!["--random-input-len", "32"]),
         ("2000 words", vec!["--input-tokens", "2000"]),
-        ("2000 tokens, --tokenizer", vec!["--input-tokens", "2000", "--tokenizer", tokenizer]),
+        (
+            "2000 tokens, --tokenizer",
+            vec!["--input-tokens", "2000", "--tokenizer", tokenizer],
+        ),
     ];
     println!("\nworkload check at {rate}/s, {secs} s per run, {REPEATS} runs each (p99 send lag, from the traces)");
-    println!("{:>28} {:>7} {:>8} {:>10} {:>9}   p99 per run", "prompts", "rows", "min rat.", "med p99", "wall s");
+    println!(
+        "{:>28} {:>7} {:>8} {:>10} {:>9}   p99 per run",
+        "prompts", "rows", "min rat.", "med p99", "wall s"
+    );
     for (name, extra) in cases {
         let mut p99s = Vec::new();
         let (mut rows, mut min_ratio, mut wall) = (0, f64::INFINITY, Vec::new());
@@ -282,8 +291,21 @@ fn workload_check(url: &str, dir: &std::path::Path, rate: f64, secs: f64) {
             let started = Instant::now();
             let status = Command::new(env!("CARGO_BIN_EXE_goodput"))
                 .args(["record", "--url", url, "--model", "sim", "--no-progress"])
-                .args(["--request-rate", &rate.to_string(), "--duration", &format!("{secs}s")])
-                .args(["--grace", "2s", "--timeout", "5s", "--output-tokens", "64", "--ignore-eos"])
+                .args([
+                    "--request-rate",
+                    &rate.to_string(),
+                    "--duration",
+                    &format!("{secs}s"),
+                ])
+                .args([
+                    "--grace",
+                    "2s",
+                    "--timeout",
+                    "5s",
+                    "--output-tokens",
+                    "64",
+                    "--ignore-eos",
+                ])
                 .args(&extra)
                 .args(["--seed", &run.to_string()])
                 .arg("--out")

@@ -101,7 +101,10 @@ mod tests {
     use super::*;
 
     fn fixture() -> TokenCounter {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tokenizer/tokenizer.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/tokenizer/tokenizer.json"
+        );
         TokenCounter::load(Path::new(path)).unwrap()
     }
 

@@ -63,10 +63,23 @@ fn prompts_are_exactly_the_drawn_token_count_and_the_server_agrees() {
         &server.url(),
         &out,
         &[
-            "--request-rate", "40", "--arrival", "constant", "--duration", "1s", "--grace", "2s",
-            "--tokenizer", tok.to_str().unwrap(),
-            "--input-tokens", "300:80:50:600", "--output-tokens", "12", "--ignore-eos",
-            "--seed", "9",
+            "--request-rate",
+            "40",
+            "--arrival",
+            "constant",
+            "--duration",
+            "1s",
+            "--grace",
+            "2s",
+            "--tokenizer",
+            tok.to_str().unwrap(),
+            "--input-tokens",
+            "300:80:50:600",
+            "--output-tokens",
+            "12",
+            "--ignore-eos",
+            "--seed",
+            "9",
         ],
     );
     assert_eq!(code, 0, "{stdout}");
@@ -92,8 +105,14 @@ fn prompts_are_exactly_the_drawn_token_count_and_the_server_agrees() {
     }
     // Drawn from Normal(300, 80): 40 draws are not all the same length.
     assert!(lengths.len() > 10, "{lengths:?}");
-    assert!(stdout.contains("prompt tokens: server = client on 40 of 40 rows"), "{stdout}");
-    assert!(stdout.contains("0 of 40 completed rows stopped short"), "{stdout}");
+    assert!(
+        stdout.contains("prompt tokens: server = client on 40 of 40 rows"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("0 of 40 completed rows stopped short"),
+        "{stdout}"
+    );
     receipt(&out);
 }
 
@@ -108,8 +127,18 @@ fn an_answer_shorter_than_asked_is_marked_on_its_row() {
         &server.url(),
         &out,
         &[
-            "--request-rate", "20", "--arrival", "constant", "--duration", "0.5s", "--grace", "2s",
-            "--input-tokens", "30", "--output-tokens", "12",
+            "--request-rate",
+            "20",
+            "--arrival",
+            "constant",
+            "--duration",
+            "0.5s",
+            "--grace",
+            "2s",
+            "--input-tokens",
+            "30",
+            "--output-tokens",
+            "12",
         ],
     );
     assert_eq!(code, 0, "{stdout}");
@@ -123,7 +152,10 @@ fn an_answer_shorter_than_asked_is_marked_on_its_row() {
         assert!(row["labels"].get("promptTokens").is_none());
         assert_eq!(label(row, "serverPromptTokens"), Some(30.0));
     }
-    assert!(stdout.contains("10 of 10 completed rows stopped short"), "{stdout}");
+    assert!(
+        stdout.contains("10 of 10 completed rows stopped short"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -136,9 +168,20 @@ fn shared_prefixes_label_their_group() {
         &server.url(),
         &out,
         &[
-            "--request-rate", "40", "--arrival", "constant", "--duration", "1s",
-            "--tokenizer", tok.to_str().unwrap(), "--input-tokens", "20",
-            "--prefix-tokens", "100", "--prefix-groups", "3",
+            "--request-rate",
+            "40",
+            "--arrival",
+            "constant",
+            "--duration",
+            "1s",
+            "--tokenizer",
+            tok.to_str().unwrap(),
+            "--input-tokens",
+            "20",
+            "--prefix-tokens",
+            "100",
+            "--prefix-groups",
+            "3",
         ],
     );
     assert_eq!(code, 0, "{stdout}");
@@ -161,7 +204,13 @@ fn mooncake(dir: &Path, n: usize) -> PathBuf {
     for i in 0..n {
         let input = [100, 600, 1100][i % 3];
         let ids: Vec<String> = (0..(input as usize).div_ceil(512))
-            .map(|b| if b == 0 { (i % 2).to_string() } else { (100 + i * 3 + b).to_string() })
+            .map(|b| {
+                if b == 0 {
+                    (i % 2).to_string()
+                } else {
+                    (100 + i * 3 + b).to_string()
+                }
+            })
             .collect();
         text.push_str(&format!(
             "{{\"timestamp\": {}, \"input_length\": {input}, \"output_length\": {}, \"hash_ids\": [{}]}}\n",
@@ -186,9 +235,20 @@ fn replayed_arrivals_are_the_files_timestamps_shifted_and_scaled_exactly() {
         &server.url(),
         &out,
         &[
-            "--replay", "mooncake", file.to_str().unwrap(), "--time-scale", "0.5",
-            "--warmup", "0.25s", "--duration", "1s", "--grace", "2s", "--ignore-eos",
-            "--tokenizer", tok.to_str().unwrap(),
+            "--replay",
+            "mooncake",
+            file.to_str().unwrap(),
+            "--time-scale",
+            "0.5",
+            "--warmup",
+            "0.25s",
+            "--duration",
+            "1s",
+            "--grace",
+            "2s",
+            "--ignore-eos",
+            "--tokenizer",
+            tok.to_str().unwrap(),
         ],
     );
     assert_eq!(code, 0, "{stdout}");
@@ -228,10 +288,19 @@ fn a_malformed_replay_line_is_named_and_nothing_is_sent() {
     let (code, message, trace) = record(
         &server.url(),
         &out,
-        &["--replay", "mooncake", file.to_str().unwrap(), "--duration", "1s"],
+        &[
+            "--replay",
+            "mooncake",
+            file.to_str().unwrap(),
+            "--duration",
+            "1s",
+        ],
     );
     assert_eq!(code, 2);
-    assert!(message.contains("bad.jsonl:2:") && message.contains("hash_ids"), "{message}");
+    assert!(
+        message.contains("bad.jsonl:2:") && message.contains("hash_ids"),
+        "{message}"
+    );
     assert_eq!(trace, Value::Null);
     assert_eq!(server.stats.requests.load(Ordering::Relaxed), 0);
     // A replay longer than the window is refused too, with the duration it needs.
@@ -239,7 +308,13 @@ fn a_malformed_replay_line_is_named_and_nothing_is_sent() {
     let (code, message, _) = record(
         &server.url(),
         &out,
-        &["--replay", "mooncake", long.to_str().unwrap(), "--duration", "0.5s"],
+        &[
+            "--replay",
+            "mooncake",
+            long.to_str().unwrap(),
+            "--duration",
+            "0.5s",
+        ],
     );
     assert_eq!(code, 2);
     // The last entry is 37·29 + 2 = 1075 ms after the first: 2 s are needed.
@@ -266,7 +341,9 @@ const DELAYS_MS: [&[f64]; 2] = [&[0.0, 30.0, 60.0], &[0.0, 20.0, 20.0]];
 fn by_session(trace: &Value) -> std::collections::BTreeMap<u64, Vec<&Value>> {
     let mut out: std::collections::BTreeMap<u64, Vec<&Value>> = Default::default();
     for row in rows(trace) {
-        out.entry(label(row, "session").unwrap() as u64).or_default().push(row);
+        out.entry(label(row, "session").unwrap() as u64)
+            .or_default()
+            .push(row);
     }
     for turns in out.values() {
         for (k, row) in turns.iter().enumerate() {
@@ -286,8 +363,19 @@ fn session_turns_wait_for_the_answer_and_carry_the_history() {
         &server.url(),
         &out,
         &[
-            "--request-rate", "5", "--arrival", "constant", "--duration", "1s", "--grace", "3s",
-            "--dataset", "multi-turn", file.to_str().unwrap(), "--think-time", "20ms",
+            "--request-rate",
+            "5",
+            "--arrival",
+            "constant",
+            "--duration",
+            "1s",
+            "--grace",
+            "3s",
+            "--dataset",
+            "multi-turn",
+            file.to_str().unwrap(),
+            "--think-time",
+            "20ms",
         ],
     );
     assert_eq!(code, 0, "{stdout}");
@@ -309,14 +397,21 @@ fn session_turns_wait_for_the_answer_and_carry_the_history() {
                 // (both rounded to the µs), and never sent before it.
                 let prev_done = f(&turns[k - 1]["completedMs"]);
                 let arrival = f(&row["arrivalMs"]);
-                assert!((arrival - (prev_done + DELAYS_MS[c][k])).abs() <= 0.001, "{row}");
+                assert!(
+                    (arrival - (prev_done + DELAYS_MS[c][k])).abs() <= 0.001,
+                    "{row}"
+                );
                 let sent = arrival + label(row, "sendLagMs").unwrap();
                 assert!(sent >= prev_done + DELAYS_MS[c][k] - 0.001);
             }
             // The sim counts words: every earlier user turn, every earlier
             // reply (6 one-word tokens each), and this turn.
             history += USER_WORDS[c][k];
-            assert_eq!(label(row, "serverPromptTokens"), Some(history), "session {s} turn {k}");
+            assert_eq!(
+                label(row, "serverPromptTokens"),
+                Some(history),
+                "session {s} turn {k}"
+            );
             history += 6.0;
             assert_eq!(label(row, "historyMessages"), Some((2 * k) as f64));
         }
@@ -329,7 +424,14 @@ fn a_failed_turn_ends_its_session_and_the_rest_are_aborted_rows() {
     // Half the requests get a 500: with 12 sessions of 2 or 3 turns, some
     // session fails before its last turn (the chance that none does is
     // about 0.5^12).
-    let server = sim(3.0, vec![Fault { kind: FaultKind::Http500, rate: 0.5 }], false);
+    let server = sim(
+        3.0,
+        vec![Fault {
+            kind: FaultKind::Http500,
+            rate: 0.5,
+        }],
+        false,
+    );
     let dir = tempfile::tempdir().unwrap();
     let file = sessions_file(dir.path());
     let out = dir.path().join("t.json");
@@ -337,8 +439,17 @@ fn a_failed_turn_ends_its_session_and_the_rest_are_aborted_rows() {
         &server.url(),
         &out,
         &[
-            "--request-rate", "12", "--arrival", "constant", "--duration", "1s", "--grace", "3s",
-            "--dataset", "multi-turn", file.to_str().unwrap(),
+            "--request-rate",
+            "12",
+            "--arrival",
+            "constant",
+            "--duration",
+            "1s",
+            "--grace",
+            "3s",
+            "--dataset",
+            "multi-turn",
+            file.to_str().unwrap(),
         ],
     );
     assert_eq!(code, 0, "{stdout}");
@@ -396,8 +507,19 @@ fn a_turn_not_yet_eligible_at_the_horizon_is_an_excluded_row() {
         &server.url(),
         &out,
         &[
-            "--request-rate", "4", "--arrival", "constant", "--duration", "1s", "--grace", "1s",
-            "--dataset", "sharegpt", file.to_str().unwrap(), "--think-time", "60s",
+            "--request-rate",
+            "4",
+            "--arrival",
+            "constant",
+            "--duration",
+            "1s",
+            "--grace",
+            "1s",
+            "--dataset",
+            "sharegpt",
+            file.to_str().unwrap(),
+            "--think-time",
+            "60s",
         ],
     );
     assert_eq!(code, 0, "{stdout}");
@@ -423,7 +545,14 @@ fn workload_options_are_refused_in_closed_loop_and_sessions_need_chat() {
     let (code, message, _) = record(
         "http://127.0.0.1:9",
         &out,
-        &["--max-concurrency", "2", "--duration", "1s", "--input-tokens", "10"],
+        &[
+            "--max-concurrency",
+            "2",
+            "--duration",
+            "1s",
+            "--input-tokens",
+            "10",
+        ],
     );
     assert_eq!(code, 2);
     assert!(message.contains("open-loop"), "{message}");
@@ -432,8 +561,15 @@ fn workload_options_are_refused_in_closed_loop_and_sessions_need_chat() {
         "http://127.0.0.1:9",
         &out,
         &[
-            "--request-rate", "1", "--duration", "1s", "--api", "completions",
-            "--dataset", "multi-turn", file.to_str().unwrap(),
+            "--request-rate",
+            "1",
+            "--duration",
+            "1s",
+            "--api",
+            "completions",
+            "--dataset",
+            "multi-turn",
+            file.to_str().unwrap(),
         ],
     );
     assert_eq!(code, 2);

@@ -19,6 +19,7 @@
 pub mod client;
 pub mod duration;
 pub mod exchange;
+pub mod plan_workload;
 pub mod request;
 pub mod row;
 pub mod runner;
@@ -26,7 +27,6 @@ pub mod schedule;
 pub mod sse;
 pub mod summary;
 pub mod sweep;
-pub mod plan_workload;
 pub mod trace_out;
 pub mod workload;
 

@@ -102,7 +102,9 @@ pub fn plan_workload(
         let (kind, file) = kind_and_file("--replay", replay_args, &["mooncake"])?;
         let scale = args.time_scale.unwrap_or(1.0);
         if !(scale.is_finite() && scale > 0.0) {
-            return Err(usage(format!("--time-scale must be a positive number, not {scale}")));
+            return Err(usage(format!(
+                "--time-scale must be a positive number, not {scale}"
+            )));
         }
         let r = replay::load(Path::new(file)).map_err(werr)?;
         let arrivals = r.arrivals_ms(window_start_ms, scale);
@@ -119,7 +121,10 @@ pub fn plan_workload(
         put("replaySha256", Scalar::String(r.sha256.clone()));
         put("replayEntries", Scalar::Number(r.entries.len() as f64));
         put("timeScale", Scalar::Number(scale));
-        put("replayBlockTokens", Scalar::Number(f64::from(replay::BLOCK_TOKENS)));
+        put(
+            "replayBlockTokens",
+            Scalar::Number(f64::from(replay::BLOCK_TOKENS)),
+        );
         let set = r.recipes(texts(args.seed)?).map_err(werr)?;
         return Ok(Planned {
             load: Load::Open {
@@ -133,7 +138,9 @@ pub fn plan_workload(
     if let Some(dataset_args) = &args.dataset {
         let (kind, file) = kind_and_file("--dataset", dataset_args, &["sharegpt", "multi-turn"])?;
         if args.api != super::request::Api::Chat {
-            return Err(usage("--dataset sessions need --api chat (a conversation is a list of messages)"));
+            return Err(usage(
+                "--dataset sessions need --api chat (a conversation is a list of messages)",
+            ));
         }
         let dataset = match kind {
             "sharegpt" => sessions::load_sharegpt(Path::new(file)),
@@ -143,7 +150,10 @@ pub fn plan_workload(
         let think_ms = args.think_time.map_or(0.0, |d| d.as_secs_f64() * 1000.0);
         put("dataset", Scalar::String(kind.into()));
         put("datasetSha256", Scalar::String(dataset.sha256.clone()));
-        put("conversations", Scalar::Number(dataset.conversations.len() as f64));
+        put(
+            "conversations",
+            Scalar::Number(dataset.conversations.len() as f64),
+        );
         put("sessions", Scalar::Number(arrivals.len() as f64));
         put("thinkTimeS", Scalar::Number(think_ms / 1000.0));
         let set = Arc::new(SessionSet::new(
@@ -165,10 +175,16 @@ pub fn plan_workload(
         // A prompt file keeps its own texts; only --tokenizer makes sense
         // with it, and it changes nothing but the declared lengths.
         if args.input_tokens.is_some() || args.output_tokens.is_some() {
-            return Err(usage("--input-tokens and --output-tokens apply to random prompts, not --prompts"));
+            return Err(usage(
+                "--input-tokens and --output-tokens apply to random prompts, not --prompts",
+            ));
         }
         put("promptLengths", Scalar::String("file".into()));
-        return Ok(Planned { load, prompts, labels });
+        return Ok(Planned {
+            load,
+            prompts,
+            labels,
+        });
     }
 
     let input = match (args.input_tokens, args.random_input_len) {
@@ -201,7 +217,11 @@ pub fn plan_workload(
     })
 }
 
-fn kind_and_file<'a>(flag: &str, args: &'a [String], known: &[&str]) -> Result<(&'a str, &'a str), Error> {
+fn kind_and_file<'a>(
+    flag: &str,
+    args: &'a [String],
+    known: &[&str],
+) -> Result<(&'a str, &'a str), Error> {
     match args {
         [kind, file] if known.contains(&kind.as_str()) => Ok((kind, file)),
         [kind, _] => Err(usage(format!(

@@ -267,30 +267,41 @@ impl BodyTemplate {
     /// or replayed output length), or the template's when `None`.
     pub fn body_with(&self, prompt: &str, max_tokens: Option<u32>) -> Bytes {
         match self.api {
-            Api::Chat => self.chat_body(&[("user", prompt)], max_tokens),
+            Api::Chat => self.serialize(
+                Some(vec![Message {
+                    role: "user",
+                    content: prompt,
+                }]),
+                None,
+                max_tokens,
+            ),
             Api::Completions => self.serialize(None, Some(prompt), max_tokens),
         }
     }
 
     /// A chat body carrying a whole conversation (`(role, content)` pairs in
     /// order), for multi-turn sessions.
-    pub fn body_messages(&self, messages: &[(&'static str, String)], max_tokens: Option<u32>) -> Bytes {
+    pub fn body_messages(
+        &self,
+        messages: &[(&'static str, String)],
+        max_tokens: Option<u32>,
+    ) -> Bytes {
         let messages: Vec<Message<'_>> = messages
             .iter()
-            .map(|(role, content)| Message { role: *role, content: content.as_str() })
+            .map(|(role, content)| Message {
+                role,
+                content: content.as_str(),
+            })
             .collect();
         self.serialize(Some(messages), None, max_tokens)
     }
 
-    fn chat_body(&self, messages: &[(&'static str, &str)], max_tokens: Option<u32>) -> Bytes {
-        let messages: Vec<Message<'_>> = messages
-            .iter()
-            .map(|&(role, content)| Message { role, content })
-            .collect();
-        self.serialize(Some(messages), None, max_tokens)
-    }
-
-    fn serialize(&self, messages: Option<Vec<Message<'_>>>, prompt: Option<&str>, max_tokens: Option<u32>) -> Bytes {
+    fn serialize(
+        &self,
+        messages: Option<Vec<Message<'_>>>,
+        prompt: Option<&str>,
+        max_tokens: Option<u32>,
+    ) -> Bytes {
         let body = Body {
             model: &self.model,
             messages,

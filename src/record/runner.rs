@@ -165,7 +165,10 @@ async fn one_request<T: Transport>(
 ) {
     let prompt = shared.config.prompts.prompt(index);
     let extras = shared.config.prompts.extras(index);
-    let body = shared.config.template.body_with(&prompt.text, extras.max_tokens);
+    let body = shared
+        .config
+        .template
+        .body_with(&prompt.text, extras.max_tokens);
     let counters = &shared.counters;
     counters.sent.fetch_add(1, Ordering::Relaxed);
     if open_loop {

@@ -37,9 +37,10 @@ pub fn figures(rows: &[TraceRow]) -> TokenAccounting {
     let mut f = TokenAccounting::default();
     let mut diffs = Vec::new();
     for row in rows {
-        if let (Some(client), Some(server)) =
-            (number(row, "promptTokens"), number(row, "serverPromptTokens"))
-        {
+        if let (Some(client), Some(server)) = (
+            number(row, "promptTokens"),
+            number(row, "serverPromptTokens"),
+        ) {
             diffs.push(server - client);
         }
         if let (RowStatus::Completed, Some(asked), Some(got)) = (
@@ -96,9 +97,29 @@ mod tests {
     #[test]
     fn prompt_counts_are_compared_and_short_outputs_counted() {
         let mut rows = vec![
-            row(RowStatus::Completed, Some(16), &[("promptTokens", 100.0), ("serverPromptTokens", 100.0), ("requestedOutputTokens", 16.0)]),
-            row(RowStatus::Completed, Some(9), &[("promptTokens", 50.0), ("serverPromptTokens", 57.0), ("requestedOutputTokens", 16.0)]),
-            row(RowStatus::Failed, None, &[("promptTokens", 10.0), ("requestedOutputTokens", 16.0)]),
+            row(
+                RowStatus::Completed,
+                Some(16),
+                &[
+                    ("promptTokens", 100.0),
+                    ("serverPromptTokens", 100.0),
+                    ("requestedOutputTokens", 16.0),
+                ],
+            ),
+            row(
+                RowStatus::Completed,
+                Some(9),
+                &[
+                    ("promptTokens", 50.0),
+                    ("serverPromptTokens", 57.0),
+                    ("requestedOutputTokens", 16.0),
+                ],
+            ),
+            row(
+                RowStatus::Failed,
+                None,
+                &[("promptTokens", 10.0), ("requestedOutputTokens", 16.0)],
+            ),
             row(RowStatus::Completed, Some(3), &[]),
         ];
         let f = figures(&rows);
@@ -110,7 +131,10 @@ mod tests {
         for r in &mut rows {
             mark_short(r);
         }
-        let marked: Vec<bool> = rows.iter().map(|r| r.labels.contains_key("outputShort")).collect();
+        let marked: Vec<bool> = rows
+            .iter()
+            .map(|r| r.labels.contains_key("outputShort"))
+            .collect();
         assert_eq!(marked, vec![false, true, false, false]);
     }
 }

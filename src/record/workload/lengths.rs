@@ -60,8 +60,10 @@ impl LengthDist {
         let (min, max) = match parts.len() {
             1 | 2 => (1, MAX_LENGTH),
             4 => (
-                bound(parts[2]).ok_or_else(|| bad("MIN must be a whole number from 1 to 1000000"))?,
-                bound(parts[3]).ok_or_else(|| bad("MAX must be a whole number from 1 to 1000000"))?,
+                bound(parts[2])
+                    .ok_or_else(|| bad("MIN must be a whole number from 1 to 1000000"))?,
+                bound(parts[3])
+                    .ok_or_else(|| bad("MAX must be a whole number from 1 to 1000000"))?,
             ),
             _ => return Err(bad("give one, two or four numbers")),
         };

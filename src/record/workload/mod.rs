@@ -141,6 +141,20 @@ pub struct PrefixSpec {
     pub groups: u32,
 }
 
+/// One prompt to prepare: its segments (the last one is fitted), the token
+/// count to fit to, and what goes with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptPlan {
+    /// The segments; the last one's word count is set by fitting.
+    pub segments: Vec<Segment>,
+    /// The prompt's length, tokens (words without a tokenizer).
+    pub target: u32,
+    /// The shared-prefix group, when prefixes are used.
+    pub prefix_group: Option<u32>,
+    /// `max_tokens`, when the workload sets one.
+    pub max_tokens: Option<u32>,
+}
+
 /// What the synthetic (random-text) workload asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyntheticSpec {
@@ -172,7 +186,12 @@ pub fn output_draws(output: Option<&LengthDist>, seed: u64, count: usize) -> Vec
 
 /// Prepares `count` synthetic requests (random text, optional prefixes),
 /// fitting every prompt to its exact length when `texts` has a tokenizer.
-pub fn synthetic(texts: Texts, spec: &SyntheticSpec, seed: u64, count: usize) -> Result<RecipeSet, WorkloadError> {
+pub fn synthetic(
+    texts: Texts,
+    spec: &SyntheticSpec,
+    seed: u64,
+    count: usize,
+) -> Result<RecipeSet, WorkloadError> {
     let inputs = spec.input.draws(seed, INPUT_STREAM, count);
     let outputs = output_draws(spec.output.as_ref(), seed, count);
     // Each prefix is fitted once, alone, to exactly its length.
@@ -189,7 +208,7 @@ pub fn synthetic(texts: Texts, spec: &SyntheticSpec, seed: u64, count: usize) ->
             prefixes.push(seg[0]);
         }
     }
-    let plans: Vec<(Vec<Segment>, u32, Option<u32>, Option<u32>)> = (0..count)
+    let plans: Vec<PromptPlan> = (0..count)
         .map(|i| {
             let tail = Segment {
                 stream: stream(StreamKind::Request, i as u64),
@@ -198,14 +217,19 @@ pub fn synthetic(texts: Texts, spec: &SyntheticSpec, seed: u64, count: usize) ->
             match spec.prefix {
                 Some(p) => {
                     let g = choice.random_range(0..p.groups);
-                    (
-                        vec![prefixes[g as usize], tail],
-                        p.tokens + inputs[i],
-                        Some(g),
-                        outputs[i],
-                    )
+                    PromptPlan {
+                        segments: vec![prefixes[g as usize], tail],
+                        target: p.tokens + inputs[i],
+                        prefix_group: Some(g),
+                        max_tokens: outputs[i],
+                    }
                 }
-                None => (vec![tail], inputs[i], None, outputs[i]),
+                None => PromptPlan {
+                    segments: vec![tail],
+                    target: inputs[i],
+                    prefix_group: None,
+                    max_tokens: outputs[i],
+                },
             }
         })
         .collect();
@@ -216,10 +240,7 @@ pub fn synthetic(texts: Texts, spec: &SyntheticSpec, seed: u64, count: usize) ->
 /// Fits every planned prompt (segments, target, group, max_tokens), on all
 /// cores: with a tokenizer this is the only expensive step, and it happens
 /// before the first send.
-pub fn fit_all(
-    texts: &Texts,
-    plans: Vec<(Vec<Segment>, u32, Option<u32>, Option<u32>)>,
-) -> Result<Vec<Recipe>, WorkloadError> {
+pub fn fit_all(texts: &Texts, plans: Vec<PromptPlan>) -> Result<Vec<Recipe>, WorkloadError> {
     let threads = if texts.counter().is_some() {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -227,7 +248,7 @@ pub fn fit_all(
     };
     let chunk = plans.len().div_ceil(threads).max(1);
     let mut plans = plans;
-    let mut parts: Vec<Vec<(Vec<Segment>, u32, Option<u32>, Option<u32>)>> = Vec::new();
+    let mut parts: Vec<Vec<PromptPlan>> = Vec::new();
     while plans.len() > chunk {
         let rest = plans.split_off(chunk);
         parts.push(plans);
@@ -240,13 +261,13 @@ pub fn fit_all(
             .map(|part| {
                 scope.spawn(move || {
                     part.into_iter()
-                        .map(|(mut segments, target, prefix_group, max_tokens)| {
-                            let prompt_tokens = texts.fit(&mut segments, target)?;
+                        .map(|mut p| {
+                            let prompt_tokens = texts.fit(&mut p.segments, p.target)?;
                             Ok(Recipe {
-                                segments,
+                                segments: p.segments,
                                 prompt_tokens,
-                                max_tokens,
-                                prefix_group,
+                                max_tokens: p.max_tokens,
+                                prefix_group: p.prefix_group,
                             })
                         })
                         .collect()
@@ -257,9 +278,11 @@ pub fn fit_all(
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    Err(WorkloadError::Tokenizer(crate::tokenizer::TokenizerError::Encode(
-                        "a preparation thread panicked".into(),
-                    )))
+                    Err(WorkloadError::Tokenizer(
+                        crate::tokenizer::TokenizerError::Encode(
+                            "a preparation thread panicked".into(),
+                        ),
+                    ))
                 })
             })
             .collect()
@@ -279,7 +302,10 @@ mod tests {
     use tokenizer::TokenCounter;
 
     fn counter() -> Arc<TokenCounter> {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tokenizer/tokenizer.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/tokenizer/tokenizer.json"
+        );
         Arc::new(TokenCounter::load(std::path::Path::new(path)).unwrap())
     }
 
@@ -295,7 +321,11 @@ mod tests {
         let set = synthetic(texts, &spec, 8, 300).unwrap();
         let drawn = spec.input.draws(8, INPUT_STREAM, 300);
         for (i, want) in drawn.iter().enumerate() {
-            assert_eq!(c.count(&set.text(i)).unwrap(), *want as usize, "request {i}");
+            assert_eq!(
+                c.count(&set.text(i)).unwrap(),
+                *want as usize,
+                "request {i}"
+            );
             assert_eq!(set.recipes[i].prompt_tokens, Some(*want));
             assert_eq!(set.extras(i).max_tokens, Some(16));
         }
@@ -308,7 +338,10 @@ mod tests {
         let spec = SyntheticSpec {
             input: LengthDist::fixed(50),
             output: None,
-            prefix: Some(PrefixSpec { tokens: 128, groups: 4 }),
+            prefix: Some(PrefixSpec {
+                tokens: 128,
+                groups: 4,
+            }),
         };
         let set = synthetic(texts.clone(), &spec, 2, 200).unwrap();
         let mut seen = [0usize; 4];
@@ -320,14 +353,25 @@ mod tests {
             let text = set.text(i);
             assert!(text.starts_with(&prefix));
             assert_eq!(c.count(&text).unwrap(), 178);
-            assert_eq!(set.extras(i).labels["prefixGroup"], Scalar::Number(f64::from(g)));
+            assert_eq!(
+                set.extras(i).labels["prefixGroup"],
+                Scalar::Number(f64::from(g))
+            );
         }
         // 200 uniform choices among 4: each group expects 50 (sd ≈ 6.1).
         assert!(seen.iter().all(|&n| (25..=75).contains(&n)), "{seen:?}");
         // The four prefixes differ.
         let first: Vec<String> = (0..4u64)
-            .map(|g| texts.render(&[Segment { stream: stream(StreamKind::Prefix, g), words: 20 }]))
+            .map(|g| {
+                texts.render(&[Segment {
+                    stream: stream(StreamKind::Prefix, g),
+                    words: 20,
+                }])
+            })
             .collect();
-        assert!(first.iter().enumerate().all(|(i, a)| first[i + 1..].iter().all(|b| a != b)));
+        assert!(first
+            .iter()
+            .enumerate()
+            .all(|(i, a)| first[i + 1..].iter().all(|b| a != b)));
     }
 }

@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use super::text::{stream, Segment, StreamKind, Texts};
 use super::tokenizer::sha256_hex;
-use super::{fit_all, RecipeSet, WorkloadError};
+use super::{fit_all, PromptPlan, RecipeSet, WorkloadError};
 
 /// Tokens per hash block (the mooncake convention).
 pub const BLOCK_TOKENS: u32 = 512;
@@ -93,12 +93,21 @@ pub fn parse(shown: &str, bytes: &[u8]) -> Result<Replay, WorkloadError> {
         let input_length = raw
             .input_length
             .filter(|&l| (1..=u64::from(super::lengths::MAX_LENGTH)).contains(&l))
-            .ok_or_else(|| bad(n, "`input_length` must be a whole number from 1 to 1000000".into()))?
-            as u32;
+            .ok_or_else(|| {
+                bad(
+                    n,
+                    "`input_length` must be a whole number from 1 to 1000000".into(),
+                )
+            })? as u32;
         let output_length = match raw.output_length {
             None => None,
             Some(o) if (1..=u64::from(super::lengths::MAX_LENGTH)).contains(&o) => Some(o as u32),
-            Some(_) => return Err(bad(n, "`output_length` must be a whole number from 1 to 1000000".into())),
+            Some(_) => {
+                return Err(bad(
+                    n,
+                    "`output_length` must be a whole number from 1 to 1000000".into(),
+                ))
+            }
         };
         let hash_ids = raw
             .hash_ids
@@ -197,7 +206,12 @@ impl Replay {
                     stream: stream(StreamKind::Block, last),
                     words: 0,
                 });
-                (segments, e.input_length, None, e.output_length)
+                PromptPlan {
+                    segments,
+                    target: e.input_length,
+                    prefix_group: None,
+                    max_tokens: e.output_length,
+                }
             })
             .collect();
         Ok(RecipeSet {
@@ -253,7 +267,10 @@ mod tests {
 
     #[test]
     fn equal_hash_ids_give_equal_blocks_and_lengths_are_exact() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tokenizer/tokenizer.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/tokenizer/tokenizer.json"
+        );
         let c = Arc::new(super::super::tokenizer::TokenCounter::load(Path::new(path)).unwrap());
         let r = parse("t.jsonl", FILE.as_bytes()).unwrap();
         let texts = Texts::new(1, &VOCABULARY, Some(c.clone())).unwrap();

@@ -177,18 +177,39 @@ pub fn load_multi_turn(path: &Path) -> Result<Dataset, WorkloadError> {
         let mut turns = Vec::with_capacity(raw.turns.len());
         for (k, t) in raw.turns.into_iter().enumerate() {
             if t.timestamp.is_some() {
-                return Err(bad(n, format!("turn {}: `timestamp` is not supported in sessions; use `delay`", k + 1)));
+                return Err(bad(
+                    n,
+                    format!(
+                        "turn {}: `timestamp` is not supported in sessions; use `delay`",
+                        k + 1
+                    ),
+                ));
             }
             let text = match (t.text, t.texts) {
                 (Some(s), None) if !s.is_empty() => s,
                 (None, Some(list)) if list.iter().any(|s| !s.is_empty()) => list.join("\n\n"),
-                (Some(_), Some(_)) => return Err(bad(n, format!("turn {}: `text` and `texts` cannot both be set", k + 1))),
-                _ => return Err(bad(n, format!("turn {}: needs a non-empty `text` or `texts`", k + 1))),
+                (Some(_), Some(_)) => {
+                    return Err(bad(
+                        n,
+                        format!("turn {}: `text` and `texts` cannot both be set", k + 1),
+                    ))
+                }
+                _ => {
+                    return Err(bad(
+                        n,
+                        format!("turn {}: needs a non-empty `text` or `texts`", k + 1),
+                    ))
+                }
             };
             let delay_ms = match t.delay {
                 None => None,
                 Some(d) if d.is_finite() && d >= 0.0 => Some(d),
-                Some(d) => return Err(bad(n, format!("turn {}: `delay` {d} is not a number of ms >= 0", k + 1))),
+                Some(d) => {
+                    return Err(bad(
+                        n,
+                        format!("turn {}: `delay` {d} is not a number of ms >= 0", k + 1),
+                    ))
+                }
             };
             turns.push(Turn { text, delay_ms });
         }
@@ -246,7 +267,9 @@ impl SessionSet {
         let mut total = 0;
         for s in 0..starts_ms.len() {
             offsets.push(total);
-            total += dataset.conversations[s % dataset.conversations.len()].turns.len();
+            total += dataset.conversations[s % dataset.conversations.len()]
+                .turns
+                .len();
         }
         offsets.push(total);
         SessionSet {
@@ -276,7 +299,10 @@ impl SessionSet {
 
     /// The (session, 0-based turn) of row `index`.
     pub fn locate(&self, index: usize) -> Option<(usize, usize)> {
-        let s = self.offsets.partition_point(|&o| o <= index).checked_sub(1)?;
+        let s = self
+            .offsets
+            .partition_point(|&o| o <= index)
+            .checked_sub(1)?;
         (s < self.sessions()).then(|| (s, index - self.offsets[s]))
     }
 
@@ -298,7 +324,10 @@ impl SessionSet {
             );
         }
         if let Some(Some(n)) = self.max_tokens.get(index) {
-            labels.insert("requestedOutputTokens".into(), Scalar::Number(f64::from(*n)));
+            labels.insert(
+                "requestedOutputTokens".into(),
+                Scalar::Number(f64::from(*n)),
+            );
         }
         labels
     }
@@ -415,7 +444,13 @@ fn report<T>(shared: &Shared<T>, index: usize, finished: Finished) {
     let _ = shared.results.send((index, finished));
 }
 
-fn unsent_row(set: &SessionSet, index: usize, arrival_ms: f64, ending: Ending, extra: (&str, Scalar)) -> Finished {
+fn unsent_row(
+    set: &SessionSet,
+    index: usize,
+    arrival_ms: f64,
+    ending: Ending,
+    extra: (&str, Scalar),
+) -> Finished {
     let mut labels = set.labels(index);
     labels.insert(extra.0.into(), extra.1);
     let text = set.turn_text(index);
@@ -442,8 +477,16 @@ pub(crate) async fn run_session<T: Transport>(shared: Shared<T>, set: Arc<Sessio
             if let Some(stop) = wait_until(&shared, eligible_ms).await {
                 // Never eligible inside observation: this turn's eligibility
                 // is known; the later ones' is not, beyond "after the stop".
-                for (j, at) in (k..turns).map(|j| (j, if j == k { eligible_ms.max(stop) } else { stop })) {
-                    let f = unsent_row(&set, base + j, at, Ending::InFlight, ("notEligible", Scalar::Bool(true)));
+                for (j, at) in
+                    (k..turns).map(|j| (j, if j == k { eligible_ms.max(stop) } else { stop }))
+                {
+                    let f = unsent_row(
+                        &set,
+                        base + j,
+                        at,
+                        Ending::InFlight,
+                        ("notEligible", Scalar::Bool(true)),
+                    );
                     report(&shared, base + j, f);
                 }
                 return;
@@ -477,7 +520,10 @@ pub(crate) async fn run_session<T: Transport>(shared: Shared<T>, set: Arc<Sessio
                 .sum();
             labels.insert("promptTokens".into(), Scalar::Number(n as f64));
         }
-        labels.insert("historyMessages".into(), Scalar::Number((history.len() - 1) as f64));
+        labels.insert(
+            "historyMessages".into(),
+            Scalar::Number((history.len() - 1) as f64),
+        );
         let finished = Finished {
             arrival_ms: eligible_ms,
             obs,
@@ -490,7 +536,8 @@ pub(crate) async fn run_session<T: Transport>(shared: Shared<T>, set: Arc<Sessio
         report(&shared, index, finished);
         match ending {
             Ending::Completed { completed_ms } => {
-                let body = std::mem::take(&mut *capture.sink.lock().unwrap_or_else(|p| p.into_inner()));
+                let body =
+                    std::mem::take(&mut *capture.sink.lock().unwrap_or_else(|p| p.into_inner()));
                 history.push(("assistant", reply_text(&body)));
                 if k + 1 < turns {
                     eligible_ms = completed_ms + set.think_before(s, k + 1);
@@ -515,7 +562,13 @@ pub(crate) async fn run_session<T: Transport>(shared: Shared<T>, set: Arc<Sessio
             Ending::InFlight => {
                 let stop = shared.cancel.borrow().unwrap_or(eligible_ms);
                 for j in k + 1..turns {
-                    let f = unsent_row(&set, base + j, stop, Ending::InFlight, ("notEligible", Scalar::Bool(true)));
+                    let f = unsent_row(
+                        &set,
+                        base + j,
+                        stop,
+                        Ending::InFlight,
+                        ("notEligible", Scalar::Bool(true)),
+                    );
                     report(&shared, base + j, f);
                 }
                 return;
@@ -562,17 +615,34 @@ mod tests {
         assert_eq!(
             d.conversations[0].turns,
             vec![
-                Turn { text: "hi".into(), delay_ms: None },
-                Turn { text: "more".into(), delay_ms: Some(250.0) },
-                Turn { text: "last".into(), delay_ms: Some(5.0) },
+                Turn {
+                    text: "hi".into(),
+                    delay_ms: None
+                },
+                Turn {
+                    text: "more".into(),
+                    delay_ms: Some(250.0)
+                },
+                Turn {
+                    text: "last".into(),
+                    delay_ms: Some(5.0)
+                },
             ]
         );
         assert_eq!(d.conversations[1].turns[0].text, "x\n\ny");
         for (text, line, why) in [
             ("{\"turns\": []}\n", 1, "empty"),
             ("\n{\"turns\": [{\"delay\": 1}]}\n", 2, "turn 1: needs"),
-            ("{\"turns\": [{\"text\": \"a\", \"delay\": -1}]}\n", 1, "delay"),
-            ("{\"turns\": [{\"text\": \"a\", \"timestamp\": 3}]}\n", 1, "timestamp"),
+            (
+                "{\"turns\": [{\"text\": \"a\", \"delay\": -1}]}\n",
+                1,
+                "delay",
+            ),
+            (
+                "{\"turns\": [{\"text\": \"a\", \"timestamp\": 3}]}\n",
+                1,
+                "timestamp",
+            ),
             ("{\"session\": 1}\n", 1, "expected"),
         ] {
             let (_d, p) = write(text);
@@ -587,8 +657,24 @@ mod tests {
         let d = Arc::new(Dataset {
             kind: "multi-turn",
             conversations: vec![
-                Conversation { turns: vec![Turn { text: "a".into(), delay_ms: None }; 3] },
-                Conversation { turns: vec![Turn { text: "b".into(), delay_ms: Some(7.0) }; 2] },
+                Conversation {
+                    turns: vec![
+                        Turn {
+                            text: "a".into(),
+                            delay_ms: None
+                        };
+                        3
+                    ],
+                },
+                Conversation {
+                    turns: vec![
+                        Turn {
+                            text: "b".into(),
+                            delay_ms: Some(7.0)
+                        };
+                        2
+                    ],
+                },
             ],
             sha256: String::new(),
         });

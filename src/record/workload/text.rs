@@ -180,15 +180,24 @@ mod tests {
     use crate::record::request::VOCABULARY;
 
     fn counter() -> Arc<TokenCounter> {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/tokenizer/tokenizer.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/tokenizer/tokenizer.json"
+        );
         Arc::new(TokenCounter::load(std::path::Path::new(path)).unwrap())
     }
 
     #[test]
     fn equal_segments_give_equal_text_and_other_streams_other_text() {
         let t = Texts::new(5, &VOCABULARY, None).unwrap();
-        let a = Segment { stream: stream(StreamKind::Block, 9), words: 40 };
-        let b = Segment { stream: stream(StreamKind::Block, 10), words: 40 };
+        let a = Segment {
+            stream: stream(StreamKind::Block, 9),
+            words: 40,
+        };
+        let b = Segment {
+            stream: stream(StreamKind::Block, 10),
+            words: 40,
+        };
         assert_eq!(t.render(&[a]), t.render(&[a]));
         assert_ne!(t.render(&[a]), t.render(&[b]));
         // A shorter run of the same stream is a prefix of the longer one.
@@ -199,8 +208,14 @@ mod tests {
 
     #[test]
     fn stream_kinds_never_collide() {
-        assert_ne!(stream(StreamKind::Request, 3), stream(StreamKind::Prefix, 3));
-        assert_eq!(stream(StreamKind::Block, 1 << 62), stream(StreamKind::Block, 0));
+        assert_ne!(
+            stream(StreamKind::Request, 3),
+            stream(StreamKind::Prefix, 3)
+        );
+        assert_eq!(
+            stream(StreamKind::Block, 1 << 62),
+            stream(StreamKind::Block, 0)
+        );
     }
 
     #[test]
@@ -216,7 +231,10 @@ mod tests {
         for seed in 0..40u64 {
             let t = Texts::new(seed, &VOCABULARY, Some(c.clone())).unwrap();
             for target in [1u32, 2, 7, 100, 513, 2000] {
-                let mut segs = [Segment { stream: stream(StreamKind::Request, seed * 31 + 1), words: 0 }];
+                let mut segs = [Segment {
+                    stream: stream(StreamKind::Request, seed * 31 + 1),
+                    words: 0,
+                }];
                 assert_eq!(t.fit(&mut segs, target).unwrap(), Some(target));
                 assert_eq!(c.count(&t.render(&segs)).unwrap(), target as usize);
             }
@@ -227,9 +245,18 @@ mod tests {
     fn a_prefix_plus_tail_is_fitted_as_a_whole_and_keeps_the_prefix() {
         let c = counter();
         let t = Texts::new(3, &VOCABULARY, Some(c.clone())).unwrap();
-        let mut prefix = [Segment { stream: stream(StreamKind::Prefix, 0), words: 0 }];
+        let mut prefix = [Segment {
+            stream: stream(StreamKind::Prefix, 0),
+            words: 0,
+        }];
         t.fit(&mut prefix, 64).unwrap();
-        let mut segs = [prefix[0], Segment { stream: stream(StreamKind::Request, 1), words: 0 }];
+        let mut segs = [
+            prefix[0],
+            Segment {
+                stream: stream(StreamKind::Request, 1),
+                words: 0,
+            },
+        ];
         t.fit(&mut segs, 64 + 100).unwrap();
         assert_eq!(segs[0], prefix[0]);
         let text = t.render(&segs);
@@ -243,7 +270,10 @@ mod tests {
         // make_tokenizer.py), so no text of them is 1 token long.
         const RARE: [&str; 3] = ["xylophone", "quartz", "zephyr"];
         let t = Texts::new(1, &RARE, Some(counter())).unwrap();
-        let mut segs = [Segment { stream: 1, words: 0 }];
+        let mut segs = [Segment {
+            stream: 1,
+            words: 0,
+        }];
         let err = t.fit(&mut segs, 1).unwrap_err().to_string();
         assert!(err.contains("exactly 1 tokens"), "{err}");
     }
@@ -252,8 +282,14 @@ mod tests {
     fn without_a_tokenizer_one_word_stands_for_one_token() {
         let t = Texts::new(0, &VOCABULARY, None).unwrap();
         let mut segs = [
-            Segment { stream: 1, words: 30 },
-            Segment { stream: 2, words: 0 },
+            Segment {
+                stream: 1,
+                words: 30,
+            },
+            Segment {
+                stream: 2,
+                words: 0,
+            },
         ];
         assert_eq!(t.fit(&mut segs, 100).unwrap(), None);
         assert_eq!(segs[1].words, 70);

@@ -20,7 +20,8 @@
 //!    `schema/`, `src/`, `tests/`, `benches/`, `examples/`, `deploy/`,
 //!    `fuzz/`, `.ci/`, `proptest-regressions/`), resolved from the
 //!    repository root; or when it ends in `.md`, resolved from the document's
-//!    folder or else the root. Words are split at whitespace and at
+//!    folder, else the root, else (a bare name such as `frontier.md`)
+//!    `docs/`. Words are split at whitespace and at
 //!    `` ` ( ) [ ] " ' , ; | = ``; trailing `. : ! ?` and a `:LINE` suffix
 //!    are dropped. A placeholder (`<target>`, `{rate}`, `*`, `…`) ends the
 //!    literal part: `fuzz/regressions/<target>/` requires
@@ -87,7 +88,9 @@ fn outside_references(line: &str) -> Vec<String> {
         if lower[..at].chars().next_back().is_some_and(word_char) {
             continue;
         }
-        let rest = lower[at + 5..].strip_prefix('s').unwrap_or(&lower[at + 5..]);
+        let rest = lower[at + 5..]
+            .strip_prefix('s')
+            .unwrap_or(&lower[at + 5..]);
         let rest = rest.trim_start_matches([' ', '#']);
         if rest.starts_with(|c: char| c.is_ascii_digit()) {
             let number: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -165,7 +168,9 @@ fn problems(source: &Source) -> Vec<String> {
             let exists = if REPO_DIRS.iter().any(|dir| word.starts_with(dir)) {
                 root.join(&word).exists()
             } else {
-                source.dir.join(&word).exists() || root.join(&word).exists()
+                source.dir.join(&word).exists()
+                    || root.join(&word).exists()
+                    || (!word.contains('/') && root.join("docs").join(&word).exists())
             };
             if !exists {
                 found.push(format!(
@@ -198,10 +203,9 @@ fn documents() -> Vec<Source> {
         .map(|name| format!("docs/{name}"))
         .collect();
     names.sort();
-    assert!(
-        names.len() >= 7,
-        "expected docs/contract.md and the six guides, found {names:?}"
-    );
+    // The contract and the guides (reviewer, recorder, report, frontier,
+    // import, reliability): fewer means the scan is looking in the wrong place.
+    assert!(names.len() >= 6, "too few docs/*.md found: {names:?}");
     let mut sources = vec![read_source("README.md"), read_source("CHANGELOG.md")];
     sources.extend(names.iter().map(|n| read_source(n)));
     sources
@@ -308,6 +312,9 @@ fn documents_cite_only_repository_files() {
     );
 }
 
+/// Kept apart from the documents' test on purpose: the help texts live in
+/// `src/` (the `mutate` help still cites the outside specification when this
+/// test was written), so this test names exactly what is left to fix there.
 #[test]
 fn help_texts_cite_only_repository_files() {
     let sources = help_texts();
@@ -320,7 +327,10 @@ fn help_texts_cite_only_repository_files() {
         "goodput mutate --help",
         "goodput record --help",
     ] {
-        assert!(names.contains(&expected), "{expected} not scanned: {names:?}");
+        assert!(
+            names.contains(&expected),
+            "{expected} not scanned: {names:?}"
+        );
     }
     let found: Vec<String> = sources.iter().flat_map(problems).collect();
     assert!(

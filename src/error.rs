@@ -81,6 +81,9 @@ pub enum Error {
         /// What is wrong, and where.
         source: crate::import::ImportError,
     },
+    /// `record`'s preflight found the server unusable; nothing was recorded.
+    #[error("preflight: {0}")]
+    Preflight(#[from] crate::record::preflight::PreflightError),
     /// `sim` could not listen where asked.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -103,7 +106,8 @@ impl Error {
             | Error::Usage(_)
             | Error::RejectedFile { .. }
             | Error::Import { .. }
-            | Error::Listen { .. } => EXIT_ERROR,
+            | Error::Listen { .. }
+            | Error::Preflight(_) => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }
     }

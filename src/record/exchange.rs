@@ -9,12 +9,18 @@
 //!   reason (some servers omit `[DONE]`); with no content at all it fails as
 //!   `no_content` instead (there is no first token to measure);
 //! - failed `connect_refused` / `connect_error` before a response head,
+//!   `tls_certificate` / `tls_handshake` when the TLS handshake fails,
 //!   `disconnect` when the connection breaks (before the head or mid-body),
 //!   `http_<status>` on a non-2xx head, `bad_stream` on an unreadable chunk or
 //!   a body that ends cleanly without an end marker, `server_error` on an
 //!   error object or `event: error`, `timeout` when `timeout` has passed since
 //!   the *scheduled* arrival;
 //! - in flight when the run is cancelled first (horizon or interrupt).
+//!
+//! A failure in the server's own words is kept for the row's `errorText`
+//! label: the first bytes of a non-2xx body (read after the ending is
+//! decided, so reading it never moves `endedMs`) or of an SSE error event
+//! (see [`super::error_text`]).
 
 use std::time::Duration;
 
@@ -23,6 +29,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::client::{ResponseBody, SendError, Transport};
+use super::error_text::{read_head, ErrorHead, KEEP_BYTES};
 use super::sse::{classify, Chunk, SseParser};
 
 /// The run's monotonic clock: milliseconds since `t0`.
@@ -69,6 +76,10 @@ pub enum FailReason {
     Timeout,
     /// The stream ended normally but never carried any content.
     NoContent,
+    /// The server's TLS certificate was not trusted.
+    TlsCertificate,
+    /// The TLS handshake failed otherwise.
+    TlsHandshake,
 }
 
 impl FailReason {
@@ -83,6 +94,8 @@ impl FailReason {
             FailReason::ServerError => "server_error".into(),
             FailReason::Timeout => "timeout".into(),
             FailReason::NoContent => "no_content".into(),
+            FailReason::TlsCertificate => "tls_certificate".into(),
+            FailReason::TlsHandshake => "tls_handshake".into(),
         }
     }
 }
@@ -122,6 +135,8 @@ pub struct Observation {
     pub usage_prompt_tokens: Option<u64>,
     /// A choice carried a finish reason.
     pub finished: bool,
+    /// The first bytes of a non-2xx body or of an SSE error event.
+    pub error_head: Option<ErrorHead>,
 }
 
 /// The SSE-reading half of a request, without I/O: feed frames, get the ending.
@@ -139,6 +154,7 @@ impl StreamState {
             if ending.is_some() {
                 return;
             }
+            let data = event.data;
             match classify(event) {
                 Chunk::Done => ending = Some(finish(obs, now_ms)),
                 Chunk::Data {
@@ -161,6 +177,10 @@ impl StreamState {
                     }
                 }
                 Chunk::ServerError(_) => {
+                    obs.error_head = Some(ErrorHead {
+                        bytes: data[..data.len().min(KEEP_BYTES)].to_vec(),
+                        truncated: data.len() > KEEP_BYTES,
+                    });
                     ending = Some(Ending::Failed {
                         reason: FailReason::ServerError,
                         ended_ms: now_ms,
@@ -219,6 +239,10 @@ pub async fn exchange<T: Transport>(
                 SendError::Refused => FailReason::ConnectRefused,
                 SendError::Connect(_) => FailReason::ConnectError,
                 SendError::Disconnected(_) => FailReason::Disconnect,
+                SendError::Tls(failure) => match failure.reason() {
+                    "tls_certificate" => FailReason::TlsCertificate,
+                    _ => FailReason::TlsHandshake,
+                },
             };
             let ending = Ending::Failed {
                 reason,
@@ -232,7 +256,8 @@ pub async fn exchange<T: Transport>(
             reason: FailReason::Http(status),
             ended_ms: clock.now_ms(),
         };
-        return (ending, None);
+        // The body (the server's error text) is read by `run_one`.
+        return (ending, Some(response));
     }
     let mut state = StreamState::default();
     loop {
@@ -287,7 +312,13 @@ pub async fn run_one<T: Transport>(
             },
         }
     };
-    if let Some(mut body) = leftover {
+    if let (Some(body), Ending::Failed { .. }) = (&mut leftover, ending) {
+        // The error text of a non-2xx response; bounded in bytes and time.
+        let head = tokio::time::timeout(ERROR_BODY_WAIT, read_head(body)).await;
+        if let Ok((bytes, truncated)) = head {
+            obs.error_head = Some(ErrorHead { bytes, truncated });
+        }
+    } else if let Some(mut body) = leftover {
         // Read the end of the chunked body so the connection returns to the
         // pool; it normally follows `[DONE]` in the same read. Bounded, and
         // it changes nothing in the row.
@@ -296,6 +327,10 @@ pub async fn run_one<T: Transport>(
     }
     (obs, ending)
 }
+
+/// How long `run_one` waits for the body of a non-2xx response after its
+/// head (the row's ending is already decided; this only bounds the label).
+pub const ERROR_BODY_WAIT: Duration = Duration::from_millis(200);
 
 /// Resolves when the run is cancelled; never, if the sender is gone without
 /// having cancelled (a dropped sender is not a cancellation).

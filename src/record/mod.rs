@@ -13,12 +13,22 @@
 //!
 //! Honesty rules: arrivals are scheduled instants and latency counts from
 //! them; every scheduled request becomes exactly one row (failures are rows;
-//! unfinished work is `in_flight`); the API key and prompts never reach the
-//! trace; the trace is written atomically, also after Ctrl-C.
+//! unfinished work is `in_flight`); the API key, header values and prompts
+//! never reach the trace; the trace is written atomically, also after Ctrl-C.
+//!
+//! Reaching real servers (`https://`, headers, `--extra-body`, the
+//! preflight, the server's error text on failed rows) lives in
+//! [`endpoint`], [`tls`], [`headers`], [`extra_body`], [`preflight`] and
+//! [`error_text`].
 
 pub mod client;
 pub mod duration;
+pub mod endpoint;
+pub mod error_text;
 pub mod exchange;
+pub mod extra_body;
+pub mod headers;
+pub mod preflight;
 pub mod request;
 pub mod row;
 pub mod runner;
@@ -26,6 +36,7 @@ pub mod schedule;
 pub mod sse;
 pub mod summary;
 pub mod sweep;
+pub mod tls;
 pub mod trace_out;
 
 use std::collections::BTreeMap;
@@ -41,8 +52,9 @@ use crate::error::{Error, EXIT_OK};
 use crate::render::json::to_canonical_json;
 use crate::trace::{Equality, Gates, Labels, Scalar, Warmup, Window};
 
-use self::client::{HyperTransport, Transport};
+use self::client::Transport;
 use self::duration::parse_duration;
+use self::endpoint::{Endpoint, EndpointFlags};
 use self::request::{Api, BodyTemplate, PromptSource};
 use self::runner::{Counters, Interrupt, Load, RunConfig, RunOutcome};
 use self::schedule::{open_schedule, ArrivalProcess};
@@ -51,9 +63,12 @@ use self::trace_out::{round_us, TraceDoc, TraceRow, TRACE_SCHEMA};
 /// Exit statuses of `goodput record`, shown in `--help`.
 pub const RECORD_EXIT_HELP: &str = "\
 Exit status:
-  0    the trace was written
-  2    usage error, unreadable prompt file, or the output cannot be written
-       (checked before any request is sent; no partial file is ever left)
+  0    the trace was written (when most requests failed for one reason, the
+       summary's first line says so)
+  2    usage error, unreadable prompt file, the output cannot be written, or
+       the preflight found the server unreachable, TLS failing, 401/403 or
+       404 (all checked before any request of the run is sent and before any
+       trace is written; no partial file is ever left)
   130  interrupted (Ctrl-C): scheduling stopped, unfinished requests were written
        in_flight, the window was cut at the interrupt, and the trace was written
        (in a rate sweep: the current point's trace; earlier points' traces stay)
@@ -63,8 +78,11 @@ seed + index each, --out a template containing {rate}, --cooldown between points
 every point is checked before anything is sent. See docs/frontier.md.
 
 The API key is read from the environment (OPENAI_API_KEY, or --api-key-env NAME)
-and is never written. Prompts are never written: rows carry their length and a
-short hash. Only plain http:// URLs are supported.";
+and is never written; neither are header values (-H, --header-env): the trace
+records header names only. --extra-body and --insecure are written into the
+trace's workload. Prompts are never written: rows carry their length and a
+short hash. https:// goes through rustls (HTTP/1.1), trusting the system's
+roots unless --cacert FILE or --insecure is given.";
 
 /// The gates of the class used when no `--slo` is given (the SPEC's example
 /// interactive class; declare your own SLOs for real evidence).
@@ -152,6 +170,28 @@ pub struct RecordArgs {
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// A header sent with every request, `'Name: value'`; repeatable. The
+    /// value is never written or printed (the trace records the name).
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub header: Vec<String>,
+    /// A header whose value is read from the environment variable ENVVAR,
+    /// `'Name: ENVVAR'`; repeatable.
+    #[arg(long = "header-env", value_name = "'NAME: ENVVAR'")]
+    pub header_env: Vec<String>,
+    /// A JSON object merged into every request body (`'{"temperature": 0}'`);
+    /// written into the trace's workload. Keys the recorder sets are refused.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// https: trust only the PEM certificates in FILE (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https: accept any certificate (the trace says so: workload.insecure).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Skip the check of the server (GET /v1/models, else a one-token
+    /// request) made before the schedule starts.
+    #[arg(long)]
+    pub no_preflight: bool,
 }
 
 /// One `--request-rate` value: the number, and the text as written (a sweep
@@ -194,8 +234,10 @@ pub struct Plan {
     pub workload: Labels,
     /// The output path.
     pub out: PathBuf,
-    /// The API key, if any (never written anywhere).
-    pub api_key: Option<String>,
+    /// How the server is reached (TLS, headers, the API key, secrets).
+    pub endpoint: Endpoint,
+    /// Whether to probe the server before the schedule starts.
+    pub preflight: bool,
 }
 
 impl Plan {
@@ -254,13 +296,8 @@ pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
         .parse()
         .map_err(|e| format!("--url `{url}` is not a URL ({e})"))?;
     match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(format!(
-                "--url `{url}`: https is not supported; record through a local plain-HTTP endpoint"
-            ))
-        }
-        _ => return Err(format!("--url `{url}` must start with http://")),
+        Some("http" | "https") => {}
+        _ => return Err(format!("--url `{url}` must start with http:// or https://")),
     }
     if uri.host().is_none() {
         return Err(format!("--url `{url}` has no host"));
@@ -466,6 +503,27 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let api_key = std::env::var(&args.api_key_env)
         .ok()
         .filter(|k| !k.is_empty());
+    // Connection settings and request fields (values of headers stay out of
+    // the trace; the extra body goes in).
+    let flags = EndpointFlags {
+        header: args.header.clone(),
+        header_env: args.header_env.clone(),
+        cacert: args.cacert.clone(),
+        insecure: args.insecure,
+    };
+    let endpoint =
+        Endpoint::from_flags(&uri, &flags, api_key, |v| std::env::var(v).ok()).map_err(usage)?;
+    endpoint.describe(&mut workload);
+    let extra = match &args.extra_body {
+        Some(text) => {
+            extra_body::ExtraBody::parse(text, args.max_tokens.is_some(), args.ignore_eos)
+                .map_err(usage)?
+        }
+        None => extra_body::ExtraBody::default(),
+    };
+    if !extra.is_empty() {
+        workload.insert("extraBody".into(), Scalar::String(extra.as_json().into()));
+    }
     check_writable(&args.out)?;
     Ok(Plan {
         uri,
@@ -480,6 +538,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 model: args.model.clone(),
                 max_tokens: args.max_tokens,
                 ignore_eos: args.ignore_eos,
+                extra,
             },
         },
         warmup_ms,
@@ -488,7 +547,8 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         equality,
         workload,
         out: args.out.clone(),
-        api_key,
+        endpoint,
+        preflight: !args.no_preflight,
     })
 }
 
@@ -507,19 +567,23 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
         .iter()
         .enumerate()
         .map(|(index, slot)| match slot {
-            Some(f) => row::assemble(
-                &row::RowMeta {
-                    index,
-                    class: f.class.clone(),
-                    arrival_ms: f.arrival_ms,
-                    open_loop,
-                    prompt_chars: f.prompt_chars,
-                    prompt_hash: f.prompt_hash.clone(),
-                },
-                &f.obs,
-                &f.ending,
-                tokens,
-            ),
+            Some(f) => {
+                let mut row = row::assemble(
+                    &row::RowMeta {
+                        index,
+                        class: f.class.clone(),
+                        arrival_ms: f.arrival_ms,
+                        open_loop,
+                        prompt_chars: f.prompt_chars,
+                        prompt_hash: f.prompt_hash.clone(),
+                    },
+                    &f.obs,
+                    &f.ending,
+                    tokens,
+                );
+                error_text::attach(&mut row, &f.obs, &plan.endpoint.secrets);
+                row
+            }
             None => {
                 let prompt = plan.run.prompts.prompt(index);
                 row::not_sent(&row::RowMeta {
@@ -654,8 +718,31 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         return sweep::run_sweep(args, stdout);
     }
     let plan = plan(&args)?;
+    preflight(&plan)?;
     let progress = !args.no_progress && std::io::stderr().is_terminal();
     record_one(&plan, progress, stdout).map(|_| EXIT_OK)
+}
+
+/// The preflight of [`preflight`] for a plan (nothing when `--no-preflight`):
+/// its own transport and runtime, the run's headers, key and TLS settings.
+pub fn preflight(plan: &Plan) -> Result<(), Error> {
+    if !plan.preflight {
+        return Ok(());
+    }
+    let transport = plan.endpoint.transport(plan.uri.clone()).map_err(usage)?;
+    let mut template = plan.run.template.clone();
+    if template.max_tokens.is_some() || !template.extra.has("max_tokens") {
+        template.max_tokens = Some(1);
+    }
+    template.ignore_eos = false;
+    let wait = plan.run.timeout.min(preflight::PREFLIGHT_TIMEOUT);
+    preflight::check_blocking(
+        &transport,
+        template.body("Hello"),
+        &plan.endpoint.secrets,
+        wait,
+    )
+    .map_err(Error::Preflight)
 }
 
 /// What one recording wrote.
@@ -671,8 +758,7 @@ pub struct Written {
 /// the trace and the summary. A single `record` and every point of a sweep go
 /// through here. Ctrl-C ends it with [`Error::Interrupted`] after writing.
 pub fn record_one(plan: &Plan, progress: bool, stdout: &mut dyn Write) -> Result<Written, Error> {
-    let transport =
-        HyperTransport::new(plan.uri.clone(), plan.api_key.as_deref()).map_err(usage)?;
+    let transport = plan.endpoint.transport(plan.uri.clone()).map_err(usage)?;
     let retries = transport.retries();
     let mut outcome = execute(
         plan,
@@ -784,7 +870,11 @@ mod tests {
             u("http://h/custom/gen", Api::Chat),
             Ok("http://h/custom/gen".into())
         );
-        assert!(u("https://h", Api::Chat).is_err());
+        assert_eq!(
+            u("https://h", Api::Chat),
+            Ok("https://h/v1/chat/completions".into())
+        );
+        assert!(u("ftp://h", Api::Chat).is_err());
         assert!(u("h:8000", Api::Chat).is_err());
     }
 

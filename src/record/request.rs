@@ -243,6 +243,8 @@ pub struct BodyTemplate {
     pub max_tokens: Option<u32>,
     /// `ignore_eos` (a vLLM extension), sent only when set.
     pub ignore_eos: bool,
+    /// `--extra-body` members, merged into every body.
+    pub extra: super::extra_body::ExtraBody,
 }
 
 #[derive(Serialize)]
@@ -296,7 +298,8 @@ impl BodyTemplate {
             ignore_eos: self.ignore_eos,
         };
         // Serializing strings and integers into a Vec cannot fail.
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        Bytes::from(self.extra.merge_into(body))
     }
 }
 
@@ -328,6 +331,7 @@ mod tests {
             model: "m".into(),
             max_tokens: Some(64),
             ignore_eos: true,
+            extra: Default::default(),
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("hi \"there\"")).unwrap();
         assert_eq!(
@@ -340,11 +344,18 @@ mod tests {
             model: "m".into(),
             max_tokens: None,
             ignore_eos: false,
+            extra: super::super::extra_body::ExtraBody::parse(
+                r#"{"temperature":0.5}"#,
+                false,
+                false,
+            )
+            .unwrap(),
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("x")).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true}})
+            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true},
+                "temperature": 0.5})
         );
     }
 

@@ -146,6 +146,7 @@ mod tests {
             usage_output_tokens: Some(10),
             usage_prompt_tokens: Some(12),
             finished: true,
+            ..Observation::default()
         }
     }
 

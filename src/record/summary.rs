@@ -10,6 +10,11 @@
 //!   `--request-rate`) keeps a Poisson draw that happened to run a little
 //!   slow from being blamed on the client; requests never sent count against
 //!   the achieved rate.
+//!
+//! When more than half of the rows failed for the same reason (a dead
+//! server, a wrong key, an untrusted certificate), the first line says so,
+//! with the server's most frequent error text for that reason, so the
+//! failure cannot hide among the figures.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -45,6 +50,46 @@ pub struct Figures {
     pub send_lag_ms: Option<(f64, f64, f64)>,
     /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows).
     pub arrival_rates_per_s: Option<(f64, f64)>,
+    /// The failure reason of more than half of the rows, if there is one.
+    pub dominant_failure: Option<DominantFailure>,
+}
+
+/// One failure reason that most rows share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DominantFailure {
+    /// The reason (`connect_refused`, `http_401`…).
+    pub reason: String,
+    /// Rows failed with it.
+    pub rows: usize,
+    /// The most frequent `errorText` among them (ties: the first in order).
+    pub text: Option<String>,
+}
+
+fn dominant_failure(
+    rows: &[TraceRow],
+    failed: &BTreeMap<String, usize>,
+) -> Option<DominantFailure> {
+    let (reason, &count) = failed
+        .iter()
+        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(*r)))?;
+    if count * 2 <= rows.len() {
+        return None;
+    }
+    let mut texts: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.reason.as_deref() == Some(reason)) {
+        if let Some(Scalar::String(t)) = row.labels.get(super::error_text::LABEL) {
+            *texts.entry(t).or_default() += 1;
+        }
+    }
+    let text = texts
+        .iter()
+        .max_by_key(|(t, n)| (**n, std::cmp::Reverse(*t)))
+        .map(|(t, _)| (*t).to_owned());
+    Some(DominantFailure {
+        reason: reason.clone(),
+        rows: count,
+        text,
+    })
 }
 
 fn number(row: &TraceRow, key: &str) -> Option<f64> {
@@ -66,6 +111,7 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
         output_tokens: 0,
         send_lag_ms: None,
         arrival_rates_per_s: None,
+        dominant_failure: None,
     };
     let mut lags = Vec::new();
     let mut last_send: Option<f64> = None;
@@ -110,6 +156,7 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
             f.arrival_rates_per_s = Some((achieved, scheduled));
         }
     }
+    f.dominant_failure = dominant_failure(rows, &f.failed);
     f
 }
 
@@ -152,6 +199,17 @@ pub fn analyze_command(path: &str, rows: usize, bytes: usize) -> String {
 /// The summary text.
 pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> String {
     let mut s = String::new();
+    if let Some(d) = &f.dominant_failure {
+        let _ = write!(
+            s,
+            "most requests failed: {} of {} rows ended {}",
+            d.rows, f.rows, d.reason
+        );
+        if let Some(text) = &d.text {
+            let _ = write!(s, " (server said: \"{text}\")");
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(
         s,
         "{} {} rows to {} ({} bytes)",
@@ -260,6 +318,45 @@ mod tests {
         assert!(f.client_bound());
         let text = render(&f, "t.json", 10, false);
         assert!(text.contains("warning: the client"), "{text}");
+    }
+
+    #[test]
+    fn the_first_line_names_a_reason_shared_by_most_rows() {
+        let failed = |reason: &str, text: Option<&str>| {
+            let mut r = row(0.0, RowStatus::Failed, Some(0.0));
+            r.reason = Some(reason.into());
+            if let Some(t) = text {
+                r.labels
+                    .insert("errorText".into(), Scalar::String(t.into()));
+            }
+            r
+        };
+        // 3 of 5 rows are http_401: more than half.
+        let rows = vec![
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("expired key")),
+            failed("timeout", None),
+            row(0.0, RowStatus::Completed, Some(0.0)),
+        ];
+        let f = figures(&rows, true);
+        assert_eq!(
+            f.dominant_failure,
+            Some(DominantFailure {
+                reason: "http_401".into(),
+                rows: 3,
+                text: Some("bad key".into())
+            })
+        );
+        let text = render(&f, "t.json", 10, false);
+        assert!(
+            text.starts_with("most requests failed: 3 of 5 rows ended http_401 (server said: \"bad key\")\nwrote 5 rows"),
+            "{text}"
+        );
+        // 2 of 4: not more than half.
+        let f = figures(&rows[1..], true);
+        assert_eq!(f.dominant_failure, None);
+        assert!(render(&f, "t.json", 10, false).starts_with("wrote 4 rows"));
     }
 
     #[test]

@@ -136,6 +136,9 @@ fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
 /// `goodput record` with several rates: plan all, then record each in turn.
 pub fn run_sweep(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let plans = plan_sweep(&args)?;
+    if let Some(first) = plans.first() {
+        super::preflight(first)?;
+    }
     let progress = !args.no_progress && std::io::stderr().is_terminal();
     let mut written: Vec<(String, Written)> = Vec::with_capacity(plans.len());
     for (index, (p, rate)) in plans.iter().zip(&args.request_rate).enumerate() {

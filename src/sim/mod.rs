@@ -14,6 +14,7 @@ pub mod engine;
 pub mod fault;
 pub mod http;
 pub mod quirks;
+pub mod tls;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -25,6 +26,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 
 use crate::error::{Error, EXIT_OK};
@@ -33,12 +35,13 @@ use self::engine::EngineParams;
 use self::fault::{check_faults, parse_fault, Fault};
 use self::http::{AppState, SimStats};
 use self::quirks::StreamQuirks;
+use self::tls::{Front, RequiredHeader};
 
 /// Exit statuses of `goodput sim`, shown in `--help`.
 pub const SIM_EXIT_HELP: &str = "\
 Exit status:
   0  stopped by Ctrl-C
-  2  usage error, or the address cannot be bound
+  2  usage error, unreadable --tls-cert/--tls-key, or the address cannot be bound
 
 Capacity at a full batch B is B / (decode-step-ms + B x decode-ms-per-seq) tokens per ms.
 A lone request sees TTFT = prefill + decode-step-ms + decode-ms-per-seq and
@@ -46,7 +49,11 @@ TPOT = decode-step-ms + decode-ms-per-seq.
 
 Stream quirks (--close-after-response, --usage-before-last-token, --tokens-per-chunk,
 --no-done, --no-finish-reason, --no-usage) reproduce behaviours of real servers that
-a recorder must survive; see docs/recorder.md.";
+a recorder must survive; see docs/recorder.md.
+
+--tls-cert FILE --tls-key FILE serve https (rustls, HTTP/1.1). --require-header
+'Name: value' answers 401 to any request without it; the 401 body echoes the
+values received (to test that a recorder keeps secrets out of its traces).";
 
 /// Flags of `goodput sim`.
 #[derive(Debug, Clone, clap::Args)]
@@ -104,6 +111,34 @@ pub struct SimArgs {
     /// `stream_options.include_usage`.
     #[arg(long)]
     pub no_usage: bool,
+    /// Serve https with this PEM certificate chain (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Answer 401 to any request (but /health) without this header, `'Name: value'`.
+    #[arg(long, value_name = "'NAME: VALUE'")]
+    pub require_header: Option<String>,
+}
+
+/// The TLS and header settings of `goodput sim`'s flags.
+pub fn front_from_args(args: &SimArgs) -> Result<Front, Error> {
+    let usage = |e: tls::FrontError| Error::Usage(e.to_string());
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::server_config(cert, key).map_err(usage)?),
+        _ => None,
+    };
+    let require_header = args
+        .require_header
+        .as_deref()
+        .map(RequiredHeader::parse)
+        .transpose()
+        .map_err(usage)?;
+    Ok(Front {
+        tls,
+        require_header,
+    })
 }
 
 /// Parses `MEAN[:STD]`.
@@ -190,6 +225,18 @@ pub async fn serve(
     stats: Arc<SimStats>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    serve_with(listener, config, Front::default(), stats, shutdown).await;
+}
+
+/// [`serve`], behind TLS and a header gate when `front` says so.
+pub async fn serve_with(
+    listener: TcpListener,
+    config: SimConfig,
+    front: Front,
+    stats: Arc<SimStats>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let acceptor = front.tls.map(tokio_rustls::TlsAcceptor::from);
     let state = Arc::new(AppState {
         engine: driver::spawn_engine(config.engine),
         faults: config.faults,
@@ -199,6 +246,7 @@ pub async fn serve(
         rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
         next_id: AtomicU64::new(0),
         stats,
+        require_header: front.require_header,
     });
     tokio::pin!(shutdown);
     loop {
@@ -216,39 +264,55 @@ pub async fn serve(
             .connections
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = state.clone();
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            // With --close-after-response, a streamed body signals its end
-            // here and the connection shuts down once that response is out.
-            let closer = state
-                .quirks
-                .close_after_response
-                .then(|| Arc::new(tokio::sync::Notify::new()));
-            let body_closer = closer.clone();
-            let service =
-                service_fn(move |req| http::handle(state.clone(), req, body_closer.clone()));
-            let conn = http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            // A client that goes away mid-response is normal here.
-            match closer {
-                None => {
-                    let _ = conn.await;
-                }
-                Some(closer) => {
-                    tokio::select! {
-                        _ = conn.as_mut() => {}
-                        () = closer.notified() => {
-                            // The head already went out with keep-alive, so
-                            // no `Connection: close` is sent: the close is
-                            // silent, as with a proxy that drops idle sockets.
-                            conn.as_mut().graceful_shutdown();
-                            let _ = conn.await;
-                        }
+            match acceptor {
+                None => serve_connection(stream, state).await,
+                Some(acceptor) => {
+                    // A failed handshake only loses that connection.
+                    if let Ok(tls) = acceptor.accept(stream).await {
+                        serve_connection(tls, state).await;
                     }
                 }
             }
         });
+    }
+}
+
+/// One HTTP/1.1 connection, plain or TLS.
+async fn serve_connection<I>(io: I, state: Arc<AppState>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    // With --close-after-response, a streamed body signals its end
+    // here and the connection shuts down once that response is out.
+    let closer = state
+        .quirks
+        .close_after_response
+        .then(|| Arc::new(tokio::sync::Notify::new()));
+    let body_closer = closer.clone();
+    let service = service_fn(move |req| http::handle(state.clone(), req, body_closer.clone()));
+    let conn = http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    // A client that goes away mid-response is normal here.
+    match closer {
+        None => {
+            let _ = conn.await;
+        }
+        Some(closer) => {
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                () = closer.notified() => {
+                    // The head already went out with keep-alive, so
+                    // no `Connection: close` is sent: the close is
+                    // silent, as with a proxy that drops idle sockets.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        }
     }
 }
 
@@ -260,6 +324,8 @@ pub struct SimServer {
     pub addr: SocketAddr,
     /// Its counters.
     pub stats: Arc<SimStats>,
+    /// `https` or `http`.
+    scheme: &'static str,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -267,6 +333,16 @@ pub struct SimServer {
 impl SimServer {
     /// Starts a sim with `worker_threads` runtime threads.
     pub fn start(config: SimConfig, worker_threads: usize) -> std::io::Result<SimServer> {
+        SimServer::start_with(config, Front::default(), worker_threads)
+    }
+
+    /// [`SimServer::start`] behind TLS and a header gate when `front` says so.
+    pub fn start_with(
+        config: SimConfig,
+        front: Front,
+        worker_threads: usize,
+    ) -> std::io::Result<SimServer> {
+        let scheme = if front.tls.is_some() { "https" } else { "http" };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(worker_threads.max(1))
             .enable_all()
@@ -279,7 +355,7 @@ impl SimServer {
         let thread = std::thread::Builder::new()
             .name("goodput-sim".into())
             .spawn(move || {
-                runtime.block_on(serve(listener, config, serve_stats, async {
+                runtime.block_on(serve_with(listener, config, front, serve_stats, async {
                     let _ = stopped.await;
                 }));
                 runtime.shutdown_timeout(std::time::Duration::from_millis(100));
@@ -287,14 +363,15 @@ impl SimServer {
         Ok(SimServer {
             addr,
             stats,
+            scheme,
             stop: Some(stop),
             thread: Some(thread),
         })
     }
 
-    /// The base URL, `http://127.0.0.1:PORT`.
+    /// The base URL, `http://127.0.0.1:PORT` (`https://` behind TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 }
 
@@ -312,6 +389,8 @@ impl Drop for SimServer {
 /// `goodput sim`: bind, print the address, serve until Ctrl-C.
 pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let config = SimConfig::from_args(&args)?;
+    let front = front_from_args(&args)?;
+    let scheme = if front.tls.is_some() { "https" } else { "http" };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -329,7 +408,7 @@ pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     })?;
     let p = config.engine;
     let line = format!(
-        "goodput sim listening on http://{addr} (max batch {}, prefill {} ms/1k tokens, decode step {} ms + {} ms/seq, \
+        "goodput sim listening on {scheme}://{addr} (max batch {}, prefill {} ms/1k tokens, decode step {} ms + {} ms/seq, \
          output {}:{} tokens, ceiling {:.0} tokens/s{})\n",
         p.max_batch,
         p.prefill_ms_per_1k_tokens,
@@ -346,9 +425,10 @@ pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let _ = stdout
         .write_all(line.as_bytes())
         .and_then(|()| stdout.flush());
-    runtime.block_on(serve(
+    runtime.block_on(serve_with(
         listener,
         config,
+        front,
         Arc::new(SimStats::default()),
         async {
             if tokio::signal::ctrl_c().await.is_err() {

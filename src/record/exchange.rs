@@ -418,6 +418,28 @@ mod tests {
     }
 
     #[test]
+    fn an_sse_error_event_keeps_its_data_for_the_label() {
+        let (obs, ending) = feed_all(&[
+            (TOK, 5.0),
+            ("data: {\"error\":{\"message\":\"boom\"}}\n\n", 7.0),
+        ]);
+        assert!(matches!(
+            ending,
+            Some(Ending::Failed {
+                reason: FailReason::ServerError,
+                ..
+            })
+        ));
+        assert_eq!(
+            obs.error_head,
+            Some(ErrorHead {
+                bytes: b"{\"error\":{\"message\":\"boom\"}}".to_vec(),
+                truncated: false
+            })
+        );
+    }
+
+    #[test]
     fn a_clean_end_without_done_completes_only_after_a_finish_reason() {
         let mut obs = Observation::default();
         let mut state = StreamState::default();

@@ -5,8 +5,11 @@
 //!
 //! Steps, with the run's own headers, key and TLS settings:
 //! 1. `GET /v1/models` (beside the endpoint: the endpoint's path up to its
-//!    `/v1`, else the server root's `/v1/models`). A 2xx answer passes.
-//! 2. Any other answer but 401/403 falls back to a one-token request to the
+//!    `/v1`, else the server root's `/v1/models`). A 2xx answer passes when
+//!    the endpoint is the standard one beside it (`…/v1/chat/completions`
+//!    or `…/v1/completions`): nothing is generated.
+//! 2. Otherwise (any other answer but 401/403, or a custom endpoint path,
+//!    which `/v1/models` says nothing about) a one-token request goes to the
 //!    endpoint itself (`max_tokens: 1`, a fixed one-word prompt). Any answer
 //!    other than 401, 403 or 404 passes: a busy server (429, 503) is what a
 //!    load test measures, not a setup mistake.
@@ -133,13 +136,14 @@ fn unreachable_or_tls(url: &str, probe: &Probe, wait: Duration) -> Option<Prefli
     }
 }
 
-/// Judges the `/v1/models` probe (pure).
-pub fn judge_models(url: &str, probe: &Probe, wait: Duration) -> Step {
+/// Judges the `/v1/models` probe (pure); `standard` says whether the
+/// endpoint is the standard path beside it.
+pub fn judge_models(url: &str, probe: &Probe, standard: bool, wait: Duration) -> Step {
     if let Some(e) = unreachable_or_tls(url, probe, wait) {
         return Step::Stop(e);
     }
     match probe {
-        Probe::Status(200..=299, _) => Step::Pass,
+        Probe::Status(200..=299, _) if standard => Step::Pass,
         Probe::Status(status @ (401 | 403), text) => Step::Stop(PreflightError::Denied {
             url: url.to_owned(),
             status: *status,
@@ -166,6 +170,12 @@ pub fn judge_endpoint(url: &str, probe: &Probe, wait: Duration) -> Result<(), Pr
         }),
         _ => Ok(()),
     }
+}
+
+/// Whether the endpoint is `…/v1/chat/completions` or `…/v1/completions`.
+pub fn standard_endpoint(endpoint: &Uri) -> bool {
+    let path = endpoint.path();
+    path.ends_with("/v1/chat/completions") || path.ends_with("/v1/completions")
 }
 
 /// `/v1/models` beside the endpoint.
@@ -214,7 +224,8 @@ pub async fn check(
     let models = models_uri(transport.uri());
     let models_url = models.to_string();
     let got = probe(transport.get(models), wait, secrets).await;
-    match judge_models(&models_url, &got, wait) {
+    let standard = standard_endpoint(transport.uri());
+    match judge_models(&models_url, &got, standard, wait) {
         Step::Pass => Ok(()),
         Step::Stop(e) => Err(e),
         Step::Fallback => {
@@ -267,32 +278,37 @@ mod tests {
             "http://h/gateway/v1/models"
         );
         assert_eq!(m("http://h/custom/generate"), "http://h/v1/models");
+        let standard = |s: &str| standard_endpoint(&s.parse().unwrap());
+        assert!(standard("http://h/v1/chat/completions"));
+        assert!(standard("http://h/gw/v1/completions"));
+        assert!(!standard("http://h/custom/generate"));
     }
 
     #[test]
     fn models_pass_deny_or_fall_back() {
         let url = "http://h/v1/models";
+        let ok = Probe::Status(200, None);
+        assert_eq!(judge_models(url, &ok, true, WAIT), Step::Pass);
+        // A custom endpoint path is probed even when the models answer.
+        assert_eq!(judge_models(url, &ok, false, WAIT), Step::Fallback);
         assert_eq!(
-            judge_models(url, &Probe::Status(200, None), WAIT),
-            Step::Pass
-        );
-        assert_eq!(
-            judge_models(url, &Probe::Status(404, None), WAIT),
+            judge_models(url, &Probe::Status(404, None), true, WAIT),
             Step::Fallback
         );
         assert_eq!(
-            judge_models(url, &Probe::Status(500, None), WAIT),
+            judge_models(url, &Probe::Status(500, None), true, WAIT),
             Step::Fallback
         );
-        let Step::Stop(e) = judge_models(url, &Probe::Status(401, Some("no key".into())), WAIT)
-        else {
+        let denied = Probe::Status(401, Some("no key".into()));
+        let Step::Stop(e) = judge_models(url, &denied, true, WAIT) else {
             panic!("401 must stop");
         };
         assert_eq!(
             e.to_string(),
             "http://h/v1/models answered 401 (\"no key\"): check the API key (--api-key-env) or --header"
         );
-        let Step::Stop(e) = judge_models(url, &Probe::Failed(SendError::Refused), WAIT) else {
+        let refused = Probe::Failed(SendError::Refused);
+        let Step::Stop(e) = judge_models(url, &refused, true, WAIT) else {
             panic!("refused must stop");
         };
         assert_eq!(

@@ -19,8 +19,8 @@ use super::error_text::Secrets;
 use super::headers::{self, ExtraHeader};
 use super::tls::{self, Trust};
 
-/// The connection settings of a recording.
-#[derive(Debug, Clone)]
+/// The connection settings of a recording. `Debug` never shows the key.
+#[derive(Clone)]
 pub struct Endpoint {
     /// The TLS client configuration (`https://` only).
     pub tls: Option<Arc<rustls::ClientConfig>>,
@@ -32,6 +32,18 @@ pub struct Endpoint {
     pub api_key: Option<String>,
     /// Every header value and the API key, for redaction.
     pub secrets: Secrets,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("tls", &self.tls.is_some())
+            .field("trust", &self.trust)
+            .field("headers", &self.headers)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("secrets", &self.secrets)
+            .finish()
+    }
 }
 
 /// The connection flags, as given.
@@ -147,6 +159,11 @@ mod tests {
             r#"{"headers":"authorization,x-tenant","insecure":true,"tls":"insecure"}"#
         );
         assert!(e.secrets.occur_in("..acme-secret..") && e.secrets.occur_in("sk-key"));
+        let debug = format!("{e:?}");
+        assert!(
+            !debug.contains("acme-secret") && !debug.contains("sk-key"),
+            "{debug}"
+        );
     }
 
     #[test]

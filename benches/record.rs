@@ -23,6 +23,7 @@
 //! and `GOODPUT_BENCH_TLS=0` to skip the https runs.
 
 use std::process::Command;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use goodput::sim::engine::EngineParams;
@@ -126,6 +127,8 @@ struct Point {
     unfinished: usize,
     tokens: f64,
     cpu_s: f64,
+    /// Connections the sim accepted over the runs (each https one is a handshake).
+    connections: u64,
 }
 
 impl Point {
@@ -141,12 +144,15 @@ impl Point {
 /// Runs the recorder `REPEATS` times at `rate` against `url`; `None` when
 /// a run failed (the reason is printed).
 fn measure(
-    url: &str,
+    server: &SimServer,
     extra: &[String],
     rate: f64,
     secs: f64,
     dir: &std::path::Path,
 ) -> Option<Point> {
+    let url = server.url();
+    let url = url.as_str();
+    let connections_before = server.stats.connections.load(Ordering::Relaxed);
     let mut point = Point {
         rows: 0,
         min_ratio: f64::INFINITY,
@@ -156,6 +162,7 @@ fn measure(
         unfinished: 0,
         tokens: 0.0,
         cpu_s: 0.0,
+        connections: 0,
     };
     for run in 0..REPEATS {
         let out = dir.join(format!("bench-{rate}-{run}.json"));
@@ -204,13 +211,14 @@ fn measure(
     let mut sorted = point.p99s.clone();
     sorted.sort_by(f64::total_cmp);
     point.median_p99_ms = sorted[sorted.len() / 2];
+    point.connections = server.stats.connections.load(Ordering::Relaxed) - connections_before;
     Some(point)
 }
 
 fn print_point(rate: f64, scheme: &str, p: &Point) {
     let runs: Vec<String> = p.p99s.iter().map(|x| format!("{x:.2}")).collect();
     println!(
-        "{:>8} {:>6} {:>7} {:>8.4} {:>7.3} ms {:>7} {:>8} {:>9} {:>8.2} {:>13.3} {:>5}   (p99 per run: {} ms)",
+        "{:>8} {:>6} {:>7} {:>8.4} {:>7.3} ms {:>7} {:>8} {:>9} {:>8.2} {:>13.3} {:>6} {:>5}   (p99 per run: {} ms)",
         rate,
         scheme,
         p.rows,
@@ -221,6 +229,7 @@ fn print_point(rate: f64, scheme: &str, p: &Point) {
         p.tokens,
         p.cpu_s,
         p.cpu_ms_per_1k_tokens(),
+        p.connections,
         if p.pass() { "yes" } else { "no" },
         runs.join(", ")
     );
@@ -283,7 +292,7 @@ fn main() {
             .unwrap_or_default()
     );
     println!(
-        "{:>8} {:>6} {:>7} {:>8} {:>10} {:>7} {:>8} {:>9} {:>8} {:>13} {:>5}",
+        "{:>8} {:>6} {:>7} {:>8} {:>10} {:>7} {:>8} {:>9} {:>8} {:>13} {:>6} {:>5}",
         "rate/s",
         "scheme",
         "rows",
@@ -294,20 +303,21 @@ fn main() {
         "tokens",
         "cpu s",
         "cpu ms/1k tok",
+        "conns",
         "pass"
     );
     let mut best = None;
     let mut misses = 0;
     let mut pairs: Vec<(f64, Point, Option<Point>)> = Vec::new();
     for rate in rates {
-        let Some(http) = measure(&server.url(), &[], rate, secs, dir.path()) else {
+        let Some(http) = measure(&server, &[], rate, secs, dir.path()) else {
             return;
         };
         print_point(rate, "http", &http);
         let https = match &tls {
             Some((tls_server, ca)) => {
                 let extra = vec!["--cacert".to_owned(), ca.display().to_string()];
-                let p = measure(&tls_server.url(), &extra, rate, secs, dir.path());
+                let p = measure(tls_server, &extra, rate, secs, dir.path());
                 if let Some(p) = &p {
                     print_point(rate, "https", p);
                 }

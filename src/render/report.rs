@@ -26,7 +26,7 @@ use std::fmt::Write;
 use crate::analyze::Analysis;
 use crate::receipt::{Block, LatencySummary, Receipt};
 use crate::render::sweep::short;
-use crate::sweep::{SweepEntry, TippingPoint};
+use crate::review::sweep::{SweepEntry, TippingPoint};
 use crate::trace::{Gates, Trace};
 use crate::verdict::Verdict;
 
@@ -195,7 +195,7 @@ footer{margin-top:32px;color:#666;font-size:12px;border-top:1px solid #ddd;paddi
 
 /// Renders the report: header, summary, verdict lanes, latency
 /// distributions, reasons, the sweep table (declared row first) and the
-/// invalid rows. `sweep` is what [`crate::sweep::sweep`] returned (may be empty).
+/// invalid rows. `sweep` is what [`crate::review::sweep::sweep`] returned (may be empty).
 pub fn render(analysis: &Analysis, sweep: &[SweepEntry]) -> String {
     let r = &analysis.receipt;
     let mut o = String::with_capacity(64 * 1024);

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::receipt::RECEIPT_SCHEMA;
 use crate::render::json::normalize_numbers;
-use crate::sweep::{plan_of, sweep, SweepEntry};
+use crate::review::sweep::{plan_of, sweep, SweepEntry};
 use crate::trace::validate::escape;
 use crate::trace::{sha256_hex, Limits};
 

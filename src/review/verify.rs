@@ -18,7 +18,7 @@ use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::receipt::RECEIPT_SCHEMA;
 use crate::render::json::normalize_numbers;
 use crate::review::sweep::{plan_of, sweep, SweepEntry};
-use crate::trace::validate::escape;
+use crate::trace::pointer::escape;
 use crate::trace::{sha256_hex, Limits};
 
 /// Why a receipt cannot be verified at all (exit status 2).

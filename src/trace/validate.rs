@@ -19,6 +19,7 @@ use super::model::{
     MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
 };
 use super::parse::{Interner, RawDocument, RawRow, RawStatus, RowsField, Slot};
+use super::pointer::escape;
 use super::{Limits, Rejection};
 
 const TOP_LEVEL_FIELDS: [&str; 10] = [
@@ -65,11 +66,6 @@ fn only_fields(obj: &Map<String, Value>, ptr: &str, allowed: &[&str]) -> Result<
         )),
         None => Ok(()),
     }
-}
-
-/// Escapes a key for use as a JSON pointer token (RFC 6901).
-pub fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 fn timestamp(obj: &Map<String, Value>, ptr: &str, key: &str) -> Result<Option<f64>, Rejection> {

@@ -554,12 +554,27 @@ impl InvalidSet {
 /// The row-level reasons of one row that need no other row: everything but
 /// `duplicate_id` and `unknown_class`.
 pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
-    use InvalidReason as R;
     let mut set = InvalidSet::default();
     if row.not_object {
-        set.insert(R::BadField);
+        set.insert(InvalidReason::BadField);
         return set;
     }
+    if has_bad_field(row) {
+        set.insert(InvalidReason::BadField);
+    }
+    time_reasons(row, &mut set);
+    if let Some(n) = row.output_tokens.value() {
+        if n < 0.0 || n.fract() != 0.0 || n > MAX_OUTPUT_TOKENS {
+            set.insert(InvalidReason::BadOutputTokens);
+        }
+    }
+    status_reasons(row, strings, &mut set);
+    set
+}
+
+/// `bad_field`: a stray field, an unusable id, class or status, a missing
+/// arrival, or a field of the wrong type.
+fn has_bad_field(row: &RawRow) -> bool {
     // A string id of at most 128 bytes has at most 128 code points: count
     // characters only for long ids.
     let good_id = matches!(&row.id, Slot::Set(id)
@@ -568,7 +583,7 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
         row.status,
         Slot::Set(RawStatus::Completed | RawStatus::Failed | RawStatus::InFlight)
     );
-    let bad_field = row.stray_field
+    row.stray_field
         || !good_id
         || matches!(row.class, Slot::Bad)
         || row.arrival_ms.value().is_none()
@@ -582,11 +597,13 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
         .iter()
         .any(|slot| slot.is_bad())
         || matches!(row.reason, Slot::Bad)
-        || matches!(row.labels, Slot::Bad);
-    if bad_field {
-        set.insert(R::BadField);
-    }
+        || matches!(row.labels, Slot::Bad)
+}
 
+/// The timestamps: in range, in order (arrival ≤ first token ≤ completion,
+/// arrival ≤ end), and within 24 h of the arrival.
+fn time_reasons(row: &RawRow, set: &mut InvalidSet) {
+    use InvalidReason as R;
     let arrival = row.arrival_ms.value();
     let first = row.first_token_ms.value();
     let completed = row.completed_ms.value();
@@ -621,11 +638,13 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
             set.insert(R::CompletionBeforeFirstToken);
         }
     }
-    if let Some(n) = row.output_tokens.value() {
-        if n < 0.0 || n.fract() != 0.0 || n > MAX_OUTPUT_TOKENS {
-            set.insert(R::BadOutputTokens);
-        }
-    }
+}
+
+/// What each status requires: a completed row its first token, completion
+/// and tokens (at least one); a failed row its reason; an unfinished row no
+/// completion.
+fn status_reasons(row: &RawRow, strings: &Interner, set: &mut InvalidSet) {
+    use InvalidReason as R;
     match row.status {
         Slot::Set(RawStatus::Completed) => {
             if !row.first_token_ms.is_present() {
@@ -656,7 +675,6 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
         }
         _ => {}
     }
-    set
 }
 
 /// Marks every row whose string id occurs more than once (SPEC §3: whatever

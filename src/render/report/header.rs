@@ -14,16 +14,26 @@ fn gate_text(g: Option<f64>, rule: &str) -> String {
     )
 }
 
-/// The header section.
+/// The header section: what was judged, under which contract.
 pub(super) fn section(o: &mut String, r: &Receipt) {
+    let _ = writeln!(o, "<header>\n<h1>goodput report</h1>\n<dl class=\"meta\">");
+    run_items(o, r);
+    class_items(o, r);
+    label_items(o, r);
+    let _ = writeln!(o, "</dl>\n</header>");
+}
+
+/// One term and its description.
+fn item(o: &mut String, k: &str, v: String) {
+    let _ = writeln!(o, "<dt>{k}</dt><dd>{v}</dd>");
+}
+
+/// The trace, window, warm-up, equality, tokens, percentiles and limits.
+fn run_items(o: &mut String, r: &Receipt) {
     let c = &r.contract;
     let w = &c.window;
-    let rule = if c.equality == "strict" { "<" } else { "≤" };
-    let _ = writeln!(o, "<header>\n<h1>goodput report</h1>\n<dl class=\"meta\">");
-    let mut item = |k: &str, v: String| {
-        let _ = writeln!(o, "<dt>{k}</dt><dd>{v}</dd>");
-    };
     item(
+        o,
         "trace",
         format!(
             "sha256 <code id=\"sha256\">{}</code> · {} bytes · {} rows",
@@ -33,6 +43,7 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
         ),
     );
     item(
+        o,
         "window",
         format!(
             "[{}, {}) ms = {} s · horizon {} ms",
@@ -43,6 +54,7 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
         ),
     );
     item(
+        o,
         "warm-up",
         c.warmup.as_ref().map_or_else(
             || "none".to_owned(),
@@ -50,6 +62,7 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
         ),
     );
     item(
+        o,
         "equality",
         format!(
             "{} (a value equal to its gate {})",
@@ -62,6 +75,7 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
         ),
     );
     item(
+        o,
         "tokens",
         format!(
             "{} → per-token figure is <b>{}</b>",
@@ -70,13 +84,21 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
         ),
     );
     item(
+        o,
         "percentiles",
         format!("{} (rank ⌈p·n/100⌉)", escape(&c.percentile_method)),
     );
     item(
+        o,
         "limits",
         format!("{} rows · {} bytes", r.limits.max_rows, r.limits.max_bytes),
     );
+}
+
+/// One line per class: its gates, and whether it is the default.
+fn class_items(o: &mut String, r: &Receipt) {
+    let c = &r.contract;
+    let rule = if c.equality == "strict" { "<" } else { "≤" };
     let tp = tpot_name(r);
     for (name, g) in &c.classes {
         let default = if c.default_class.as_deref() == Some(name.as_str()) {
@@ -85,6 +107,7 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
             ""
         };
         item(
+            o,
             "class",
             format!(
                 "<b>{}</b>{default}: TTFT {} · {tp} {} · E2E {}",
@@ -95,6 +118,11 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
             ),
         );
     }
+}
+
+/// The boundary and workload labels, when there are any.
+fn label_items(o: &mut String, r: &Receipt) {
+    let c = &r.contract;
     for (what, labels) in [("boundary", &c.boundary), ("workload", &c.workload)] {
         if labels.is_empty() {
             continue;
@@ -110,7 +138,6 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
                 format!("{} = {}", escape(k), escape(&v))
             })
             .collect();
-        item(what, text.join(" · "));
+        item(o, what, text.join(" · "));
     }
-    let _ = writeln!(o, "</dl>\n</header>");
 }

@@ -48,90 +48,109 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
             escape(name),
             escape(name)
         );
-        let metrics: [(&str, &str, Option<f64>, &LatencySummary, u64); 3] = [
-            (
-                "ttft",
-                "TTFT",
-                gates.ttft_ms,
-                &block.latency.ttft_ms,
-                block.reasons.miss.ttft,
-            ),
-            (
-                "tpot",
-                tpot_name(r),
-                gates.tpot_ms,
-                &block.latency.tpot_ms,
-                block.reasons.miss.tpot,
-            ),
-            (
-                "e2e",
-                "E2E",
-                gates.e2e_ms,
-                &block.latency.e2e_ms,
-                block.reasons.miss.e2e,
-            ),
+        let metrics = [
+            Metric {
+                key: "ttft",
+                label: "TTFT",
+                gate: gates.ttft_ms,
+                summary: &block.latency.ttft_ms,
+                missed: block.reasons.miss.ttft,
+            },
+            Metric {
+                key: "tpot",
+                label: tpot_name(r),
+                gate: gates.tpot_ms,
+                summary: &block.latency.tpot_ms,
+                missed: block.reasons.miss.tpot,
+            },
+            Metric {
+                key: "e2e",
+                label: "E2E",
+                gate: gates.e2e_ms,
+                summary: &block.latency.e2e_ms,
+                missed: block.reasons.miss.e2e,
+            },
         ];
-        for (key, label, gate, summary, missed) in metrics {
+        for metric in metrics {
             let values: Vec<f64> = a
                 .judgements
                 .iter()
                 .filter(|j| j.class == Some(c))
                 .filter_map(|j| j.verdict.measured())
-                .filter_map(|m| match key {
+                .filter_map(|m| match metric.key {
                     "ttft" => Some(m.ttft_ms),
                     "tpot" => m.tpot_ms,
                     _ => Some(m.e2e_ms),
                 })
                 .collect();
-            histogram(o, name, key, label, gate, rule, &values, summary, missed);
+            histogram(o, name, &metric, rule, &values);
         }
         let _ = writeln!(o, "</div>");
     }
     let _ = writeln!(o, "</section>");
 }
 
-#[allow(clippy::too_many_arguments)]
-fn histogram(
-    o: &mut String,
-    class: &str,
-    key: &str,
-    label: &str,
+/// One metric of one class: what its histogram shows and says.
+struct Metric<'a> {
+    /// `ttft`, `tpot` or `e2e` (the figure's `data-metric`).
+    key: &'a str,
+    /// The name shown.
+    label: &'a str,
+    /// The class's gate on this metric.
     gate: Option<f64>,
-    rule: &str,
-    values: &[f64],
-    summary: &LatencySummary,
+    summary: &'a LatencySummary,
+    /// Rows of the class that missed this gate.
     missed: u64,
-) {
-    let vmax = values.iter().copied().fold(0.0f64, f64::max);
-    let top_raw = vmax.max(gate.unwrap_or(0.0));
-    let step = nice_step(top_raw / 5.0);
-    let mut top = if top_raw > 0.0 {
-        (top_raw / step).ceil() * step
-    } else {
-        1.0
-    };
-    if top <= 0.0 || !top.is_finite() {
-        top = 1.0;
+}
+
+/// The x scale of one histogram: 0 ms to `top` ms (a round number at or
+/// above the largest value and the gate) over the plot's width.
+struct Scale {
+    top: f64,
+    x0: f64,
+    x1: f64,
+    y0: f64,
+}
+
+impl Scale {
+    fn of(values: &[f64], gate: Option<f64>) -> Scale {
+        let vmax = values.iter().copied().fold(0.0f64, f64::max);
+        let top_raw = vmax.max(gate.unwrap_or(0.0));
+        let step = nice_step(top_raw / 5.0);
+        let mut top = if top_raw > 0.0 {
+            (top_raw / step).ceil() * step
+        } else {
+            1.0
+        };
+        if top <= 0.0 || !top.is_finite() {
+            top = 1.0;
+        }
+        Scale {
+            top,
+            x0: HIST_LEFT,
+            x1: HIST_W - HIST_RIGHT,
+            y0: HIST_H - HIST_BOTTOM,
+        }
     }
-    let x0 = HIST_LEFT;
-    let x1 = HIST_W - HIST_RIGHT;
-    let y0 = HIST_H - HIST_BOTTOM;
-    let x_of = |v: f64| x0 + (v / top).clamp(0.0, 1.0) * (x1 - x0);
-    let bins = HISTOGRAM_BINS;
-    let width = top / bins as f64;
-    let mut counts = vec![0u64; bins];
-    for &v in values {
-        let b = ((v.max(0.0) / width).floor() as usize).min(bins - 1);
-        counts[b] += 1;
+
+    fn x_of(&self, v: f64) -> f64 {
+        self.x0 + (v / self.top).clamp(0.0, 1.0) * (self.x1 - self.x0)
     }
-    let cmax = counts.iter().copied().max().unwrap_or(0);
+}
+
+/// One histogram figure: bars, axes, the gate line and the caption.
+fn histogram(o: &mut String, class: &str, metric: &Metric, rule: &str, values: &[f64]) {
+    let scale = Scale::of(values, metric.gate);
+    let (x0, x1) = (scale.x0, scale.x1);
     let _ = writeln!(
         o,
-        "<figure class=\"dist\" data-class=\"{}\" data-metric=\"{key}\">\n\
+        "<figure class=\"dist\" data-class=\"{}\" data-metric=\"{}\">\n\
          <svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" \
-         aria-label=\"{label} histogram\" data-ms0=\"0\" data-ms1=\"{}\" data-x0=\"{}\" data-x1=\"{}\">",
+         aria-label=\"{} histogram\" data-ms0=\"0\" data-ms1=\"{}\" data-x0=\"{}\" data-x1=\"{}\">",
         escape(class),
-        short(top),
+        metric.key,
+        metric.label,
+        short(scale.top),
         px(x0),
         px(x1),
         w = px(HIST_W),
@@ -139,18 +158,42 @@ fn histogram(
     );
     let _ = writeln!(
         o,
-        "<text x=\"{}\" y=\"14\" font-weight=\"600\">{label} (ms)</text>",
-        px(x0)
+        "<text x=\"{}\" y=\"14\" font-weight=\"600\">{} (ms)</text>",
+        px(x0),
+        metric.label
     );
     if values.is_empty() {
         let _ = writeln!(
             o,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"no-gate\">no completed rows</text>",
             px((x0 + x1) / 2.0),
-            px((HIST_TOP + y0) / 2.0)
+            px((HIST_TOP + scale.y0) / 2.0)
         );
     }
-    let plot_h = y0 - HIST_TOP;
+    let cmax = bars(o, &scale, values);
+    axes(o, &scale, cmax);
+    gate_line(o, &scale, metric.gate, rule);
+    let _ = writeln!(
+        o,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">ms</text>\n</svg>",
+        px((x0 + x1) / 2.0),
+        px(HIST_H - 4.0)
+    );
+    caption(o, metric);
+}
+
+/// The bars: `values` counted into [`HISTOGRAM_BINS`] equal bins from 0 ms
+/// (a value past the top goes into the last). Returns the tallest count.
+fn bars(o: &mut String, scale: &Scale, values: &[f64]) -> u64 {
+    let bins = HISTOGRAM_BINS;
+    let width = scale.top / bins as f64;
+    let mut counts = vec![0u64; bins];
+    for &v in values {
+        let b = ((v.max(0.0) / width).floor() as usize).min(bins - 1);
+        counts[b] += 1;
+    }
+    let cmax = counts.iter().copied().max().unwrap_or(0);
+    let plot_h = scale.y0 - HIST_TOP;
     for (b, &n) in counts.iter().enumerate() {
         if n == 0 {
             continue;
@@ -160,15 +203,20 @@ fn histogram(
         let _ = writeln!(
             o,
             "<rect class=\"bar\" data-count=\"{n}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>[{}, {}) ms: {n} rows</title></rect>",
-            px(x_of(lo) + 0.5),
-            px(y0 - h),
-            px((x_of(hi) - x_of(lo) - 1.0).max(0.5)),
+            px(scale.x_of(lo) + 0.5),
+            px(scale.y0 - h),
+            px((scale.x_of(hi) - scale.x_of(lo) - 1.0).max(0.5)),
             px(h),
             short(lo),
             short(hi)
         );
     }
-    // Axes: x ticks in ms, the tallest bar's count on y.
+    cmax
+}
+
+/// Axes: x ticks in ms, the tallest bar's count on y.
+fn axes(o: &mut String, scale: &Scale, cmax: u64) {
+    let (x0, x1, y0) = (scale.x0, scale.x1, scale.y0);
     let _ = writeln!(
         o,
         "<line class=\"axis\" x1=\"{}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\"/>\
@@ -183,8 +231,8 @@ fn histogram(
         x = px(x0),
         y = px(y0),
     );
-    for v in ticks(0.0, top, 5.0) {
-        let x = x_of(v);
+    for v in ticks(0.0, scale.top, 5.0) {
+        let x = scale.x_of(v);
         let _ = writeln!(
             o,
             "<line class=\"axis\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
@@ -195,9 +243,14 @@ fn histogram(
             x = px(x)
         );
     }
+}
+
+/// The gate as a black line with its value, or "no gate".
+fn gate_line(o: &mut String, scale: &Scale, gate: Option<f64>, rule: &str) {
+    let (x0, x1, y0) = (scale.x0, scale.x1, scale.y0);
     match gate {
         Some(g) => {
-            let x = x0 + (g / top).clamp(0.0, 1.0) * (x1 - x0);
+            let x = x0 + (g / scale.top).clamp(0.0, 1.0) * (x1 - x0);
             let right_half = x > (x0 + x1) / 2.0;
             let _ = writeln!(
                 o,
@@ -221,14 +274,13 @@ fn histogram(
             );
         }
     }
-    let _ = writeln!(
-        o,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">ms</text>\n</svg>",
-        px((x0 + x1) / 2.0),
-        px(HIST_H - 4.0)
-    );
-    let gate_part = match gate {
-        Some(_) => format!(" · over the gate: {missed}"),
+}
+
+/// The caption: count, percentiles, max, and how many rows were over the gate.
+fn caption(o: &mut String, metric: &Metric) {
+    let summary = metric.summary;
+    let gate_part = match metric.gate {
+        Some(_) => format!(" · over the gate: {}", metric.missed),
         None => " · no gate".to_owned(),
     };
     let _ = writeln!(

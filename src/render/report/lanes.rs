@@ -9,7 +9,7 @@ use super::html::escape;
 use super::svg::{clip, px, ticks};
 use crate::analyze::Analysis;
 use crate::render::sweep::short;
-use crate::trace::Trace;
+use crate::trace::{Contract, RawRow, Trace};
 use crate::verdict::Verdict;
 
 /// Above this many rows the lanes aggregate marks into per-column counts.
@@ -88,96 +88,186 @@ const SUBLANE_PX: f64 = 14.0;
 /// Room at the left of the plot for rows without a usable arrival time.
 const NO_TIME_PX: f64 = 46.0;
 
-/// The lanes section.
+/// The lanes section: the note and legend, then one SVG of bands,
+/// boundaries, lane labels, marks and the time axis.
 pub(super) fn section(o: &mut String, a: &Analysis) {
-    let r = &a.receipt;
-    let contract = &a.trace.contract;
-    let class_names: Vec<&str> = contract.classes.keys().map(String::as_str).collect();
-    let counts = &r.results.all.counts;
-    let lane_counts = [
-        counts.pass,
-        counts.miss,
-        counts.failed,
-        counts.censored,
-        counts.excluded,
-        counts.invalid,
-    ];
-
-    // Sub-lanes: one per class (plus one for rows whose class does not resolve).
-    let split = class_names.len() > 1 && class_names.len() <= MAX_CLASS_SUBLANES;
-    let unresolved = a.judgements.iter().any(|j| j.class.is_none());
-    let subs = if split {
-        class_names.len() + usize::from(unresolved)
+    let chart = Chart::of(a);
+    intro(o, a, &chart);
+    bands(o, &chart);
+    boundaries(o, &chart);
+    lane_labels(o, &chart);
+    if chart.aggregate {
+        column_marks(o, a, &chart);
     } else {
-        1
-    };
-    let sub_of = |class: Option<usize>| -> usize {
-        if !split {
-            0
-        } else {
-            class.unwrap_or(class_names.len()).min(subs - 1)
-        }
-    };
-    let lane_h = (subs as f64 * SUBLANE_PX + 8.0).max(26.0);
+        row_marks(o, a, &chart);
+    }
+    time_axis(o, &chart);
+    edge_note(o, &chart);
+    let _ = writeln!(o, "</section>");
+}
 
-    // The time axis: warm-up start (or window start) to the horizon, widened
-    // to take in early or late arrivals, but by at most one span on each
-    // side; anything beyond sits on the edge (and is counted in a note).
-    let lo0 = contract
-        .warmup
-        .map_or(contract.start_ms, |w| w.start_ms.min(contract.start_ms));
-    let hi0 = contract.horizon_ms;
-    let span0 = (hi0 - lo0).max(1.0);
-    let arrival = |i: usize| -> Option<f64> {
-        a.trace
-            .rows
+/// The layout of the chart, worked out once from the trace: lanes and
+/// sub-lanes, the time axis and where a row's mark goes.
+struct Chart<'a> {
+    contract: &'a Contract,
+    rows: &'a [RawRow],
+    class_names: Vec<&'a str>,
+    /// Rows per lane (all rows), in [`LANES`] order.
+    lane_counts: [u64; 6],
+    /// One sub-lane per class (plus one for rows whose class does not resolve).
+    split: bool,
+    subs: usize,
+    lane_h: f64,
+    /// The time axis, ms: marks outside `[lo, hi]` sit on its edges.
+    lo: f64,
+    hi: f64,
+    plot_left: f64,
+    plot_w: f64,
+    plot_h: f64,
+    axis_y: f64,
+    height: f64,
+    /// Rows drawn on the left edge, the right edge, and in the "no time" column.
+    before: usize,
+    after: usize,
+    no_time: usize,
+    /// Whether marks are counted into columns (more than [`LANE_MARK_LIMIT`] rows).
+    aggregate: bool,
+}
+
+impl<'a> Chart<'a> {
+    fn of(a: &'a Analysis) -> Chart<'a> {
+        let contract = &a.trace.contract;
+        let class_names: Vec<&str> = contract.classes.keys().map(String::as_str).collect();
+        let counts = &a.receipt.results.all.counts;
+        let lane_counts = [
+            counts.pass,
+            counts.miss,
+            counts.failed,
+            counts.censored,
+            counts.excluded,
+            counts.invalid,
+        ];
+        let split = class_names.len() > 1 && class_names.len() <= MAX_CLASS_SUBLANES;
+        let unresolved = a.judgements.iter().any(|j| j.class.is_none());
+        let subs = if split {
+            class_names.len() + usize::from(unresolved)
+        } else {
+            1
+        };
+        let lane_h = (subs as f64 * SUBLANE_PX + 8.0).max(26.0);
+        let plot_h = lane_h * LANES.len() as f64;
+        let axis_y = LANES_TOP + plot_h;
+        let mut chart = Chart {
+            contract,
+            rows: &a.trace.rows,
+            class_names,
+            lane_counts,
+            split,
+            subs,
+            lane_h,
+            lo: 0.0,
+            hi: 0.0,
+            plot_left: 0.0,
+            plot_w: 0.0,
+            plot_h,
+            axis_y,
+            height: axis_y + 44.0,
+            before: 0,
+            after: 0,
+            no_time: 0,
+            aggregate: a.judgements.len() > LANE_MARK_LIMIT,
+        };
+        chart.fit_time_axis(a.judgements.len());
+        chart
+    }
+
+    /// The time axis: warm-up start (or window start) to the horizon, widened
+    /// to take in early or late arrivals, but by at most one span on each
+    /// side; anything beyond sits on the edge (and is counted in a note).
+    fn fit_time_axis(&mut self, rows: usize) {
+        let contract = self.contract;
+        let lo0 = contract
+            .warmup
+            .map_or(contract.start_ms, |w| w.start_ms.min(contract.start_ms));
+        let hi0 = contract.horizon_ms;
+        let span0 = (hi0 - lo0).max(1.0);
+        let (mut amin, mut amax) = (lo0, hi0);
+        let mut no_time = 0usize;
+        for i in 0..rows {
+            match self.arrival(i) {
+                Some(t) => {
+                    amin = amin.min(t);
+                    amax = amax.max(t);
+                }
+                None => no_time += 1,
+            }
+        }
+        self.lo = amin.max(lo0 - span0);
+        self.hi = amax.min(hi0 + span0);
+        self.no_time = no_time;
+        self.plot_left = LANES_LEFT + if no_time > 0 { NO_TIME_PX } else { 0.0 };
+        self.plot_w = LANES_WIDTH - LANES_RIGHT - self.plot_left;
+        let (lo, hi) = (self.lo, self.hi);
+        (self.before, self.after) = (0..rows)
+            .filter_map(|i| self.arrival(i))
+            .fold((0usize, 0usize), |(b, f), t| {
+                (b + usize::from(t < lo), f + usize::from(t > hi))
+            });
+    }
+
+    /// Row `i`'s arrival time, when it has a usable one.
+    fn arrival(&self, i: usize) -> Option<f64> {
+        self.rows
             .get(i)?
             .arrival_ms
             .value()
             .filter(|t| t.is_finite())
-    };
-    let (mut amin, mut amax) = (lo0, hi0);
-    let mut no_time = 0usize;
-    for i in 0..a.judgements.len() {
-        match arrival(i) {
-            Some(t) => {
-                amin = amin.min(t);
-                amax = amax.max(t);
-            }
-            None => no_time += 1,
+    }
+
+    /// The x of a time, clamped to the axis.
+    fn x_of(&self, t: f64) -> f64 {
+        let (lo, hi) = (self.lo, self.hi);
+        self.plot_left + (t.clamp(lo, hi) - lo) / (hi - lo) * self.plot_w
+    }
+
+    /// The x of row `i`'s mark (the "no time" column without an arrival).
+    fn x_mark(&self, i: usize) -> f64 {
+        match self.arrival(i) {
+            Some(t) => self.x_of(t),
+            None => LANES_LEFT + NO_TIME_PX / 2.0 - 4.0,
         }
     }
-    let lo = amin.max(lo0 - span0);
-    let hi = amax.min(hi0 + span0);
-    let plot_left = LANES_LEFT + if no_time > 0 { NO_TIME_PX } else { 0.0 };
-    let plot_w = LANES_WIDTH - LANES_RIGHT - plot_left;
-    let x_of = |t: f64| plot_left + (t.clamp(lo, hi) - lo) / (hi - lo) * plot_w;
-    let (before, after) = a
-        .judgements
-        .iter()
-        .enumerate()
-        .filter_map(|(i, _)| arrival(i))
-        .fold((0usize, 0usize), |(b, f), t| {
-            (b + usize::from(t < lo), f + usize::from(t > hi))
-        });
 
-    let plot_h = lane_h * LANES.len() as f64;
-    let axis_y = LANES_TOP + plot_h;
-    let height = axis_y + 44.0;
-    let aggregate = a.judgements.len() > LANE_MARK_LIMIT;
+    /// The sub-lane of a row's class.
+    fn sub_of(&self, class: Option<usize>) -> usize {
+        if !self.split {
+            0
+        } else {
+            class.unwrap_or(self.class_names.len()).min(self.subs - 1)
+        }
+    }
 
+    /// The top of a mark in a lane and sub-lane.
+    fn mark_y(&self, lane: usize, sub: usize) -> f64 {
+        LANES_TOP + lane as f64 * self.lane_h + 4.0 + sub as f64 * SUBLANE_PX
+    }
+}
+
+/// The section heading, the note on how to read the chart, the legend and
+/// the opening `<svg>`.
+fn intro(o: &mut String, a: &Analysis, chart: &Chart) {
     let _ = writeln!(
         o,
         "<section id=\"lanes-section\">\n<h2>Verdict lanes</h2>\n\
          <p class=\"note\">Every row is a mark at its arrival time, in the lane of its verdict{}. \
          The x axis is seconds from the window start; the shaded bands are the warm-up (left) and the time between the window end and the horizon (right), \
          where cohort rows still running are censored. {}</p>",
-        if split {
+        if chart.split {
             "; inside each lane, one sub-lane per class (labelled on the left)"
         } else {
             ""
         },
-        if aggregate {
+        if chart.aggregate {
             format!(
                 "This trace has {} rows, more than {LANE_MARK_LIMIT}: rows are counted into columns {} px wide, \
                  one mark per non-empty column (darker = more rows; hover for the count).",
@@ -193,21 +283,25 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
         let _ = write!(
             o,
             "<span title=\"{meaning}\"><span class=\"sw\" style=\"background:{colour}\"></span>{name} ({})</span>",
-            lane_counts[i]
+            chart.lane_counts[i]
         );
     }
     let _ = writeln!(o, "</div>");
     let _ = writeln!(
         o,
         "<svg id=\"lanes\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" \
-         role=\"img\" aria-label=\"verdict lanes over arrival time\" data-aggregated=\"{aggregate}\">",
+         role=\"img\" aria-label=\"verdict lanes over arrival time\" data-aggregated=\"{}\">",
+        chart.aggregate,
         w = px(LANES_WIDTH),
-        h = px(height)
+        h = px(chart.height)
     );
+}
 
-    // Bands and boundaries.
+/// The shaded bands: warm-up, window, and after the window until the horizon.
+fn bands(o: &mut String, chart: &Chart) {
+    let contract = chart.contract;
     let band = |o: &mut String, from: f64, to: f64, fill: &str, label: &str| {
-        let (x0, x1) = (x_of(from), x_of(to));
+        let (x0, x1) = (chart.x_of(from), chart.x_of(to));
         if x1 - x0 <= 0.0 {
             return;
         }
@@ -217,7 +311,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
             px(x0),
             px(LANES_TOP),
             px(x1 - x0),
-            px(plot_h)
+            px(chart.plot_h)
         );
         // A label only where it fits (about 6 px per character).
         if x1 - x0 >= label.chars().count() as f64 * 6.2 + 8.0 {
@@ -241,15 +335,21 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
         "#ffffff",
         &format!("window {} s (cohort)", short(contract.window_s())),
     );
-    if hi0 > contract.end_ms {
+    if contract.horizon_ms > contract.end_ms {
         band(
             o,
             contract.end_ms,
-            hi0,
+            contract.horizon_ms,
             "#f3efe4",
             "after the window, until the horizon",
         );
     }
+}
+
+/// Dashed lines at the warm-up start and end, window start and end, and the
+/// horizon, each with its time in a tooltip.
+fn boundaries(o: &mut String, chart: &Chart) {
+    let contract = chart.contract;
     let mut bounds: Vec<(f64, &str)> = Vec::new();
     if let Some(w) = &contract.warmup {
         bounds.push((w.start_ms, "warm-up start"));
@@ -259,17 +359,17 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
     }
     bounds.push((contract.start_ms, "window start"));
     bounds.push((contract.end_ms, "window end"));
-    if hi0 > contract.end_ms {
-        bounds.push((hi0, "horizon"));
+    if contract.horizon_ms > contract.end_ms {
+        bounds.push((contract.horizon_ms, "horizon"));
     }
     for (t, what) in &bounds {
-        let x = x_of(*t);
+        let x = chart.x_of(*t);
         let _ = writeln!(
             o,
             "<line class=\"boundary\" data-boundary=\"{what}\" data-ms=\"{}\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\"><title>{what}: {} ms</title></line>",
             short(*t),
             px(LANES_TOP - 14.0),
-            px(axis_y),
+            px(chart.axis_y),
             short(*t),
             x = px(x),
         );
@@ -286,10 +386,13 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
             }
         );
     }
+}
 
-    // Lane backgrounds and labels.
+/// Each lane's grid line, swatch, name and count; the class of each
+/// sub-lane; the "no time" column's label.
+fn lane_labels(o: &mut String, chart: &Chart) {
     for (i, (name, colour, _)) in LANES.iter().enumerate() {
-        let y = LANES_TOP + i as f64 * lane_h;
+        let y = LANES_TOP + i as f64 * chart.lane_h;
         let _ = writeln!(
             o,
             "<line class=\"grid\" x1=\"{}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\"/>\
@@ -297,14 +400,14 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
              <text class=\"lane-label\" x=\"24\" y=\"{}\">{name} <tspan font-weight=\"400\">{}</tspan></text>",
             px(8.0),
             px(LANES_WIDTH - LANES_RIGHT),
-            px(y + lane_h / 2.0 - 5.0),
-            px(y + lane_h / 2.0 + 4.0),
-            lane_counts[i],
+            px(y + chart.lane_h / 2.0 - 5.0),
+            px(y + chart.lane_h / 2.0 + 4.0),
+            chart.lane_counts[i],
             y = px(y),
         );
-        if split {
-            for s in 0..subs {
-                let label = class_names.get(s).copied().unwrap_or("(no class)");
+        if chart.split {
+            for s in 0..chart.subs {
+                let label = chart.class_names.get(s).copied().unwrap_or("(no class)");
                 let _ = writeln!(
                     o,
                     "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"10\">{}</text>",
@@ -315,7 +418,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
             }
         }
     }
-    if no_time > 0 {
+    if chart.no_time > 0 {
         let _ = writeln!(
             o,
             "<text class=\"band-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">no time</text>",
@@ -323,78 +426,81 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
             px(LANES_TOP - 4.0)
         );
     }
+}
 
-    // The marks.
-    let mark_y =
-        |lane: usize, sub: usize| LANES_TOP + lane as f64 * lane_h + 4.0 + sub as f64 * SUBLANE_PX;
-    let x_mark = |i: usize| match arrival(i) {
-        Some(t) => x_of(t),
-        None => LANES_LEFT + NO_TIME_PX / 2.0 - 4.0,
-    };
-    if aggregate {
-        let columns = (LANES_WIDTH / LANE_COLUMN_PX).ceil() as usize + 1;
-        let mut cells = vec![0u64; LANES.len() * subs * columns];
-        for (i, j) in a.judgements.iter().enumerate() {
-            let col = ((x_mark(i) / LANE_COLUMN_PX).floor().max(0.0) as usize).min(columns - 1);
-            let lane = lane_of(&j.verdict);
-            cells[(lane * subs + sub_of(j.class)) * columns + col] += 1;
-        }
-        for lane in 0..LANES.len() {
-            let name = LANES[lane].0;
-            for sub in 0..subs {
-                let row = &cells[(lane * subs + sub) * columns..(lane * subs + sub + 1) * columns];
-                let max = row.iter().copied().max().unwrap_or(0).max(1) as f64;
-                for (col, &n) in row.iter().enumerate() {
-                    if n == 0 {
-                        continue;
-                    }
-                    let opacity = 0.3 + 0.7 * (n as f64).ln_1p() / max.ln_1p();
-                    let _ = writeln!(
-                        o,
-                        "<rect class=\"cell v-{name}\" data-verdict=\"{name}\" data-count=\"{n}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill-opacity=\"{:.2}\"><title>{n} {name}</title></rect>",
-                        px(col as f64 * LANE_COLUMN_PX),
-                        px(mark_y(lane, sub)),
-                        px(LANE_COLUMN_PX),
-                        px(SUBLANE_PX - 2.0),
-                        opacity
-                    );
+/// Above [`LANE_MARK_LIMIT`] rows: rows counted into columns
+/// [`LANE_COLUMN_PX`] wide per lane and sub-lane, one mark per non-empty
+/// column, darker for more rows.
+fn column_marks(o: &mut String, a: &Analysis, chart: &Chart) {
+    let subs = chart.subs;
+    let columns = (LANES_WIDTH / LANE_COLUMN_PX).ceil() as usize + 1;
+    let mut cells = vec![0u64; LANES.len() * subs * columns];
+    for (i, j) in a.judgements.iter().enumerate() {
+        let col = ((chart.x_mark(i) / LANE_COLUMN_PX).floor().max(0.0) as usize).min(columns - 1);
+        let lane = lane_of(&j.verdict);
+        cells[(lane * subs + chart.sub_of(j.class)) * columns + col] += 1;
+    }
+    for lane in 0..LANES.len() {
+        let name = LANES[lane].0;
+        for sub in 0..subs {
+            let row = &cells[(lane * subs + sub) * columns..(lane * subs + sub + 1) * columns];
+            let max = row.iter().copied().max().unwrap_or(0).max(1) as f64;
+            for (col, &n) in row.iter().enumerate() {
+                if n == 0 {
+                    continue;
                 }
+                let opacity = 0.3 + 0.7 * (n as f64).ln_1p() / max.ln_1p();
+                let _ = writeln!(
+                    o,
+                    "<rect class=\"cell v-{name}\" data-verdict=\"{name}\" data-count=\"{n}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill-opacity=\"{:.2}\"><title>{n} {name}</title></rect>",
+                    px(col as f64 * LANE_COLUMN_PX),
+                    px(chart.mark_y(lane, sub)),
+                    px(LANE_COLUMN_PX),
+                    px(SUBLANE_PX - 2.0),
+                    opacity
+                );
             }
         }
-    } else {
-        for (i, j) in a.judgements.iter().enumerate() {
-            let lane = lane_of(&j.verdict);
-            let name = LANES[lane].0;
-            let id = a
-                .trace
-                .rows
-                .get(i)
-                .and_then(|row| row.id.get())
-                .map_or_else(|| format!("(no usable id) /rows/{i}"), |s| s.to_string());
-            let class = j
-                .class
-                .and_then(|c| class_names.get(c).copied())
-                .unwrap_or("(no class)");
-            let reasons = verdict_reasons(&j.verdict, &a.trace);
-            let when = arrival(i).map_or_else(
-                || "no arrival".to_owned(),
-                |t| format!("arrival {} ms", short(t)),
-            );
-            let _ = writeln!(
-                o,
-                "<rect class=\"mark v-{name}\" data-verdict=\"{name}\" x=\"{}\" y=\"{}\" width=\"2\" height=\"{}\" fill-opacity=\"0.8\"><title>{} · {} · {name}{}{} · {when}</title></rect>",
-                px(x_mark(i) - 1.0),
-                px(mark_y(lane, sub_of(j.class))),
-                px(SUBLANE_PX - 2.0),
-                escape(&id),
-                escape(class),
-                if reasons.is_empty() { "" } else { ": " },
-                escape(&reasons),
-            );
-        }
     }
+}
 
-    // The time axis, in seconds from the window start.
+/// Up to [`LANE_MARK_LIMIT`] rows: one mark per row, its id, class, verdict,
+/// reasons and arrival in the tooltip.
+fn row_marks(o: &mut String, a: &Analysis, chart: &Chart) {
+    for (i, j) in a.judgements.iter().enumerate() {
+        let lane = lane_of(&j.verdict);
+        let name = LANES[lane].0;
+        let id = chart
+            .rows
+            .get(i)
+            .and_then(|row| row.id.get())
+            .map_or_else(|| format!("(no usable id) /rows/{i}"), |s| s.to_string());
+        let class = j
+            .class
+            .and_then(|c| chart.class_names.get(c).copied())
+            .unwrap_or("(no class)");
+        let reasons = verdict_reasons(&j.verdict, &a.trace);
+        let when = chart.arrival(i).map_or_else(
+            || "no arrival".to_owned(),
+            |t| format!("arrival {} ms", short(t)),
+        );
+        let _ = writeln!(
+            o,
+            "<rect class=\"mark v-{name}\" data-verdict=\"{name}\" x=\"{}\" y=\"{}\" width=\"2\" height=\"{}\" fill-opacity=\"0.8\"><title>{} · {} · {name}{}{} · {when}</title></rect>",
+            px(chart.x_mark(i) - 1.0),
+            px(chart.mark_y(lane, chart.sub_of(j.class))),
+            px(SUBLANE_PX - 2.0),
+            escape(&id),
+            escape(class),
+            if reasons.is_empty() { "" } else { ": " },
+            escape(&reasons),
+        );
+    }
+}
+
+/// The time axis, in seconds from the window start, and the closing `</svg>`.
+fn time_axis(o: &mut String, chart: &Chart) {
+    let (plot_left, plot_w, axis_y) = (chart.plot_left, chart.plot_w, chart.axis_y);
     let _ = writeln!(
         o,
         "<line class=\"axis\" x1=\"{}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\"/>",
@@ -402,9 +508,9 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
         px(plot_left + plot_w),
         y = px(axis_y)
     );
-    let s0 = contract.start_ms;
-    for v in ticks((lo - s0) / 1000.0, (hi - s0) / 1000.0, 10.0) {
-        let x = x_of(s0 + v * 1000.0);
+    let s0 = chart.contract.start_ms;
+    for v in ticks((chart.lo - s0) / 1000.0, (chart.hi - s0) / 1000.0, 10.0) {
+        let x = chart.x_of(s0 + v * 1000.0);
         let _ = writeln!(
             o,
             "<line class=\"axis\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
@@ -421,6 +527,11 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
         px(plot_left + plot_w / 2.0),
         px(axis_y + 36.0)
     );
+}
+
+/// How many rows sit on the edges of the axis or in the "no time" column.
+fn edge_note(o: &mut String, chart: &Chart) {
+    let (before, after, no_time) = (chart.before, chart.after, chart.no_time);
     if before + after + no_time > 0 {
         let _ = writeln!(
             o,
@@ -428,5 +539,4 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
              are drawn on the edge of the axis; {no_time} rows without a usable arrival time are drawn in the “no time” column.</p>"
         );
     }
-    let _ = writeln!(o, "</section>");
 }

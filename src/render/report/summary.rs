@@ -7,9 +7,14 @@ use super::html::{block_row_start, blocks, escape, tpot_name};
 use crate::receipt::{LatencySummary, Receipt};
 use crate::render::text::{fixed, opt, share};
 
-/// The summary section.
+/// The summary section: the counts-and-rates table, then the latency table.
 pub(super) fn section(o: &mut String, r: &Receipt) {
-    let tp = tpot_name(r);
+    counts_and_rates(o, r);
+    latency(o, r);
+}
+
+/// Per block: row counts, rates and shares, Little's law; its notes below.
+fn counts_and_rates(o: &mut String, r: &Receipt) {
     let _ = writeln!(
         o,
         "<section id=\"summary-section\">\n<h2>Summary</h2>\n\
@@ -75,6 +80,11 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
             notes.join("\n")
         );
     }
+}
+
+/// Per block: n and nearest-rank p50, p95, p99 of TTFT, TPOT and E2E.
+fn latency(o: &mut String, r: &Receipt) {
+    let tp = tpot_name(r);
     let _ = writeln!(
         o,
         "<h3>Latency, ms</h3>\n<p class=\"note\">Completed cohort rows (pass and miss), nearest-rank percentiles; \

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::html::escape;
 use crate::render::sweep::short;
 use crate::render::text::{fixed, share};
-use crate::review::sweep::{SweepEntry, TippingPoint};
+use crate::review::sweep::{Fragility, SweepEntry, TippingPoint};
 use crate::trace::Gates;
 
 fn gates_text(g: &Gates) -> String {
@@ -68,44 +68,50 @@ pub(super) fn section(o: &mut String, entries: &[SweepEntry]) {
     }
     let _ = writeln!(o, "</tbody>\n</table>\n</div>");
     if let Some(fr) = &first.fragility {
-        let n = &fr.near_gate;
-        let _ = writeln!(
-            o,
-            "<p class=\"note\" id=\"fragility\">Fragility: {} of {} passing rows sit within {} % below a gate (TTFT {}, TPOT {}, E2E {}).</p>\n<ul class=\"notes\">",
-            n.rows,
-            first.pass,
-            short(n.share * 100.0),
-            n.ttft,
-            n.tpot,
-            n.e2e
-        );
-        let strict = fr.equality == crate::trace::Equality::Strict;
-        for (name, t) in [
-            ("TTFT", &fr.tipping.ttft),
-            ("TPOT", &fr.tipping.tpot),
-            ("E2E", &fr.tipping.e2e),
-        ] {
-            let point = |p: &TippingPoint, verb: &str, when: &str| {
-                format!(
-                    "pass {verb} once the gate is {when} {} ms ({:+.1} % from {} ms, class {}, {} row(s))",
-                    short(p.threshold_ms),
-                    p.change_pct,
-                    short(p.gate_ms),
-                    escape(&p.class),
-                    p.rows
-                )
-            };
-            let down = t.down.as_ref().map_or_else(
-                || "no tightening drops a row".to_owned(),
-                |p| point(p, "falls", if strict { "at or below" } else { "below" }),
-            );
-            let up = t.up.as_ref().map_or_else(
-                || "no loosening adds a row".to_owned(),
-                |p| point(p, "rises", if strict { "above" } else { "at or above" }),
-            );
-            let _ = writeln!(o, "<li><b>{name}</b> down: {down}; up: {up}</li>");
-        }
-        let _ = writeln!(o, "</ul>");
+        fragility(o, fr, first.pass);
     }
     let _ = writeln!(o, "</section>");
+}
+
+/// The declared result's fragility: near-gate rows, then per metric the
+/// nearest tightening and loosening that change the pass count.
+fn fragility(o: &mut String, fr: &Fragility, declared_pass: u64) {
+    let n = &fr.near_gate;
+    let _ = writeln!(
+        o,
+        "<p class=\"note\" id=\"fragility\">Fragility: {} of {} passing rows sit within {} % below a gate (TTFT {}, TPOT {}, E2E {}).</p>\n<ul class=\"notes\">",
+        n.rows,
+        declared_pass,
+        short(n.share * 100.0),
+        n.ttft,
+        n.tpot,
+        n.e2e
+    );
+    let strict = fr.equality == crate::trace::Equality::Strict;
+    for (name, t) in [
+        ("TTFT", &fr.tipping.ttft),
+        ("TPOT", &fr.tipping.tpot),
+        ("E2E", &fr.tipping.e2e),
+    ] {
+        let point = |p: &TippingPoint, verb: &str, when: &str| {
+            format!(
+                "pass {verb} once the gate is {when} {} ms ({:+.1} % from {} ms, class {}, {} row(s))",
+                short(p.threshold_ms),
+                p.change_pct,
+                short(p.gate_ms),
+                escape(&p.class),
+                p.rows
+            )
+        };
+        let down = t.down.as_ref().map_or_else(
+            || "no tightening drops a row".to_owned(),
+            |p| point(p, "falls", if strict { "at or below" } else { "below" }),
+        );
+        let up = t.up.as_ref().map_or_else(
+            || "no loosening adds a row".to_owned(),
+            |p| point(p, "rises", if strict { "above" } else { "at or above" }),
+        );
+        let _ = writeln!(o, "<li><b>{name}</b> down: {down}; up: {up}</li>");
+    }
+    let _ = writeln!(o, "</ul>");
 }

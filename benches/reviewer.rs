@@ -11,7 +11,7 @@ use std::fmt::Write;
 use std::time::{Duration, Instant};
 
 use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
+use goodput::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
 use goodput::trace::Limits;
 
 const ROWS: u64 = 1_000_000;

@@ -9,15 +9,15 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::analyze::{analyze_bytes, analyze_owned, Analysis, AnalyzeOptions};
 use crate::error::{Error, EXIT_NO, EXIT_OK};
-use crate::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
 use crate::io::{read_limited, write_atomic, ReadError};
-use crate::mutate::{self, Analyzer};
 use crate::render::json::to_canonical_json;
 use crate::render::text;
+use crate::review::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
+use crate::review::mutate::{self, Analyzer};
+use crate::review::sweep::{self, SweepPlan, DEFAULT_FACTORS};
+use crate::review::verify;
 use crate::schema;
-use crate::sweep::{self, SweepPlan, DEFAULT_FACTORS};
 use crate::trace::Limits;
-use crate::verify;
 
 const EXIT_HELP: &str = "\
 Exit status:

@@ -41,10 +41,10 @@ pub enum Error {
     },
     /// A receipt given to `verify` cannot be used.
     #[error("cannot verify: {0}")]
-    Receipt(#[from] crate::verify::VerifyError),
+    Receipt(#[from] crate::review::verify::VerifyError),
     /// The mutation check could not run on this trace.
     #[error("cannot run the mutation check: {0}")]
-    Mutate(crate::mutate::MutateError),
+    Mutate(crate::review::mutate::MutateError),
     /// A flag or argument does not make sense.
     #[error("usage: {0}")]
     Usage(String),

@@ -13,11 +13,12 @@
 //! verdicts into the versioned receipt; `render` turns a receipt into bytes for a
 //! person or a machine. Nothing below `cli` prints or exits.
 //!
-//! The reviewer tools sit beside the analyzer and reuse it: `sweep` recounts
-//! the judged rows under scaled gates with `verdict::missed`; `mutate` edits a
-//! trace and checks that a calculator's receipt moves as SPEC §6 predicts;
-//! `verify` recomputes a receipt from its trace and diffs the two; `gate` turns
-//! a receipt into an admission decision.
+//! The reviewer tools, grouped in `review`, sit beside the analyzer and reuse
+//! it: `review::sweep` recounts the judged rows under scaled gates with
+//! `verdict::missed`; `review::mutate` edits a trace and checks that a
+//! calculator's receipt moves as SPEC §6 predicts; `review::verify` recomputes
+//! a receipt from its trace and diffs the two; `review::gate` turns a receipt
+//! into an admission decision.
 //!
 //! The other half makes traces: `record` (schedule → client → SSE → trace
 //! rows, written atomically) drives an OpenAI-compatible server open-loop, and
@@ -27,22 +28,19 @@ pub mod analyze;
 pub mod cli;
 pub mod error;
 pub mod frontier;
-pub mod gate;
 pub mod import;
 pub mod io;
-pub mod mutate;
 pub mod receipt;
 pub mod record;
 pub mod render;
 pub mod report;
+pub mod review;
 pub mod schema;
 pub mod selfcheck;
 pub mod sim;
 pub mod stats;
-pub mod sweep;
 pub mod trace;
 pub mod verdict;
-pub mod verify;
 
 /// The generator name written into every receipt.
 pub const GENERATOR_NAME: &str = "goodput";

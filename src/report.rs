@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use crate::analyze::{analyze_owned, Analysis, AnalyzeOptions};
 use crate::error::{Error, EXIT_OK};
 use crate::io::{read_limited, write_atomic};
-use crate::sweep::{self, SweepPlan, DEFAULT_FACTORS};
+use crate::review::sweep::{self, SweepPlan, DEFAULT_FACTORS};
 use crate::trace::Limits;
 
 /// The exit statuses of `goodput report`, shown by `--help`.

@@ -12,7 +12,7 @@ use crate::receipt::{Block, Receipt};
 use crate::record::sse::{classify, SseParser};
 use crate::render::json::to_canonical_json;
 use crate::render::text;
-use crate::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
+use crate::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
 use crate::trace::Limits;
 
 /// Limits the checks run under: the defaults' row count raised so generated

@@ -43,7 +43,7 @@ pub struct Receipt {
     /// (`hypothetical: false`), then every alternative (`hypothetical: true`).
     /// Never replaces `results`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<Vec<crate::sweep::SweepEntry>>,
+    pub sweep: Option<Vec<crate::review::sweep::SweepEntry>>,
 }
 
 /// The tool that produced a receipt.

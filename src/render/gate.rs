@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::gate::Decision;
 use crate::render::sweep::num;
+use crate::review::gate::Decision;
 
 fn measured(name: &str, v: Option<f64>) -> String {
     match v {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::mutate::{MutationReport, Status};
+use crate::review::mutate::{MutationReport, Status};
 
 /// Renders a mutation report.
 pub fn render(report: &MutationReport) -> String {

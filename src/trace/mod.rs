@@ -8,6 +8,7 @@
 
 pub mod model;
 pub mod parse;
+pub mod pointer;
 pub mod validate;
 
 use std::fmt;

@@ -245,7 +245,7 @@ pub fn parse(bytes: &[u8]) -> Result<RawDocument, Rejection> {
                 if member.is_empty() {
                     String::new()
                 } else {
-                    format!("/{}", super::validate::escape(&member))
+                    format!("/{}", super::pointer::escape(&member))
                 }
             };
             Err(Rejection::unreadable(&err, near))

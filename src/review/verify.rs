@@ -17,8 +17,8 @@ use serde_json::Value;
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::receipt::RECEIPT_SCHEMA;
 use crate::render::json::normalize_numbers;
-use crate::sweep::{plan_of, sweep, SweepEntry};
-use crate::trace::validate::escape;
+use crate::review::sweep::{plan_of, sweep, SweepEntry};
+use crate::trace::pointer::escape;
 use crate::trace::{sha256_hex, Limits};
 
 /// Why a receipt cannot be verified at all (exit status 2).
@@ -195,8 +195,11 @@ pub fn verify_oversized(claimed: &ClaimedReceipt, size: Option<u64>) -> VerifyRe
 }
 
 /// Recomputes the receipt from `trace_bytes` and compares.
+///
+/// An accepted trace is hashed once: the analysis hashes it (beside the
+/// parse) and the report takes that hash. A rejection carries no hash, so a
+/// rejected trace is hashed here (the error path, where the cost is moot).
 pub fn verify(claimed: &ClaimedReceipt, trace_bytes: &[u8]) -> VerifyReport {
-    let mut report = VerifyReport::new(claimed, Some(sha256_hex(trace_bytes)));
     let has = |key: &str| claimed.tree.get(key).is_some_and(|v| !v.is_null());
     let options = AnalyzeOptions {
         limits: claimed.limits,
@@ -206,10 +209,12 @@ pub fn verify(claimed: &ClaimedReceipt, trace_bytes: &[u8]) -> VerifyReport {
     let analysis = match analyze_bytes(trace_bytes, options) {
         Ok(a) => a,
         Err(rejection) => {
+            let mut report = VerifyReport::new(claimed, Some(sha256_hex(trace_bytes)));
             report.recompute_failed = Some(format!("the trace is rejected: {rejection}"));
             return report;
         }
     };
+    let mut report = VerifyReport::new(claimed, Some(analysis.trace.sha256.clone()));
     let mut receipt = analysis.receipt;
     if has("sweep") {
         let recorded: Result<Vec<SweepEntry>, _> =

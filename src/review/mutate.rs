@@ -22,9 +22,9 @@ use serde_json::Value;
 
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::receipt::{Block, Receipt, RowVerdict};
+use crate::review::verify::diff_values;
 use crate::trace::model::{MAX_ABS_TIMESTAMP_MS, MAX_SPAN_MS};
 use crate::trace::{Equality, Limits, Rejection};
-use crate::verify::diff_values;
 
 /// Anything that turns trace bytes into a receipt. The receipt must carry
 /// per-row verdicts (`rows`): the mutations pick their rows from them.

@@ -9,6 +9,7 @@
 pub mod model;
 pub mod parse;
 pub mod validate;
+pub mod write;
 
 use std::fmt;
 

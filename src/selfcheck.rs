@@ -141,7 +141,7 @@ pub fn check_import_input(data: &[u8]) -> Result<(), String> {
             Ok(())
         }
         Err(refusal @ Error::Import { .. }) => {
-            let line = refusal.message();
+            let line = refusal.to_string();
             if line.is_empty() || line.contains('\n') {
                 return Err(format!("an import error must be one line: {line:?}"));
             }
@@ -150,7 +150,7 @@ pub fn check_import_input(data: &[u8]) -> Result<(), String> {
         Err(other) => Err(format!(
             "the {} importer wrote a trace that fails later: {}",
             source.name(),
-            other.message()
+            other
         )),
     }
 }

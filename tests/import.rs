@@ -8,9 +8,9 @@ use std::process::Output;
 
 use common::{assert_valid, fixture, goodput, validator};
 use goodput::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput::cli::flags::parse_slo;
 use goodput::import::{pipeline, same_figure, ImportOptions, Outcome, Source};
-use goodput::record::parse_slo;
-use goodput::record::trace_out::RowStatus;
+use goodput::trace::write::RowStatus;
 use goodput::trace::Equality;
 use serde_json::Value;
 

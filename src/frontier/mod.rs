@@ -1,7 +1,8 @@
 //! The frontier of a rate sweep: goodput against offered load, the **knee**
 //! and the **capacity at an attainment target**, computed from one receipt per
 //! offered rate. Pure: receipts in, a [`Frontier`] out; reading files is
-//! [`command`]'s job and drawing it is `render::frontier`'s.
+//! the command-line layer's job (`cli::frontier`) and drawing it is
+//! `render::frontier`'s.
 //!
 //! Every figure of a point is copied from its receipt (the selected class's
 //! block, or `all`), so the frontier can never count differently from
@@ -57,8 +58,6 @@
 //! Lower steps that fell below the target while a higher one met it are
 //! listed (`belowTargetUnderCapacity`): a pass share that is not monotone in
 //! load is a warning that the points are noisy.
-
-pub mod command;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -33,8 +33,8 @@ use serde::Deserialize;
 
 use super::json::{parse_typed, Within};
 use super::{failure_reason, ImportError, ImportOptions, Imported, Quantiles, Reported};
-use crate::record::trace_out::{RowStatus, TraceRow};
 use crate::trace::model::MAX_SPAN_MS;
+use crate::trace::write::{RowStatus, TraceRow};
 use crate::trace::{Labels, Scalar, Warmup, Window};
 
 #[derive(Debug, Deserialize)]

@@ -30,8 +30,8 @@ use super::{
     failure_reason, fmt_num, ms_since, non_negative, ImportError, ImportOptions, Imported,
     Quantiles, Reported,
 };
-use crate::record::trace_out::{RowStatus, TraceRow};
 use crate::trace::model::MAX_SPAN_MS;
+use crate::trace::write::{RowStatus, TraceRow};
 use crate::trace::{Labels, Scalar, Window};
 
 #[derive(Debug, Deserialize)]

@@ -22,8 +22,8 @@ use super::{
     failure_reason, ms_since, non_negative, ImportError, ImportOptions, Imported, Quantiles,
     Reported,
 };
-use crate::record::trace_out::{round_us, RowStatus, TraceRow};
 use crate::trace::model::MAX_SPAN_MS;
+use crate::trace::write::{round_us, RowStatus, TraceRow};
 use crate::trace::{Labels, Scalar, Window};
 
 /// A number Python may have written as `inf` (after the literal repair), or text.

@@ -12,10 +12,10 @@
 //! Labels: `sendLagMs` (open loop: actual send − scheduled), `promptTokens`
 //! from the usage block or else `promptChars`, and `promptHash`.
 
+use crate::trace::write::{round_us, RowStatus, TraceRow};
 use crate::trace::{Labels, Scalar, TokenCount};
 
 use super::exchange::{Ending, Observation};
-use super::trace_out::{round_us, RowStatus, TraceRow};
 
 /// What the recorder knows about a request before it is sent.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,6 +7,7 @@ pub mod gate;
 pub mod import;
 pub mod json;
 pub mod mutate;
+pub mod record;
 pub mod report;
 pub mod sweep;
 pub mod text;

@@ -10,6 +10,7 @@ pub mod model;
 pub mod parse;
 pub mod pointer;
 pub mod validate;
+pub mod write;
 
 use std::fmt;
 

@@ -6,14 +6,15 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::analyze::{analyze_owned, AnalyzeOptions};
-use crate::error::{Error, EXIT_OK};
-use crate::io::{read_limited, write_atomic, ReadError};
+use crate::error::Error;
+use crate::frontier::{frontier, Frontier, FrontierError, DEFAULT_ATTAINMENT};
+use crate::io::{read_limited, ReadError};
 use crate::receipt::Receipt;
 use crate::render::frontier as render;
-use crate::render::json::to_canonical_json;
 use crate::trace::{Limits, Rejection};
 
-use super::{frontier, Frontier, DEFAULT_ATTAINMENT};
+use super::exit::EXIT_OK;
+use super::output::{emit, json_bytes, write_file};
 
 /// Exit statuses of `goodput frontier`, shown in `--help`.
 pub const FRONTIER_EXIT_HELP: &str = "\
@@ -92,7 +93,7 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
     // Flags first: a bad target is exit 2 before any file is read.
     if !(args.attainment > 0.0 && args.attainment <= 1.0) {
         return Err(Error::Usage(
-            super::FrontierError::BadAttainment(args.attainment).to_string(),
+            FrontierError::BadAttainment(args.attainment).to_string(),
         ));
     }
     let limits = Limits {
@@ -111,21 +112,15 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
 pub fn run(args: FrontierArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let f = load(&args)?;
     if let Some(path) = &args.svg {
-        write_atomic(path, render::svg(&f).as_bytes()).map_err(|source| Error::Write {
-            path: path.display().to_string(),
-            source,
-        })?;
+        write_file(path, render::svg(&f).as_bytes())?;
     }
     let bytes = if args.json {
-        to_canonical_json(&f).map_err(|e| Error::Write {
-            path: "frontier".to_owned(),
-            source: e.into(),
-        })?
+        json_bytes(&f, "frontier")?
     } else if args.markdown {
         render::markdown(&f).into_bytes()
     } else {
         render::text(&f).into_bytes()
     };
-    crate::cli::emit(stdout, &bytes)?;
+    emit(stdout, &bytes)?;
     Ok(EXIT_OK)
 }

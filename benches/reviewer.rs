@@ -1,4 +1,4 @@
-//! Reviewer-tool cost on a 1,000,000-row trace (issue 3's budget):
+//! Reviewer-tool cost on a 1,000,000-row trace (the budget of the reviewer tools):
 //! the 21-alternative sweep must cost at most 2× one analysis, the 7×7×7 grid
 //! at most 5×. Run with `cargo bench --bench reviewer`.
 //!

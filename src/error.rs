@@ -8,7 +8,7 @@ use crate::trace::Rejection;
 /// An error that ends a command.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The trace document was rejected (SPEC §3).
+    /// The trace document was rejected (docs/contract.md §4).
     #[error("rejected: {0}")]
     Rejected(#[from] Rejection),
     /// An input could not be read.

@@ -59,7 +59,7 @@ pub enum Command {
     /// Recompute the trace under neighbouring gates (sensitivity sweep).
     #[command(after_help = SWEEP_EXIT_HELP)]
     Sweep(SweepArgs),
-    /// Check that the receipt moves as predicted when the trace is mutated (SPEC §6).
+    /// Check that the receipt moves as predicted when the trace is mutated (docs/contract.md §8).
     #[command(after_help = MUTATE_EXIT_HELP)]
     Mutate(MutateArgs),
     /// Recompute a receipt from its trace and report every difference.

@@ -15,7 +15,7 @@ use super::output::{emit, json_bytes};
 /// Exit statuses of `goodput mutate`, shown in `--help`.
 pub const MUTATE_EXIT_HELP: &str = "\
 Exit status:
-  0  every applicable mutation moved the receipt as predicted (SPEC §6)
+  0  every applicable mutation moved the receipt as predicted (docs/contract.md §8)
   1  at least one mutation was NOT CAUGHT
   2  the trace was rejected or could not be read";
 

@@ -1,4 +1,4 @@
-//! The receipt (`goodput-receipt/1`, SPEC §5): the versioned, reproducible
+//! The receipt (`goodput-receipt/1`, docs/contract.md §7): the versioned, reproducible
 //! verdict on a trace. These types are the single source of the receipt's
 //! shape: serialization, `goodput schema receipt` and the committed
 //! `schema/receipt.schema.json` all come from them.

@@ -9,7 +9,7 @@ pub fn render(report: &MutationReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "MUTATION CHECK (SPEC §6)  trace sha256 {}",
+        "MUTATION CHECK (docs/contract.md §8)  trace sha256 {}",
         report.trace_sha256
     );
     for note in &report.notes {

@@ -1,4 +1,4 @@
-//! Sensitivity sweep (SPEC §5): does the conclusion hang on one threshold?
+//! Sensitivity sweep (docs/contract.md §7.11): does the conclusion hang on one threshold?
 //!
 //! The sweep recomputes the pass count of an already validated and judged
 //! trace under neighbouring gates: each gate multiplied by a factor

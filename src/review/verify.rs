@@ -3,7 +3,7 @@
 //!
 //! The receipt is read as a JSON tree, not as this version's struct, so a
 //! receipt of the same schema major version written by an older `goodput`
-//! still reads (SPEC §5: fields may be added, names and places are fixed).
+//! still reads (docs/contract.md §9.1: fields may be added, names and places are fixed).
 //! The trace is recomputed with the options the receipt records (its limits;
 //! per-row verdicts when it has `rows`; its sweep plan when it has `sweep`),
 //! both trees are put in canonical number form, and they are walked side by

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The largest magnitude any timestamp may have, in milliseconds (SPEC §2).
+/// The largest magnitude any timestamp may have, in milliseconds (docs/contract.md §3.3).
 pub const MAX_ABS_TIMESTAMP_MS: f64 = 1e15;
 /// The longest window, horizon or row span, in milliseconds (24 hours).
 pub const MAX_SPAN_MS: f64 = 86_400_000.0;

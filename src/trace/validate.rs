@@ -1,4 +1,4 @@
-//! The rules of SPEC §2–§3: document-level checks (a failure rejects the whole
+//! The rules of docs/contract.md §3–§5: document-level checks (a failure rejects the whole
 //! trace, naming a JSON pointer) and row-level checks (a failure makes only that
 //! row invalid, with every reason that applies).
 //!
@@ -440,7 +440,7 @@ fn classes_resolve(
     }
 }
 
-/// Why a row is invalid (SPEC §3). The declaration order is the order in which
+/// Why a row is invalid (docs/contract.md §5.2). The declaration order is the order in which
 /// reasons are listed in receipts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
@@ -677,7 +677,7 @@ fn status_reasons(row: &RawRow, strings: &Interner, set: &mut InvalidSet) {
     }
 }
 
-/// Marks every row whose string id occurs more than once (SPEC §3: whatever
+/// Marks every row whose string id occurs more than once (docs/contract.md §5.2: whatever
 /// else is wrong with it; ids compare exactly). One pass over a hash map from
 /// id to the first row that used it: a repeat marks both rows.
 pub fn duplicate_ids(rows: &[RawRow]) -> Vec<bool> {

@@ -2,12 +2,14 @@
 //! library calls and their results into bytes on stdout/files; every number is
 //! computed elsewhere.
 
+pub mod compare;
+
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::analyze::{analyze_bytes, analyze_owned, Analysis, AnalyzeOptions};
+use crate::analyze::{analyze_bytes, analyze_owned, analyze_owned_at, Analysis, AnalyzeOptions};
 use crate::error::{Error, EXIT_NO, EXIT_OK};
 use crate::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
 use crate::io::{read_limited, write_atomic, ReadError};
@@ -101,7 +103,10 @@ pub enum Command {
     /// Convert a vLLM, AIPerf or guidellm export to a trace and compare the tool's figures with goodput's.
     #[command(after_help = crate::import::IMPORT_EXIT_HELP)]
     Import(crate::import::ImportArgs),
-    /// Print the JSON Schema of a trace or of a receipt.
+    /// Is B better or worse than A beyond noise? Every headline figure with its interval.
+    #[command(after_help = compare::COMPARE_EXIT_HELP)]
+    Compare(compare::CompareArgs),
+    /// Print the JSON Schema of a trace, a receipt or a comparison.
     Schema {
         /// Which schema.
         #[arg(value_enum)]
@@ -116,6 +121,8 @@ pub enum SchemaKind {
     Trace,
     /// The `goodput-receipt/1` output document.
     Receipt,
+    /// The `goodput-compare/1` document of `goodput compare --json`.
+    Compare,
 }
 
 /// Flags of `goodput analyze`.
@@ -153,6 +160,9 @@ pub struct AnalyzeArgs {
     /// Sweep one class only (see `goodput sweep --class`).
     #[arg(long, value_name = "NAME", requires = "sweep")]
     pub sweep_class: Option<String>,
+    /// Two-sided confidence level of the receipt's intervals, in [0.5, 0.9999]; recorded in the receipt.
+    #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
+    pub confidence: f64,
 }
 
 /// Input limits shared by the reviewer commands.
@@ -275,10 +285,12 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Report(args) => crate::report::run(args, stdout),
         Command::Frontier(args) => crate::frontier::command::run(args, stdout),
         Command::Import(args) => crate::import::run(args, stdout),
+        Command::Compare(args) => compare::run(args, stdout),
         Command::Schema { which } => {
             let text = match which {
                 SchemaKind::Trace => schema::trace_schema_json(),
                 SchemaKind::Receipt => schema::receipt_schema_json(),
+                SchemaKind::Compare => schema::compare_schema_json(),
             };
             emit(stdout, text.as_bytes())?;
             Ok(EXIT_OK)
@@ -291,13 +303,14 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_rows: args.max_rows,
         max_bytes: args.max_bytes,
     };
+    let confidence = confidence_flag(args.confidence)?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let options = AnalyzeOptions {
         limits,
         rows: args.rows,
         strict: args.strict,
     };
-    let mut analysis = analyze_owned(bytes, options)?;
+    let mut analysis = analyze_owned_at(bytes, options, confidence)?;
     if args.sweep {
         let factors = args.sweep_factors.as_deref().unwrap_or(&DEFAULT_FACTORS);
         let entries = run_sweep(
@@ -337,6 +350,11 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// Checks `--confidence` (exit 2 when out of range).
+pub(crate) fn confidence_flag(level: f64) -> Result<crate::intervals::Confidence, Error> {
+    crate::intervals::Confidence::new(level).map_err(|e| Error::Usage(format!("--confidence: {e}")))
 }
 
 /// Reads and analyzes a trace within `limits`.

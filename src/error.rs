@@ -89,6 +89,9 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// `compare` refuses two runs judged under different contracts.
+    #[error("cannot compare: {0}")]
+    Compare(#[from] crate::compare::CompareError),
 }
 
 impl Error {
@@ -103,7 +106,8 @@ impl Error {
             | Error::Usage(_)
             | Error::RejectedFile { .. }
             | Error::Import { .. }
-            | Error::Listen { .. } => EXIT_ERROR,
+            | Error::Listen { .. }
+            | Error::Compare(_) => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }
     }

@@ -24,11 +24,13 @@
 //! `sim` is a simulated continuous-batching engine to aim it at.
 
 pub mod analyze;
+pub mod compare;
 pub mod cli;
 pub mod error;
 pub mod frontier;
 pub mod gate;
 pub mod import;
+pub mod intervals;
 pub mod io;
 pub mod mutate;
 pub mod receipt;

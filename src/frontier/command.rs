@@ -5,7 +5,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned, AnalyzeOptions};
+use crate::analyze::{analyze_owned_at, AnalyzeOptions};
+use crate::intervals::Confidence;
 use crate::error::{Error, EXIT_OK};
 use crate::io::{read_limited, write_atomic, ReadError};
 use crate::receipt::Receipt;
@@ -59,10 +60,13 @@ pub struct FrontierArgs {
     /// Most bytes accepted per trace (inclusive), checked before parsing.
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
     pub max_bytes: u64,
+    /// Two-sided confidence level of the interval bars, in [0.5, 0.9999].
+    #[arg(long, value_name = "LEVEL", default_value_t = Confidence::DEFAULT)]
+    pub confidence: f64,
 }
 
 /// Reads and analyzes one trace; a rejection names the file.
-fn receipt_of(path: &str, limits: Limits) -> Result<Receipt, Error> {
+fn receipt_of(path: &str, limits: Limits, confidence: Confidence) -> Result<Receipt, Error> {
     let rejected = |rejection| Error::RejectedFile {
         path: path.to_owned(),
         rejection,
@@ -81,7 +85,7 @@ fn receipt_of(path: &str, limits: Limits) -> Result<Receipt, Error> {
         rows: false,
         strict: false,
     };
-    analyze_owned(bytes, options)
+    analyze_owned_at(bytes, options, confidence)
         .map(|a| a.receipt)
         .map_err(rejected)
 }
@@ -95,13 +99,14 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
             super::FrontierError::BadAttainment(args.attainment).to_string(),
         ));
     }
+    let confidence = crate::cli::confidence_flag(args.confidence)?;
     let limits = Limits {
         max_rows: args.max_rows,
         max_bytes: args.max_bytes,
     };
     let mut receipts = Vec::with_capacity(args.traces.len());
     for path in &args.traces {
-        receipts.push((path.clone(), receipt_of(path, limits)?));
+        receipts.push((path.clone(), receipt_of(path, limits, confidence)?));
     }
     frontier(&receipts, args.class.as_deref(), args.attainment)
         .map_err(|e| Error::Usage(e.to_string()))

@@ -212,6 +212,7 @@ pub fn render(analysis: &Analysis, sweep: &[SweepEntry]) -> String {
     );
     header(&mut o, r);
     summary(&mut o, r);
+    o.push_str(&crate::render::intervals::report_section(r));
     lanes(&mut o, analysis);
     distributions(&mut o, analysis);
     reasons(&mut o, r);

@@ -233,8 +233,9 @@ fn a_slower_decode_step_is_worse_on_tpot_and_pass_share() {
 
 #[test]
 fn a_tiny_run_is_indistinguishable_and_says_how_many_requests_it_would_take() {
-    // 20 requests per run (8 req/s over 2.5 s): too few values for any p95
-    // interval (it needs 72: 0.95^71 = 0.0262 > 0.025 >= 0.95^72 = 0.0249).
+    // About 20 requests per run (Poisson 8 req/s over a 2.5 s window; the two
+    // seeded schedules give 21 and 22): too few values for any p95 interval
+    // (it needs 72: 0.95^71 = 0.0262 > 0.025 >= 0.95^72 = 0.0249).
     let (sa, sb) = (sim(10.0), sim(10.0));
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = record_pair(dir.path(), (&sa, &sb), ("31", "32"), "8", "2.5s", "40");
@@ -247,6 +248,8 @@ fn a_tiny_run_is_indistinguishable_and_says_how_many_requests_it_would_take() {
     assert_eq!(p95["verdict"], "indistinguishable");
     assert_eq!(p95["interval"], Value::Null);
     assert_eq!(p95["requiredRequestsPerRun"], 72);
+    let cohort = f(&c["blocks"][0]["cohortA"]);
+    assert!((15.0..=25.0).contains(&cohort), "{cohort}");
     let goodput = figure(&c, "goodput");
     assert_eq!(goodput["verdict"], "indistinguishable");
     // The two seeded Poisson schedules put different counts in the window, so

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::intervals::{
-    self, minimum_detectable, min_n_for_quantile, mover, newcombe, percent, required_requests,
+    self, min_n_for_quantile, minimum_detectable, mover, newcombe, percent, required_requests,
     Confidence, Estimate, Interval, QuantileInterval,
 };
 use crate::receipt::{Block, ContractInfo, LatencySummary, PercentileIntervals, Receipt};
@@ -311,6 +311,19 @@ pub enum CompareError {
         }
     )]
     ContractsDiffer(Vec<ContractDifference>),
+    /// A receipt given for one side is not what its trace gives.
+    #[error(
+        "{receipt} does not verify against {trace} ({first}); \
+         run `goodput verify {receipt} {trace}` for every difference"
+    )]
+    ReceiptDisagrees {
+        /// The receipt as named on the command line.
+        receipt: String,
+        /// The trace as named on the command line.
+        trace: String,
+        /// The first thing that differs.
+        first: String,
+    },
 }
 
 fn list(differences: &[ContractDifference]) -> String {
@@ -338,8 +351,16 @@ pub fn adopt_gates(a: &Trace, b: &mut Trace) {
 pub fn contract_differences(a: &ContractInfo, b: &ContractInfo) -> Vec<ContractDifference> {
     let warmup_ms = |c: &ContractInfo| c.warmup.map(|w| w.end_ms - w.start_ms);
     let fields: [(&str, Value, Value); 8] = [
-        ("/contract/equality", a.equality.clone().into(), b.equality.clone().into()),
-        ("/contract/tokens", a.tokens.clone().into(), b.tokens.clone().into()),
+        (
+            "/contract/equality",
+            a.equality.clone().into(),
+            b.equality.clone().into(),
+        ),
+        (
+            "/contract/tokens",
+            a.tokens.clone().into(),
+            b.tokens.clone().into(),
+        ),
         (
             "/contract/window/durationMs",
             a.window.duration_ms.into(),
@@ -400,9 +421,13 @@ pub fn compare(a: &Receipt, b: &Receipt, judged_under_a: bool) -> Result<Compari
     if !differences.is_empty() {
         return Err(CompareError::ContractsDiffer(differences));
     }
-    let confidence =
-        Confidence::new(a.contract.intervals.confidence).unwrap_or_default();
-    let mut blocks = vec![compare_blocks(None, &a.results.all, &b.results.all, confidence)];
+    let confidence = Confidence::new(a.contract.intervals.confidence).unwrap_or_default();
+    let mut blocks = vec![compare_blocks(
+        None,
+        &a.results.all,
+        &b.results.all,
+        confidence,
+    )];
     let classes_b: &BTreeMap<String, Block> = &b.results.classes;
     for (name, block_a) in &a.results.classes {
         if let Some(block_b) = classes_b.get(name) {
@@ -421,8 +446,8 @@ pub fn compare(a: &Receipt, b: &Receipt, judged_under_a: bool) -> Result<Compari
             share_difference: intervals::method::SHARE_DIFFERENCE.to_owned(),
             rate_difference: intervals::method::RATE_DIFFERENCE.to_owned(),
             quantile_difference: intervals::method::QUANTILE_DIFFERENCE.to_owned(),
-            minimum_detectable: "(z(1-alpha/2) + z(0.80)) * SE, SE = (upper - lower) / (2 z(1-alpha/2))"
-                .to_owned(),
+            minimum_detectable:
+                "(z(1-alpha/2) + z(0.80)) * SE, SE = (upper - lower) / (2 z(1-alpha/2))".to_owned(),
             required_requests_per_run:
                 "n * (minimumDetectable / |difference|)^2, n = mean cohort of the two runs"
                     .to_owned(),
@@ -538,9 +563,7 @@ fn percentile_sides(figure: Figure, a: &Block, b: &Block, confidence: Confidence
             min_n_for_quantile(p, confidence)
         )),
     };
-    let needed_for_interval = interval
-        .is_err()
-        .then(|| min_n_for_quantile(p, confidence));
+    let needed_for_interval = interval.is_err().then(|| min_n_for_quantile(p, confidence));
     Sides {
         a: va,
         b: vb,
@@ -580,7 +603,12 @@ fn figure_comparison(
     FigureComparison {
         figure: figure.key().to_owned(),
         unit: figure.unit().to_owned(),
-        better_when: if figure.higher_is_better() { "higher" } else { "lower" }.to_owned(),
+        better_when: if figure.higher_is_better() {
+            "higher"
+        } else {
+            "lower"
+        }
+        .to_owned(),
         a: sides.a,
         b: sides.b,
         difference,

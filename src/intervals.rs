@@ -135,8 +135,16 @@ pub fn wilson(x: u64, n: u64, confidence: Confidence) -> Option<Interval> {
     let centre = (p + z2 / (2.0 * nf)) / denom;
     let half = z * (p * (1.0 - p) / nf + z2 / (4.0 * nf * nf)).sqrt() / denom;
     // At x = 0 and x = n the formula gives 0 and 1 up to rounding; say so exactly.
-    let lower = if x == 0 { 0.0 } else { (centre - half).max(0.0) };
-    let upper = if x == n { 1.0 } else { (centre + half).min(1.0) };
+    let lower = if x == 0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let upper = if x == n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
     Some(Interval { lower, upper })
 }
 
@@ -394,10 +402,10 @@ pub struct Estimate {
 /// intervals this is Newcombe's hybrid score interval.
 pub fn mover(a: Estimate, b: Estimate) -> Interval {
     let d = b.value - a.value;
-    let lower = d - ((b.value - b.interval.lower).powi(2) + (a.interval.upper - a.value).powi(2))
-        .sqrt();
-    let upper = d + ((b.interval.upper - b.value).powi(2) + (a.value - a.interval.lower).powi(2))
-        .sqrt();
+    let lower =
+        d - ((b.value - b.interval.lower).powi(2) + (a.interval.upper - a.value).powi(2)).sqrt();
+    let upper =
+        d + ((b.interval.upper - b.value).powi(2) + (a.value - a.interval.lower).powi(2)).sqrt();
     Interval { lower, upper }
 }
 

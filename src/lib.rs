@@ -24,8 +24,8 @@
 //! `sim` is a simulated continuous-batching engine to aim it at.
 
 pub mod analyze;
-pub mod compare;
 pub mod cli;
+pub mod compare;
 pub mod error;
 pub mod frontier;
 pub mod gate;

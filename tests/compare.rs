@@ -89,7 +89,10 @@ fn a_run_against_itself_is_indistinguishable_with_a_hand_computed_interval() {
     let all = &receipt.results.all;
     let wilson = all.intervals.pass_share.unwrap();
     let p = all.rates.pass_share.unwrap();
-    let c = compare_json(&common::fixture("mixed_120.json"), &common::fixture("mixed_120.json"));
+    let c = compare_json(
+        &common::fixture("mixed_120.json"),
+        &common::fixture("mixed_120.json"),
+    );
     let pass = figure(&c, "pass_share");
     assert_eq!(pass["difference"], 0.0);
     // L = 0 − √((p − l)² + (u − p)²) = −U.
@@ -188,7 +191,10 @@ fn two_runs_with_identical_settings_and_different_seeds_are_indistinguishable() 
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = record_pair(dir.path(), (&sa, &sb), ("11", "12"), "30", "3s", "40");
     let c = compare_json(&a, &b);
-    eprintln!("{}", compare(&[&a.display().to_string(), &b.display().to_string()]).1);
+    eprintln!(
+        "{}",
+        compare(&[&a.display().to_string(), &b.display().to_string()]).1
+    );
     for block in c["blocks"].as_array().unwrap() {
         for x in block["figures"].as_array().unwrap() {
             assert_eq!(x["verdict"], "indistinguishable", "{x}");
@@ -221,14 +227,20 @@ fn a_slower_decode_step_is_worse_on_tpot_and_pass_share() {
     // The regression gate: exit 1, naming the figure.
     let (code, out) = compare(&[&a, &b, "--fail-if-worse", "p95_tpot"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("FAIL: B is worse than A beyond noise on p95_tpot (all)"), "{out}");
+    assert!(
+        out.contains("FAIL: B is worse than A beyond noise on p95_tpot (all)"),
+        "{out}"
+    );
     // Not listed, not gated: failure share is 0 % in both.
     let (code, out) = compare(&[&a, &b, "--fail-if-worse", "failure_share"]);
     assert_eq!(code, 0, "{out}");
     // Markdown for a pull request.
     let (code, md) = compare(&[&a, &b, "--markdown"]);
     assert_eq!(code, 0);
-    assert!(md.contains("| pass share |") && md.contains("**worse**"), "{md}");
+    assert!(
+        md.contains("| pass share |") && md.contains("**worse**"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ use clap::ValueEnum;
 
 use super::{emit, json_bytes, LimitArgs};
 use crate::analyze::{judge_and_count, Analysis, AnalyzeOptions};
-use crate::compare::{adopt_gates, compare, Figure};
+use crate::compare::{adopt_gates, compare, CompareError, Figure};
 use crate::error::{Error, EXIT_NO, EXIT_OK};
 use crate::intervals::Confidence;
 use crate::io::read_limited;
@@ -116,28 +116,33 @@ fn gate_line(worse: &[(String, String)]) -> String {
 /// Reads a trace; with a receipt, first checks that the receipt is exactly
 /// what the trace gives, and reads the trace within the receipt's limits.
 fn load(path: &str, receipt: Option<&str>, limits: Limits) -> Result<Trace, Error> {
-    let limits = match receipt {
-        None => limits,
+    let (bytes, limits) = match receipt {
+        None => (read_limited(path, limits.max_bytes)?, limits),
         Some(receipt) => {
-            let bytes = read_limited(receipt, super::MAX_RECEIPT_BYTES)?;
-            let claimed = verify::read_receipt(&bytes)?;
-            let trace = read_limited(path, claimed.limits.max_bytes)?;
-            let report = verify::verify(&claimed, &trace);
+            let claimed = verify::read_receipt(&read_limited(receipt, super::MAX_RECEIPT_BYTES)?)?;
+            let bytes = read_limited(path, claimed.limits.max_bytes)?;
+            let report = verify::verify(&claimed, &bytes);
             if !report.agrees() {
                 let first = report
                     .recompute_failed
                     .clone()
-                    .or_else(|| report.differences.first().map(|d| format!("{} differs", d.path)))
+                    .or_else(|| {
+                        report
+                            .differences
+                            .first()
+                            .map(|d| format!("{} differs", d.path))
+                    })
                     .unwrap_or_else(|| "the trace's sha256 differs".to_owned());
-                return Err(Error::Usage(format!(
-                    "{receipt} does not verify against {path} ({first}); \
-                     run `goodput verify {receipt} {path}` for every difference"
-                )));
+                return Err(CompareError::ReceiptDisagrees {
+                    receipt: receipt.to_owned(),
+                    trace: path.to_owned(),
+                    first,
+                }
+                .into());
             }
-            claimed.limits
+            (bytes, claimed.limits)
         }
     };
-    let bytes = read_limited(path, limits.max_bytes)?;
     trace::load(&bytes, limits).map_err(|rejection| Error::RejectedFile {
         path: path.to_owned(),
         rejection,

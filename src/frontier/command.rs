@@ -6,8 +6,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::analyze::{analyze_owned_at, AnalyzeOptions};
-use crate::intervals::Confidence;
 use crate::error::{Error, EXIT_OK};
+use crate::intervals::Confidence;
 use crate::io::{read_limited, write_atomic, ReadError};
 use crate::receipt::Receipt;
 use crate::render::frontier as render;

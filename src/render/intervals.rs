@@ -69,14 +69,38 @@ fn row(o: &mut String, name: Option<&str>, b: &Block) {
     let rt = &b.rates;
     let l = &b.latency;
     let cells = [
-        ("goodputPerS", rate_with_interval(rt.goodput_per_s, i.goodput_per_s)),
-        ("passShare", share_with_interval(rt.pass_share, i.pass_share)),
-        ("failureShare", share_with_interval(rt.failure_share, i.failure_share)),
-        ("censoredShare", share_with_interval(rt.censored_share, i.censored_share)),
-        ("ttft-p95", percentile_with_interval(l.ttft_ms.p95, &i.ttft_ms.p95)),
-        ("tpot-p95", percentile_with_interval(l.tpot_ms.p95, &i.tpot_ms.p95)),
-        ("e2e-p95", percentile_with_interval(l.e2e_ms.p95, &i.e2e_ms.p95)),
-        ("e2e-p99", percentile_with_interval(l.e2e_ms.p99, &i.e2e_ms.p99)),
+        (
+            "goodputPerS",
+            rate_with_interval(rt.goodput_per_s, i.goodput_per_s),
+        ),
+        (
+            "passShare",
+            share_with_interval(rt.pass_share, i.pass_share),
+        ),
+        (
+            "failureShare",
+            share_with_interval(rt.failure_share, i.failure_share),
+        ),
+        (
+            "censoredShare",
+            share_with_interval(rt.censored_share, i.censored_share),
+        ),
+        (
+            "ttft-p95",
+            percentile_with_interval(l.ttft_ms.p95, &i.ttft_ms.p95),
+        ),
+        (
+            "tpot-p95",
+            percentile_with_interval(l.tpot_ms.p95, &i.tpot_ms.p95),
+        ),
+        (
+            "e2e-p95",
+            percentile_with_interval(l.e2e_ms.p95, &i.e2e_ms.p95),
+        ),
+        (
+            "e2e-p99",
+            percentile_with_interval(l.e2e_ms.p99, &i.e2e_ms.p99),
+        ),
     ];
     let _ = write!(
         o,
@@ -84,7 +108,11 @@ fn row(o: &mut String, name: Option<&str>, b: &Block) {
         escape(name.unwrap_or("all rows"))
     );
     for (k, (col, text)) in cells.iter().enumerate() {
-        let cls = if k == 0 || k == 4 { " class=\"first\"" } else { "" };
+        let cls = if k == 0 || k == 4 {
+            " class=\"first\""
+        } else {
+            ""
+        };
         let _ = write!(o, "<td{cls} data-col=\"{col}\">{}</td>", escape(text));
     }
     let _ = writeln!(o, "</tr>");
@@ -100,10 +128,19 @@ mod tests {
             lower: 0.491,
             upper: 0.673,
         };
-        assert_eq!(share_with_interval(Some(0.585), Some(i)), "58.5 % (49.1–67.3 %)");
+        assert_eq!(
+            share_with_interval(Some(0.585), Some(i)),
+            "58.5 % (49.1–67.3 %)"
+        );
         assert_eq!(share_with_interval(None, None), "—");
         assert_eq!(
-            rate_with_interval(4.5, Interval { lower: 3.6, upper: 5.56 }),
+            rate_with_interval(
+                4.5,
+                Interval {
+                    lower: 3.6,
+                    upper: 5.56
+                }
+            ),
             "4.500 (3.600–5.560)"
         );
     }

@@ -595,7 +595,7 @@ fn figure_comparison(
         _ => None,
     };
     let note = note.or_else(|| match (verdict, difference, required) {
-        (Verdict::Indistinguishable, Some(d), None) if d == 0.0 => {
+        (Verdict::Indistinguishable, Some(0.0), None) => {
             Some("no observed difference to size a run for".to_owned())
         }
         _ => None,

@@ -17,6 +17,7 @@
 //! `docs/import.md`.
 
 pub mod aiperf;
+pub mod fidelity;
 pub mod guidellm;
 pub mod json;
 pub mod vllm;
@@ -137,7 +138,8 @@ impl Default for ImportOptions {
 impl ImportOptions {
     /// The trace an importer writes: the window, warm-up, labels and rows it
     /// read from the source, and the contract (gates, equality) from these
-    /// options. Source tools report model tokens, so `tokens` is `usage`.
+    /// options. `tokens` is `usage`; an importer whose rows fell back to the
+    /// tool's own tokenizer count sets `client-tokenizer` afterwards.
     pub(crate) fn trace(
         &self,
         window: crate::trace::Window,
@@ -237,6 +239,11 @@ pub struct Reported {
     /// `inter_token_latency` SLO: the metric does not exist for it), where
     /// goodput lets it pass because its TPOT gate does not apply.
     pub one_token_never_good: bool,
+    /// The rate the tool was configured to offer, when its export says.
+    pub configured_rate: Option<fidelity::ConfiguredRate>,
+    /// The tool's own output-token count field, when rows carry it beside the
+    /// server's usage count (as the label `clientOutputTokens`).
+    pub client_tokens_from: Option<String>,
 }
 
 /// Why an import failed. Every variant names the place in the source file.
@@ -391,6 +398,8 @@ pub struct Comparison {
     pub figures: Vec<FigurePair>,
     /// Why figures differ, one sentence each.
     pub differences: Vec<String>,
+    /// Token-count agreement and configured-vs-offered rate.
+    pub fidelity: fidelity::Fidelity,
 }
 
 /// One figure as the tool reported it and as the receipt gives it.
@@ -566,16 +575,25 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
              (--slo): compare like with like."
         ));
     }
+    let fidelity = fidelity::assess(imported, receipt);
     if let Some(tool_goodput) = r.goodput_per_s {
-        differences.push(explain_goodput(
-            r,
-            c.pass,
-            one_token_pass,
-            window_s,
-            all.rates.goodput_per_s,
-            tool_goodput,
-        ));
+        let ours = all.rates.goodput_per_s;
+        differences.push(
+            fidelity::goodput_by_client_counts(
+                &fidelity,
+                r,
+                c.pass,
+                one_token_pass,
+                window_s,
+                ours,
+                tool_goodput,
+            )
+            .unwrap_or_else(|| {
+                explain_goodput(r, c.pass, one_token_pass, window_s, ours, tool_goodput)
+            }),
+        );
     }
+    differences.extend(fidelity::sentences(&fidelity, r));
     let gates = receipt
         .contract
         .classes
@@ -598,6 +616,7 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
         equality: receipt.contract.equality.clone(),
         figures,
         differences,
+        fidelity,
     }
 }
 

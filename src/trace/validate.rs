@@ -349,10 +349,13 @@ pub fn validate_document(
         None => TokenCount::Usage,
         Some(Value::String(s)) if s == "usage" => TokenCount::Usage,
         Some(Value::String(s)) if s == "chunks" => TokenCount::Chunks,
+        Some(Value::String(s)) if s == "client-tokenizer" => TokenCount::ClientTokenizer,
         Some(other) => {
             return Err(Rejection::at(
                 "/tokens",
-                format_args!("is {other}; it must be \"usage\" or \"chunks\""),
+                format_args!(
+                    "is {other}; it must be \"usage\", \"chunks\" or \"client-tokenizer\""
+                ),
             ))
         }
     };

@@ -356,7 +356,9 @@ pub fn goodput_by_client_counts(
     let tokens = f.tokens.as_ref()?;
     let c = tokens.with_client_counts.as_ref()?;
     let one_token_rule = |pass: u64, one: u64| {
-        r.one_token_never_good && one > 0 && same_figure(tool_goodput, (pass - one) as f64 / window_s)
+        r.one_token_never_good
+            && one > 0
+            && same_figure(tool_goodput, (pass - one) as f64 / window_s)
     };
     if same_figure(tool_goodput, ours) || one_token_rule(pass, one_token_pass) {
         return None;

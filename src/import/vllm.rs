@@ -17,8 +17,8 @@
 
 use serde::Deserialize;
 
-use super::json::{parse_typed, python_literals_to_json, Within};
 use super::fidelity::{ConfiguredRate, Process};
+use super::json::{parse_typed, python_literals_to_json, Within};
 use super::{
     failure_reason, fmt_num, ms_since, non_negative, ImportError, ImportOptions, Imported,
     Quantiles, Reported,

@@ -230,7 +230,10 @@ pub fn text(f: &Frontier) -> String {
             "some traces counted stream chunks: their p95 TPOT is chunk cadence",
         );
     }
-    if f.points.iter().any(|p| p.tpot_label == "tpot_client_tokens") {
+    if f.points
+        .iter()
+        .any(|p| p.tpot_label == "tpot_client_tokens")
+    {
         wrap(
             &mut o,
             "note",

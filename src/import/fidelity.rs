@@ -266,7 +266,7 @@ fn rate_check(
     crate::stats::sort_ascending(&mut arrivals);
     let (first, last) = (*arrivals.first()?, *arrivals.last()?);
     let span_s = (last - first) / 1000.0;
-    if arrivals.len() < 2 || span_s <= 0.0 || !(configured.per_s > 0.0) {
+    if arrivals.len() < 2 || span_s <= 0.0 || configured.per_s.is_nan() || configured.per_s <= 0.0 {
         return None;
     }
     let gaps = arrivals.len() as u64 - 1;
@@ -304,7 +304,7 @@ fn ln_factorial(k: u64) -> f64 {
 /// mode over mode ± 12·√mu + 12 (the mass beyond is below 1e-30) and
 /// normalized. `None` for a mean that is not finite, negative, or over 1e12.
 pub fn poisson_interval(mu: f64, tail: f64) -> Option<[u64; 2]> {
-    if !(mu.is_finite() && mu >= 0.0 && mu <= 1e12) {
+    if !(0.0..=1e12).contains(&mu) {
         return None;
     }
     if mu == 0.0 {

@@ -27,6 +27,8 @@ pub struct Comparison {
     pub figures: Vec<FigurePair>,
     /// Why figures differ, one sentence each.
     pub differences: Vec<String>,
+    /// Token-count agreement and configured-vs-offered rate.
+    pub fidelity: super::fidelity::Fidelity,
 }
 
 /// One figure as the tool reported it and as the receipt gives it.
@@ -202,16 +204,25 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
              (--slo): compare like with like."
         ));
     }
+    let fidelity = super::fidelity::assess(imported, receipt);
     if let Some(tool_goodput) = r.goodput_per_s {
-        differences.push(explain_goodput(
-            r,
-            c.pass,
-            one_token_pass,
-            window_s,
-            all.rates.goodput_per_s,
-            tool_goodput,
-        ));
+        let ours = all.rates.goodput_per_s;
+        differences.push(
+            super::fidelity::goodput_by_client_counts(
+                &fidelity,
+                r,
+                c.pass,
+                one_token_pass,
+                window_s,
+                ours,
+                tool_goodput,
+            )
+            .unwrap_or_else(|| {
+                explain_goodput(r, c.pass, one_token_pass, window_s, ours, tool_goodput)
+            }),
+        );
     }
+    differences.extend(super::fidelity::sentences(&fidelity, r));
     let gates = receipt
         .contract
         .classes
@@ -234,6 +245,7 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
         equality: receipt.contract.equality.clone(),
         figures,
         differences,
+        fidelity,
     }
 }
 

@@ -17,10 +17,11 @@
 
 use serde::Deserialize;
 
+use super::fidelity::{ConfiguredRate, Process};
 use super::json::{parse_typed, python_literals_to_json, Within};
 use super::{
-    failure_reason, ms_since, non_negative, ImportError, ImportOptions, Imported, Quantiles,
-    Reported,
+    failure_reason, fmt_num, ms_since, non_negative, ImportError, ImportOptions, Imported,
+    Quantiles, Reported,
 };
 use crate::trace::model::MAX_SPAN_MS;
 use crate::trace::write::{round_us, RowStatus, TraceRow};
@@ -101,6 +102,29 @@ struct VllmResult {
 
 fn num(v: &Option<Loose>) -> Option<f64> {
     v.as_ref().and_then(Loose::number)
+}
+
+/// `request_rate` with its process: burstiness 1 (vLLM's default) is
+/// Poisson, any other is gamma-distributed gaps; `inf` (all at once) is no rate.
+fn configured_rate(doc: &VllmResult) -> Option<ConfiguredRate> {
+    let per_s = num(&doc.request_rate).filter(|r| r.is_finite() && *r > 0.0)?;
+    let burstiness = num(&doc.burstiness).unwrap_or(1.0);
+    let cap = num(&doc.max_concurrency)
+        .map(|c| format!(", max_concurrency {}", fmt_num(c)))
+        .unwrap_or_default();
+    Some(ConfiguredRate {
+        per_s,
+        process: if burstiness == 1.0 {
+            Process::Poisson
+        } else {
+            Process::Other
+        },
+        from: format!(
+            "request_rate {}, burstiness {}{cap}",
+            fmt_num(per_s),
+            fmt_num(burstiness)
+        ),
+    })
 }
 
 /// Imports a vLLM result file (see the module docs for the mapping).
@@ -216,7 +240,10 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     let end_ms = round_us(doc.duration * 1000.0);
     let mut boundary = Labels::new();
     boundary.insert("arrival".into(), Scalar::String("sent".into()));
-    boundary.insert("tokens".into(), Scalar::String("client-tokenizer".into()));
+    // vLLM's output_lens are the server's usage.completion_tokens when the
+    // stream carried usage (vLLM asks for it), else its own tokenizer's count;
+    // the file does not say which, so the boundary names the field.
+    boundary.insert("tokens".into(), Scalar::String("vllm output_lens".into()));
     boundary.insert("source".into(), Scalar::String("vllm bench serve".into()));
     let mut workload = Labels::new();
     workload.insert("tool".into(), Scalar::String("vllm bench serve".into()));
@@ -291,6 +318,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             .into(),
         tool_gates: None,
         one_token_never_good: false,
+        configured_rate: configured_rate(&doc),
+        client_tokens_from: None,
     };
     Ok(Imported { trace, reported })
 }

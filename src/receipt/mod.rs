@@ -89,9 +89,11 @@ pub struct ContractInfo {
     pub percentile_method: String,
     /// The confidence level and methods of every block's `intervals`.
     pub intervals: IntervalContract,
-    /// What `outputTokens` counts: `usage` or `chunks`.
+    /// What `outputTokens` counts: `usage`, `chunks` or `client-tokenizer`.
     pub tokens: String,
-    /// `tpot`, or `chunk_cadence` when tokens are stream chunks.
+    /// The per-token figure's name: `tpot` (model tokens from usage),
+    /// `chunk_cadence` (tokens are stream chunks) or `tpot_client_tokens`
+    /// (tokens counted by a client-side tokenizer, not necessarily the model's).
     pub tpot_label: String,
     /// Where measurements were taken (echoed from the trace).
     pub boundary: Labels,

@@ -49,7 +49,8 @@ pub fn assemble(
             row.completed_ms = Some(round_us(completed_ms));
             row.output_tokens = Some(match tokens {
                 TokenCount::Usage => obs.usage_output_tokens.unwrap_or(obs.content_chunks),
-                TokenCount::Chunks => obs.content_chunks,
+                // The recorder has no tokenizer and never declares client-tokenizer.
+                TokenCount::Chunks | TokenCount::ClientTokenizer => obs.content_chunks,
             });
         }
         Ending::Failed { reason, ended_ms } => {

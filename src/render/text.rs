@@ -104,10 +104,10 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         .max()
         .unwrap_or(3)
         .clamp(12, 24);
-    let tpot_name = if c.tpot_label == "tpot" {
-        "tpot"
-    } else {
-        "chunk"
+    let tpot_name = match c.tpot_label.as_str() {
+        "tpot" => "tpot",
+        "tpot_client_tokens" => "tpot*",
+        _ => "chunk",
     };
 
     let _ = writeln!(
@@ -121,10 +121,10 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         "          {} bytes, {} rows; limits {} rows, {} bytes",
         receipt.trace.bytes, receipt.trace.rows, receipt.limits.max_rows, receipt.limits.max_bytes
     );
-    let token_note = if c.tpot_label == "tpot" {
-        "model tokens (TPOT)".to_owned()
-    } else {
-        "stream chunks (chunk cadence, not TPOT)".to_owned()
+    let token_note = match c.tpot_label.as_str() {
+        "tpot" => "model tokens (TPOT)",
+        "tpot_client_tokens" => "a client-side tokenizer's count (tpot*: per client token)",
+        _ => "stream chunks (chunk cadence, not TPOT)",
     };
     let _ = writeln!(
         o,

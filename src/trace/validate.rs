@@ -400,9 +400,10 @@ fn tokens(m: &Members) -> Result<TokenCount, Rejection> {
         None => Ok(TokenCount::Usage),
         Some(Value::String(s)) if s == "usage" => Ok(TokenCount::Usage),
         Some(Value::String(s)) if s == "chunks" => Ok(TokenCount::Chunks),
+        Some(Value::String(s)) if s == "client-tokenizer" => Ok(TokenCount::ClientTokenizer),
         Some(other) => Err(Rejection::at(
             "/tokens",
-            format_args!("is {other}; it must be \"usage\" or \"chunks\""),
+            format_args!("is {other}; it must be \"usage\", \"chunks\" or \"client-tokenizer\""),
         )),
     }
 }

@@ -273,6 +273,15 @@ fn header(o: &mut String, r: &Receipt) {
             short(w.horizon_ms)
         ),
     );
+    if c.arrivals_unknown.is_some() {
+        item(
+            "arrivals",
+            format!(
+                "<b id=\"arrivals-unknown\">{}</b>",
+                escape(crate::receipt::ARRIVALS_UNKNOWN_LINE)
+            ),
+        );
+    }
     item(
         "warm-up",
         c.warmup.as_ref().map_or_else(
@@ -478,6 +487,18 @@ const NO_TIME_PX: f64 = 46.0;
 
 fn lanes(o: &mut String, a: &Analysis) {
     let r = &a.receipt;
+    if r.contract.arrivals_unknown.is_some() {
+        // Every arrival is the window start by declaration: a timeline would
+        // draw invented instants.
+        let _ = writeln!(
+            o,
+            "<section id=\"lanes-section\">\n<h2>Verdict lanes</h2>\n\
+             <p class=\"note\" id=\"lanes-not-drawn\">Not drawn: the trace declares its arrival \
+             times unknown (<code>boundary.arrival = \"unknown\"</code>), so no row has an instant \
+             on the run's timeline.</p>\n</section>"
+        );
+        return;
+    }
     let contract = &a.trace.contract;
     let class_names: Vec<&str> = contract.classes.keys().map(String::as_str).collect();
     let counts = &r.results.all.counts;

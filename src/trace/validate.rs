@@ -364,6 +364,17 @@ pub fn validate_document(
         None => Labels::new(),
         Some(v) => labels(v, "/workload")?,
     };
+    let arrivals_unknown = matches!(
+        boundary.get("arrival"),
+        Some(Scalar::String(s)) if s == super::model::ARRIVAL_UNKNOWN
+    );
+    if arrivals_unknown && warmup.is_some() {
+        return Err(Rejection::at(
+            "/warmup",
+            "cannot be applied: boundary.arrival is \"unknown\", so no row has an arrival \
+             instant to compare with it",
+        ));
+    }
 
     if default_class.is_none() && classes.len() > 1 {
         if let Some(i) = rows

@@ -110,8 +110,8 @@ pub struct ContractInfo {
 
 /// The one line every command's text output prints for a receipt whose
 /// trace declares its arrival instants unknown.
-pub const ARRIVALS_UNKNOWN_LINE: &str = "arrival times UNKNOWN (boundary.arrival = \"unknown\"): \
-    per-row latencies are exact; Little's law and time-based figures are not computed";
+pub const ARRIVALS_UNKNOWN_LINE: &str =
+    "arrival times UNKNOWN (boundary.arrival = \"unknown\"): no Little's law, no time bins";
 
 /// The sentence a receipt carries in `contract.arrivalsUnknown`.
 pub const ARRIVALS_UNKNOWN_NOTE: &str = "boundary.arrival is \"unknown\": the source recorded \

@@ -55,7 +55,7 @@ pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
-    /// `vllm bench serve --save-result --save-detailed` result JSON.
+    /// vLLM result JSON: `benchmark_serving.py` or `vllm bench serve` (`--save-result`), any release.
     Vllm,
     /// AIPerf `profile_export.jsonl` (one record per request).
     Aiperf,

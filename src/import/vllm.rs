@@ -330,7 +330,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         // of two independently rounded instants.
         let first = round_us(arrival_ms + round_us(ttft_s * 1000.0));
         let done = round_us(arrival_ms + round_us(e2e_s * 1000.0)).max(first);
-        if !(done <= MAX_SPAN_MS) {
+        if done > MAX_SPAN_MS {
             return Err(ImportError::at(
                 e2e_place,
                 format!("ends {done} ms after the first send: more than a day"),

@@ -8,9 +8,9 @@ mod common;
 
 use common::{assert_valid, fixture, validator};
 use goodput::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput::cli::flags::parse_slo;
 use goodput::import::fidelity::{poisson_interval, Process, CLIENT_TOKENS_LABEL, POISSON_TAIL};
 use goodput::import::{pipeline, same_figure, ImportOptions, Outcome, Source};
-use goodput::cli::flags::parse_slo;
 use goodput::trace::{Equality, Scalar, TokenCount};
 use serde_json::Value;
 

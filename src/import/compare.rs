@@ -19,6 +19,10 @@ pub struct Comparison {
     pub tool: String,
     /// Its version, when known.
     pub version: Option<String>,
+    /// The shape of the tool's file that was detected (the trace's
+    /// `boundary.shape`), when the tool has several (vLLM's changed across
+    /// releases, and the shape decides the mapping).
+    pub shape: Option<String>,
     /// The gates the trace declares (`class: ttft=…,tpot=…,e2e=…`).
     pub gates: String,
     /// The equality rule.
@@ -241,6 +245,10 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
     Comparison {
         tool: r.tool.clone(),
         version: r.version.clone(),
+        shape: match trace.boundary.get("shape") {
+            Some(crate::trace::Scalar::String(s)) => Some(s.clone()),
+            _ => None,
+        },
         gates,
         equality: receipt.contract.equality.clone(),
         figures,

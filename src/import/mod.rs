@@ -43,7 +43,7 @@ pub use self::error::ImportError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
-    /// `vllm bench serve --save-result --save-detailed` result JSON.
+    /// vLLM result JSON: `benchmark_serving.py` or `vllm bench serve` (`--save-result`), any release.
     Vllm,
     /// AIPerf `profile_export.jsonl` (one record per request).
     Aiperf,

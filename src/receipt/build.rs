@@ -243,7 +243,7 @@ impl Tally {
             .map(|(name, n)| (name.to_owned(), n))
             .collect();
         let littles_law = littles_law(
-            busy_ms / (window_s * 1000.0),
+            (!trace.contract.arrivals_unknown()).then(|| busy_ms / (window_s * 1000.0)),
             rates.completed_per_s,
             latency.e2e_ms.mean,
             self.unknown_end,
@@ -373,15 +373,22 @@ fn summarize_column(column: Vec<&mut Vec<f64>>, confidence: Confidence) -> Colum
 const STEADY_RATIO: (f64, f64) = (0.8, 1.25);
 
 fn littles_law(
-    in_flight_mean: f64,
+    in_flight_mean: Option<f64>,
     completed_per_s: f64,
     mean_e2e_ms: Option<f64>,
     unknown_end: u64,
 ) -> LittlesLaw {
     let predicted = mean_e2e_ms.map(|w| completed_per_s * w / 1000.0);
-    let ratio = predicted.filter(|p| *p > 0.0).map(|p| in_flight_mean / p);
+    let ratio = in_flight_mean
+        .zip(predicted.filter(|p| *p > 0.0))
+        .map(|(l, p)| l / p);
     let steady_state = ratio.map(|r| (STEADY_RATIO.0..=STEADY_RATIO.1).contains(&r));
     let note = match ratio {
+        _ if in_flight_mean.is_none() => Some(
+            "not measured: arrival times are unknown (boundary.arrival = \"unknown\"), so no \
+             request's time in flight is known"
+                .to_owned(),
+        ),
         Some(r) if r > STEADY_RATIO.1 => Some(format!(
             "not steady: {r:.2}x more requests were in flight than throughput x latency \
              explains (a growing queue, work cut off at the horizon, or failures holding slots)"
@@ -500,6 +507,9 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             warmup: contract.warmup,
             default_class: contract.default_class.clone(),
             classes: contract.classes.clone(),
+            arrivals_unknown: contract
+                .arrivals_unknown()
+                .then(|| super::ARRIVALS_UNKNOWN_NOTE.to_owned()),
         },
         results: Results {
             all: all.finish(trace, all_latency, confidence),

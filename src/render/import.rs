@@ -23,6 +23,9 @@ pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> S
         "imported {}{version} → {trace_path} ({rows} rows, goodput-trace/1)",
         c.tool
     );
+    if let Some(shape) = &c.shape {
+        wrap_into(&mut s, &format!("shape: {shape}"), "", "  ");
+    }
     let _ = writeln!(s, "gates: {} ({})", c.gates, c.equality);
     let _ = writeln!(s);
     let tool_head = format!("{} reported", c.tool);

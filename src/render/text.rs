@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::receipt::{Block, LatencySummary, Receipt};
+use crate::receipt::{Block, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE};
 
 /// An invalid row to list by position and id.
 #[derive(Clone, Debug, PartialEq)]
@@ -131,6 +131,9 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         "contract  equality {}, {} percentiles, tokens = {}",
         c.equality, c.percentile_method, token_note
     );
+    if c.arrivals_unknown.is_some() {
+        let _ = writeln!(o, "          {}", ARRIVALS_UNKNOWN_LINE);
+    }
     let win = &c.window;
     let mut window_line = format!(
         "          window [{}, {}) ms = {} s, horizon {} ms",
@@ -240,7 +243,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         let _ = writeln!(
             o,
             "{name:<w$} {:>16} {:>16} {:>8} {:>7}",
-            fixed(l.in_flight_mean, 3),
+            opt(l.in_flight_mean, 3),
             opt(l.predicted_in_flight, 3),
             opt(l.ratio, 2),
             steady

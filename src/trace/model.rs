@@ -190,7 +190,19 @@ pub struct Contract {
     pub workload: Labels,
 }
 
+/// The `boundary.arrival` value of a trace whose sources recorded no arrival
+/// (send) instants: each row's `arrivalMs` is then the window start, its
+/// latencies are exact, and every figure that needs arrival instants is null
+/// in the receipt (`docs/contract.md`).
+pub const ARRIVAL_UNKNOWN: &str = "unknown";
+
 impl Contract {
+    /// Whether the trace declares its arrival instants unknown
+    /// (`boundary.arrival = "unknown"`).
+    pub fn arrivals_unknown(&self) -> bool {
+        matches!(self.boundary.get("arrival"), Some(Scalar::String(s)) if s == ARRIVAL_UNKNOWN)
+    }
+
     /// The window length in seconds: the denominator of every rate.
     pub fn window_s(&self) -> f64 {
         (self.end_ms - self.start_ms) / 1000.0

@@ -207,7 +207,7 @@ impl Run {
 }
 
 /// The child's high-water mark of resident memory (`VmHWM`), KiB.
-fn hwm_kib(pid: i32) -> Option<u64> {
+fn hwm_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
@@ -222,7 +222,7 @@ fn record_child(label: &str, url: &str, extra: &[&str]) -> Run {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("t.json");
     let stderr_path = dir.path().join("stderr");
-    let child = Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_goodput"))
         .args(["record", "--url", url, "--model", "m", "--no-progress"])
         .args(RUN)
         .args(extra)
@@ -232,19 +232,13 @@ fn record_child(label: &str, url: &str, extra: &[&str]) -> Run {
         .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
         .spawn()
         .expect("spawn goodput record");
-    let pid = child.id() as libc::pid_t;
     let start = Instant::now();
     let mut killed = None;
     let mut hwm_seen = 0;
     let status = loop {
         // Read before reaping: a process that has exited has no VmHWM.
-        let hwm = hwm_kib(pid).unwrap_or(0);
-        hwm_seen = hwm_seen.max(hwm);
-        let mut status = 0;
-        // SAFETY: waitpid on our own child's pid, with a valid out-pointer.
-        let reaped = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        assert!(reaped >= 0, "waitpid failed");
-        if reaped == pid {
+        hwm_seen = hwm_seen.max(hwm_kib(child.id()).unwrap_or(0));
+        if let Some(status) = child.try_wait().expect("try_wait") {
             break status;
         }
         if killed.is_none() {
@@ -256,13 +250,12 @@ fn record_child(label: &str, url: &str, extra: &[&str]) -> Run {
                 killed = Some(format!("still running after {KILL_AFTER:?}"));
             }
             if killed.is_some() {
-                // SAFETY: kill(2) on our own, not yet reaped, child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                let _ = child.kill();
             }
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let code = status.code();
     let peak_kib = hwm_seen;
     eprintln!(
         "{label}: peak RSS {peak_kib} KiB ({:.1} MB){}",

@@ -778,7 +778,6 @@ mod tests {
                 frames: vec![TOK, FIN, DONE],
                 end: ScriptEnd::Hang,
             };
-            let clock = clock;
             async move {
                 let mut obs = Observation::default();
                 let (ending, _) = exchange(&script, Bytes::new(), &clock, &mut obs, limit).await;

@@ -4,7 +4,7 @@
 //! schema describes what `analyze` *accepts*: the document level is strict
 //! (unknown fields, bad types and bad enums are rejected), while each row is
 //! described but not constrained, because a bad row makes that row invalid,
-//! never the document (SPEC §3). Rules a JSON Schema cannot state (window
+//! never the document (docs/contract.md §5). Rules a JSON Schema cannot state (window
 //! ordering, spans, class resolution) are enforced by `trace::validate`.
 
 use std::borrow::Cow;
@@ -49,7 +49,7 @@ impl JsonSchema for RowDescription {
                 (\"completed\" | \"failed\" | \"in_flight\"), firstTokenMs, completedMs, \
                 outputTokens (integral, 1..=10^9 on completed rows), reason (failed rows), \
                 endedMs, labels (object of strings, finite numbers, booleans). A row that \
-                breaks a rule is counted invalid with every applicable reason (SPEC §3); it \
+                breaks a rule is counted invalid with every applicable reason (docs/contract.md §5); it \
                 never rejects the document, so this schema does not constrain rows."
         })
     }
@@ -96,6 +96,11 @@ pub fn trace_schema_json() -> String {
 /// The receipt schema as pretty JSON with a final newline.
 pub fn receipt_schema_json() -> String {
     pretty(&schemars::schema_for!(Receipt))
+}
+
+/// The schema of `goodput compare --json` as pretty JSON with a final newline.
+pub fn compare_schema_json() -> String {
+    pretty(&schemars::schema_for!(crate::compare::Comparison))
 }
 
 fn pretty(schema: &Schema) -> String {

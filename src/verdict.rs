@@ -1,4 +1,4 @@
-//! One verdict per row (SPEC §4), pure: a validated trace in, judgements out.
+//! One verdict per row (docs/contract.md §6), pure: a validated trace in, judgements out.
 //!
 //! Precedence: `invalid` → `excluded` → (cohort) `censored` → `failed` →
 //! `pass` / `miss`. Everything that counts rows — the receipt, the sweep, the
@@ -51,7 +51,7 @@ impl Censor {
     }
 }
 
-/// The latency figures of a completed row (SPEC §1).
+/// The latency figures of a completed row (docs/contract.md §2).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measured {
     /// firstTokenMs − arrivalMs.

@@ -1,4 +1,4 @@
-//! Recorder hardening (issue 6): stream quirks of real servers, Ctrl-C at
+//! Recorder hardening: stream quirks of real servers, Ctrl-C at
 //! random points, unwritable and full disks, and a soak under every fault.
 //!
 //! Every test talks only to a sim it starts on 127.0.0.1 (ephemeral port) and

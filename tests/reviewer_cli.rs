@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use goodput::cli::exit::{EXIT_ERROR, EXIT_NO, EXIT_OK};
 use goodput::cli::{mutate_with, LimitArgs, MutateArgs};
-use goodput::error::{EXIT_ERROR, EXIT_NO, EXIT_OK};
-use goodput::mutate::{Analyzer, Calculator};
 use goodput::receipt::Receipt;
+use goodput::review::mutate::{Analyzer, Calculator};
 use goodput::trace::{Limits, Rejection};
 use serde_json::Value;
 

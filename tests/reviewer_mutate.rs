@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use goodput::mutate::{check, Analyzer, Calculator, MutateError, MutationReport, Status};
 use goodput::receipt::{Block, Receipt};
+use goodput::review::mutate::{check, Analyzer, Calculator, MutateError, MutationReport, Status};
 use goodput::trace::{Limits, Rejection};
 use serde_json::{json, Value};
 

@@ -2,11 +2,11 @@
 //! fixtures, with hand-computed expectations.
 
 use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::gate::{decide, Criteria, GateError};
 use goodput::render::json::to_canonical_json;
-use goodput::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
+use goodput::review::gate::{decide, Criteria, GateError};
+use goodput::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
+use goodput::review::verify::{read_receipt, verify, verify_oversized, VerifyError};
 use goodput::trace::Limits;
-use goodput::verify::{read_receipt, verify, verify_oversized, VerifyError};
 use serde_json::{json, Value};
 
 const MIXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/mixed.json");

@@ -1,39 +1,46 @@
 //! Why a request failed, in the server's own words: the `errorText` label
-//! of a failed row.
+//! of a failed row, the one place it is made.
 //!
-//! The recorder keeps the first [`KEEP_BYTES`] of a non-2xx response body
-//! or of an SSE error event (see [`super::exchange`]); [`label`] turns those
-//! bytes into at most [`MAX_LABEL_CHARS`] characters of text:
+//! The recorder keeps at most the first [`ERROR_TEXT_BYTES`] of a non-2xx
+//! response body (read for at most [`ERROR_TEXT_WAIT`] after the head, which
+//! already decided the ending), of a 2xx body that is not an event stream,
+//! or of the message of an SSE error event (see [`super::exchange`]);
+//! [`label`] turns those bytes into at most [`ERROR_TEXT_CHARS`] characters:
 //!
-//! 1. decode as UTF-8 (invalid bytes become U+FFFD);
+//! 1. decode as UTF-8 (a character cut by the byte bound is dropped, invalid
+//!    bytes become U+FFFD);
 //! 2. when the kept bytes were cut, drop a trailing piece that could be the
 //!    start of a secret (a secret straddling the cut);
 //! 3. replace every occurrence of every secret — each `--header` /
 //!    `--header-env` value and the API key, raw and JSON-escaped — by
 //!    `[redacted]`;
 //! 4. turn control characters into spaces, collapse runs of whitespace, trim;
-//! 5. keep the first [`MAX_LABEL_CHARS`] characters;
+//! 5. keep the first [`ERROR_TEXT_CHARS`] characters;
 //! 6. if any secret still occurs in the result (a one-character secret that
 //!    also appears in `[redacted]`, say), drop the label altogether.
 //!
 //! Step 6 is the guarantee: a label never contains a secret, whatever the
-//! server echoes back.
+//! server echoes back. The runner then withholds a label that repeats the
+//! prompt ([`super::request::echoes_prompt`]): prompts never reach the trace.
 
-use crate::trace::Scalar;
+use std::time::Duration;
 
 use super::client::ResponseBody;
-use super::exchange::Observation;
-use super::trace_out::TraceRow;
 
 /// The row label holding the server's error text.
 pub const LABEL: &str = "errorText";
 
 /// Most characters in an `errorText` label.
-pub const MAX_LABEL_CHARS: usize = 200;
+pub const ERROR_TEXT_CHARS: usize = 200;
 
-/// Bytes of an error body or event kept for the label: far more than
-/// [`MAX_LABEL_CHARS`], so redaction sees whole secrets before the cut.
-pub const KEEP_BYTES: usize = 4096;
+/// Bytes of an error body or event kept: enough for [`ERROR_TEXT_CHARS`]
+/// characters of any UTF-8 text, and never more, whatever the server sends
+/// (a secret straddling the cut is dropped, see the module documentation).
+pub const ERROR_TEXT_BYTES: usize = 4 * ERROR_TEXT_CHARS;
+
+/// How long an error body is read for its text after the head ended the
+/// request (a body that trickles gives what it gave by then).
+pub const ERROR_TEXT_WAIT: Duration = Duration::from_millis(250);
 
 /// What replaces a secret in a label.
 pub const REDACTED: &str = "[redacted]";
@@ -41,10 +48,25 @@ pub const REDACTED: &str = "[redacted]";
 /// The kept first bytes of a server's error text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ErrorHead {
-    /// At most [`KEEP_BYTES`] bytes.
+    /// At most [`ERROR_TEXT_BYTES`] bytes.
     pub bytes: Vec<u8>,
     /// More bytes may have followed.
     pub truncated: bool,
+}
+
+impl ErrorHead {
+    /// The first [`ERROR_TEXT_BYTES`] of `bytes`.
+    pub fn of(bytes: &[u8]) -> ErrorHead {
+        ErrorHead {
+            bytes: bytes[..bytes.len().min(ERROR_TEXT_BYTES)].to_vec(),
+            truncated: bytes.len() > ERROR_TEXT_BYTES,
+        }
+    }
+
+    /// Its label (see [`label`]).
+    pub fn label(&self, secrets: &Secrets) -> Option<String> {
+        label(&self.bytes, self.truncated, secrets)
+    }
 }
 
 /// The values that must never reach a label. `Debug` shows only how many.
@@ -116,14 +138,21 @@ impl Secrets {
 /// whether more bytes followed. `None` when nothing readable (or nothing
 /// safe) remains.
 pub fn label(bytes: &[u8], truncated: bool, secrets: &Secrets) -> Option<String> {
-    let decoded = String::from_utf8_lossy(bytes);
+    let kept = &bytes[..bytes.len().min(ERROR_TEXT_BYTES)];
+    let truncated = truncated || kept.len() < bytes.len();
+    // A character cut by the byte bound is dropped, not shown as U+FFFD.
+    let whole = match std::str::from_utf8(kept) {
+        Err(e) if e.error_len().is_none() => &kept[..e.valid_up_to()],
+        _ => kept,
+    };
+    let decoded = String::from_utf8_lossy(whole);
     let text = if truncated {
         secrets.drop_partial_tail(&decoded)
     } else {
         &decoded
     };
     let redacted = secrets.redact(text);
-    let mut out = String::with_capacity(MAX_LABEL_CHARS);
+    let mut out = String::with_capacity(ERROR_TEXT_CHARS);
     let mut chars = 0;
     let mut pending_space = false;
     for c in redacted.chars() {
@@ -132,14 +161,14 @@ pub fn label(bytes: &[u8], truncated: bool, secrets: &Secrets) -> Option<String>
             continue;
         }
         if pending_space {
-            if chars + 1 >= MAX_LABEL_CHARS {
+            if chars + 1 >= ERROR_TEXT_CHARS {
                 break;
             }
             out.push(' ');
             chars += 1;
             pending_space = false;
         }
-        if chars == MAX_LABEL_CHARS {
+        if chars == ERROR_TEXT_CHARS {
             break;
         }
         out.push(c);
@@ -148,37 +177,32 @@ pub fn label(bytes: &[u8], truncated: bool, secrets: &Secrets) -> Option<String>
     (!out.is_empty() && !secrets.occur_in(&out)).then_some(out)
 }
 
-/// Puts the `errorText` label on a failed row whose request kept error text.
-pub fn attach(row: &mut TraceRow, obs: &Observation, secrets: &Secrets) {
-    let Some(head) = &obs.error_head else {
-        return;
+/// Reads the first [`ERROR_TEXT_BYTES`] of a body, for at most `wait`;
+/// keeps what came by then. `truncated` unless the body ended cleanly
+/// within the bound and the wait.
+pub async fn read_head<B: ResponseBody>(body: &mut B, wait: Duration) -> ErrorHead {
+    let mut head = ErrorHead {
+        bytes: Vec::new(),
+        truncated: true,
     };
-    if row.status != super::trace_out::RowStatus::Failed {
-        return;
-    }
-    if let Some(text) = label(&head.bytes, head.truncated, secrets) {
-        row.labels.insert(LABEL.into(), Scalar::String(text));
-    }
-}
-
-/// Reads the first [`KEEP_BYTES`] of a body; returns them and whether they
-/// may have been cut (the body filled them, or broke). Stops there.
-pub async fn read_head<B: ResponseBody>(body: &mut B) -> (Vec<u8>, bool) {
-    let mut kept = Vec::new();
-    loop {
-        match body.next_frame().await {
-            Ok(Some(frame)) => {
-                let room = KEEP_BYTES - kept.len();
-                if frame.len() >= room {
-                    kept.extend_from_slice(&frame[..room]);
-                    return (kept, true);
+    let read = async {
+        while head.bytes.len() < ERROR_TEXT_BYTES {
+            match body.next_frame().await {
+                Ok(Some(frame)) => {
+                    let room = ERROR_TEXT_BYTES - head.bytes.len();
+                    head.bytes
+                        .extend_from_slice(&frame[..frame.len().min(room)]);
                 }
-                kept.extend_from_slice(&frame);
+                Ok(None) => {
+                    head.truncated = false;
+                    break;
+                }
+                Err(_) => break,
             }
-            Ok(None) => return (kept, false),
-            Err(_) => return (kept, true),
         }
-    }
+    };
+    let _ = tokio::time::timeout(wait, read).await;
+    head
 }
 
 #[cfg(test)]
@@ -229,5 +253,17 @@ mod tests {
         let s = Secrets::new(["d".to_owned()]);
         assert_eq!(label(b"bad key d", false, &s), None);
         assert_eq!(format!("{s:?}"), "Secrets(1 forms, redacted)");
+    }
+
+    #[test]
+    fn a_secret_straddling_the_800_byte_bound_leaves_no_piece() {
+        // 795 spaces, then "tok-123" from byte 795: bytes 795..800 are "tok-1".
+        let body = format!("{}tok-123 tail", " ".repeat(795));
+        let head = ErrorHead::of(body.as_bytes());
+        assert_eq!((head.bytes.len(), head.truncated), (800, true));
+        // Only whitespace is left once the start of the secret is dropped.
+        assert_eq!(head.label(&secrets()), None);
+        // Without that secret, the five bytes are only text.
+        assert_eq!(head.label(&Secrets::default()).as_deref(), Some("tok-1"));
     }
 }

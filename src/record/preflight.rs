@@ -25,8 +25,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use hyper::Uri;
 
-use super::client::{HyperTransport, SendError};
-use super::error_text::{label, read_head, Secrets};
+use super::client::{Head, HyperTransport, SendError};
+use super::error_text::{read_head, Secrets};
 use super::tls::TlsFailure;
 
 /// The longest the preflight waits for one answer.
@@ -132,7 +132,8 @@ fn unreachable_or_tls(url: &str, probe: &Probe, wait: Duration) -> Option<Prefli
             url,
             wait_ms: wait.as_millis() as u64,
         }),
-        Probe::Status(..) => None,
+        // The run itself records it (`headers_too_large`), row by row.
+        Probe::Failed(SendError::HeadTooLarge) | Probe::Status(..) => None,
     }
 }
 
@@ -191,20 +192,20 @@ pub fn models_uri(endpoint: &Uri) -> Uri {
 }
 
 async fn probe(
-    request: impl std::future::Future<Output = Result<(u16, super::client::HyperBody), SendError>>,
+    request: impl std::future::Future<Output = Result<(Head, super::client::HyperBody), SendError>>,
     wait: Duration,
     secrets: &Secrets,
 ) -> Probe {
     match tokio::time::timeout(wait, request).await {
         Err(_) => Probe::TimedOut,
         Ok(Err(e)) => Probe::Failed(e),
-        Ok(Ok((status, mut body))) => {
+        Ok(Ok((head, mut body))) => {
+            let status = head.status;
             let text = if (200..300).contains(&status) {
                 None
             } else {
-                let read = tokio::time::timeout(wait, read_head(&mut body)).await;
-                read.ok()
-                    .and_then(|(bytes, cut)| label(&bytes, cut, secrets))
+                // One request, before the run: it may take the whole wait.
+                read_head(&mut body, wait).await.label(secrets)
             };
             // Nothing of a 2xx body matters: it is dropped with the connection.
             Probe::Status(status, text)

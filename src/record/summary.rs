@@ -1,5 +1,5 @@
-//! The closing summary: what the run did, whether the client kept up, and the
-//! exact command that analyzes the trace. Pure: it returns text.
+//! The closing summary's figures: what the run did and whether the client
+//! kept up. Pure: rows in, figures out (the text is `render::record`).
 //!
 //! "Kept up" has two tests, both about the client rather than the server:
 //! - p99 send lag (actual send − scheduled instant) ≤ 1 ms;
@@ -17,12 +17,11 @@
 //! failure cannot hide among the figures.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use crate::stats::nearest_rank;
-use crate::trace::{Limits, Scalar};
+use crate::trace::Scalar;
 
-use super::trace_out::{RowStatus, TraceRow};
+use crate::trace::write::{RowStatus, TraceRow};
 
 /// The p99 send lag above which the client is called the bottleneck, ms.
 pub const MAX_P99_SEND_LAG_MS: f64 = 1.0;
@@ -173,95 +172,6 @@ impl Figures {
     }
 }
 
-/// Quotes a path for a POSIX shell when it needs it.
-pub(crate) fn shell_quote(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c));
-    if plain {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
-}
-
-/// The exact `goodput analyze` command for a trace of `rows` rows and `bytes`
-/// bytes, raising the limits only when the defaults would refuse it.
-pub fn analyze_command(path: &str, rows: usize, bytes: usize) -> String {
-    let mut cmd = format!("goodput analyze {}", shell_quote(path));
-    if rows as u64 > Limits::DEFAULT_MAX_ROWS || bytes as u64 > Limits::DEFAULT_MAX_BYTES {
-        let _ = write!(cmd, " --max-rows {rows} --max-bytes {bytes}");
-    }
-    cmd
-}
-
-/// The summary text.
-pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> String {
-    let mut s = String::new();
-    if let Some(d) = &f.dominant_failure {
-        let _ = write!(
-            s,
-            "most requests failed: {} of {} rows ended {}",
-            d.rows, f.rows, d.reason
-        );
-        if let Some(text) = &d.text {
-            let _ = write!(s, " (server said: \"{text}\")");
-        }
-        let _ = writeln!(s);
-    }
-    let _ = writeln!(
-        s,
-        "{} {} rows to {} ({} bytes)",
-        if interrupted {
-            "interrupted; wrote"
-        } else {
-            "wrote"
-        },
-        f.rows,
-        path,
-        bytes
-    );
-    let failed: usize = f.failed.values().sum();
-    let _ = write!(
-        s,
-        "  sent {}, completed {}, failed {}, in flight {}",
-        f.sent, f.completed, failed, f.in_flight
-    );
-    if f.not_sent > 0 {
-        let _ = write!(s, " (never sent {})", f.not_sent);
-    }
-    let _ = writeln!(s, "; {} output tokens", f.output_tokens);
-    if !f.failed.is_empty() {
-        let list: Vec<String> = f.failed.iter().map(|(r, n)| format!("{r} {n}")).collect();
-        let _ = writeln!(s, "  failures: {}", list.join(", "));
-    }
-    if let Some((p50, p99, max)) = f.send_lag_ms {
-        let _ = writeln!(
-            s,
-            "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
-        );
-    }
-    if let Some((achieved, scheduled)) = f.arrival_rates_per_s {
-        let _ = writeln!(
-            s,
-            "  arrival rate: achieved {achieved:.2}/s of {scheduled:.2}/s scheduled ({:.1} %)",
-            100.0 * achieved / scheduled
-        );
-    }
-    if f.client_bound() {
-        let _ = writeln!(
-            s,
-            "warning: the client could not keep the schedule (p99 send lag over {MAX_P99_SEND_LAG_MS} ms, \
-             achieved arrivals under {:.0} % of the schedule, or requests never sent); the client, not \
-             the server, was the bottleneck — lower the rate or give the recorder more CPU",
-            MIN_ARRIVAL_RATIO * 100.0
-        );
-    }
-    let _ = writeln!(s, "next: {}", analyze_command(path, f.rows, bytes));
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,8 +226,6 @@ mod tests {
         let f = figures(&rows, true);
         assert_eq!((f.not_sent, f.in_flight), (1, 1));
         assert!(f.client_bound());
-        let text = render(&f, "t.json", 10, false);
-        assert!(text.contains("warning: the client"), "{text}");
     }
 
     #[test]
@@ -348,30 +256,8 @@ mod tests {
                 text: Some("bad key".into())
             })
         );
-        let text = render(&f, "t.json", 10, false);
-        assert!(
-            text.starts_with("most requests failed: 3 of 5 rows ended http_401 (server said: \"bad key\")\nwrote 5 rows"),
-            "{text}"
-        );
         // 2 of 4: not more than half.
         let f = figures(&rows[1..], true);
         assert_eq!(f.dominant_failure, None);
-        assert!(render(&f, "t.json", 10, false).starts_with("wrote 4 rows"));
-    }
-
-    #[test]
-    fn the_analyze_command_raises_limits_only_when_needed() {
-        assert_eq!(
-            analyze_command("trace.json", 500, 65_536),
-            "goodput analyze trace.json"
-        );
-        assert_eq!(
-            analyze_command("my trace.json", 501, 1000),
-            "goodput analyze 'my trace.json' --max-rows 501 --max-bytes 1000"
-        );
-        assert_eq!(
-            analyze_command("t.json", 3, 65_537),
-            "goodput analyze t.json --max-rows 3 --max-bytes 65537"
-        );
     }
 }

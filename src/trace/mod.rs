@@ -1,5 +1,5 @@
 //! Trace documents: reading untrusted bytes and checking them against the
-//! contract (SPEC §2–§3).
+//! contract (docs/contract.md §3–§5).
 //!
 //! [`load`] is the whole front half of the analyzer: it enforces the byte
 //! limit before parsing, parses in one streaming pass ([`parse`]), then checks
@@ -8,7 +8,9 @@
 
 pub mod model;
 pub mod parse;
+pub mod pointer;
 pub mod validate;
+pub mod write;
 
 use std::fmt;
 
@@ -29,9 +31,9 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The default row limit (SPEC §3).
+    /// The default row limit (docs/contract.md §4.1).
     pub const DEFAULT_MAX_ROWS: u64 = 500;
-    /// The default byte limit (SPEC §3).
+    /// The default byte limit (docs/contract.md §4.1).
     pub const DEFAULT_MAX_BYTES: u64 = 65_536;
 }
 

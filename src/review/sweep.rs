@@ -1,4 +1,4 @@
-//! Sensitivity sweep (SPEC §5): does the conclusion hang on one threshold?
+//! Sensitivity sweep (docs/contract.md §7.11): does the conclusion hang on one threshold?
 //!
 //! The sweep recomputes the pass count of an already validated and judged
 //! trace under neighbouring gates: each gate multiplied by a factor
@@ -25,8 +25,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::trace::{Equality, Gates, Trace};
-use crate::verdict::{missed, Judgement, Measured, Verdict};
+use crate::trace::{Contract, Equality, Gates, Trace};
+use crate::verdict::{missed, Judgement, Measured, MissSet, Verdict};
 
 /// The factors of the default sweep: each gate scaled one at a time.
 pub const DEFAULT_FACTORS: [f64; 7] = [0.5, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0];
@@ -306,7 +306,7 @@ impl Metric {
         }
     }
 
-    fn only_miss(self, m: crate::verdict::MissSet) -> bool {
+    fn only_miss(self, m: MissSet) -> bool {
         let (a, b, c) = (m.ttft, m.tpot, m.e2e);
         match self {
             Metric::Ttft => a && !b && !c,
@@ -349,34 +349,67 @@ fn note_extreme(slot: &mut Option<Extreme>, value: f64, row: usize, larger_wins:
 
 /// Runs a sweep on a validated trace and its judgements (one per row, in
 /// order, as `judge_trace` returns them). The declared entry comes first.
+///
+/// One pass over the rows ([`scan_rows`]) fills the bucket histogram and
+/// notes what fragility needs; prefix sums then turn the histogram into a
+/// table of pass counts ([`PassTable`]); every entry is read from that table.
 pub fn sweep(
     trace: &Trace,
     judgements: &[Judgement],
     plan: &SweepPlan,
 ) -> Result<Vec<SweepEntry>, SweepError> {
-    let contract = &trace.contract;
-    let equality = contract.equality;
-    let class_gates: Vec<&Gates> = contract.classes.values().collect();
-    let scope: Option<usize> = match &plan.class {
-        None => None,
-        Some(name) => Some(contract.class_index(name).ok_or_else(|| {
-            SweepError::UnknownClass {
-                name: name.clone(),
+    let scope = Scope::of(&trace.contract, plan.class.as_deref())?;
+    let mut scan = scan_rows(trace, judgements, scope, factor_axis(plan));
+    scan.table.accumulate();
+    let mut declared = entry(trace, plan, scope, &scan, &Factors::DECLARED, None);
+    declared.fragility = Some(fragility(trace, &scan));
+    let alternatives: Vec<SweepEntry> = plan
+        .alternatives
+        .iter()
+        .map(|f| entry(trace, plan, scope, &scan, f, Some(&declared)))
+        .collect();
+    let mut entries = Vec::with_capacity(plan.alternatives.len() + 1);
+    entries.push(declared);
+    entries.extend(alternatives);
+    Ok(entries)
+}
+
+/// Which rows a sweep counts and whose gates it moves: every class, or one.
+#[derive(Clone, Copy, Debug)]
+struct Scope(Option<usize>);
+
+impl Scope {
+    /// The scope of `class` (every class when `None`); an unknown name is an error.
+    fn of(contract: &Contract, class: Option<&str>) -> Result<Scope, SweepError> {
+        let Some(name) = class else {
+            return Ok(Scope(None));
+        };
+        match contract.class_index(name) {
+            Some(c) => Ok(Scope(Some(c))),
+            None => Err(SweepError::UnknownClass {
+                name: name.to_owned(),
                 known: contract
                     .classes
                     .keys()
                     .map(String::as_str)
                     .collect::<Vec<_>>()
                     .join(", "),
-            }
-        })?),
-    };
-    let in_scope = |class: Option<usize>| match scope {
-        None => true,
-        Some(s) => class == Some(s),
-    };
+            }),
+        }
+    }
 
-    // The factor axis: every factor used, plus 1 (the declared gates), sorted.
+    /// Whether a row of `class` (or a class index) is in scope.
+    fn contains(self, class: Option<usize>) -> bool {
+        match self.0 {
+            None => true,
+            Some(s) => class == Some(s),
+        }
+    }
+}
+
+/// The factor axis: every factor the plan uses, plus 1 (the declared gates),
+/// sorted and without repeats.
+fn factor_axis(plan: &SweepPlan) -> Vec<f64> {
     let mut axis: Vec<f64> = plan
         .alternatives
         .iter()
@@ -385,193 +418,268 @@ pub fn sweep(
         .collect();
     axis.sort_by(f64::total_cmp);
     axis.dedup();
-    let k = axis.len();
+    axis
+}
+
+/// The 3-D table over the factor axis. While rows are added, cell
+/// `(t, p, e)` counts the rows whose TTFT, TPOT and E2E buckets are `t`, `p`,
+/// `e`; after [`PassTable::accumulate`], it counts the rows whose buckets are
+/// all at or below `(t, p, e)`: the rows that meet all three gates scaled by
+/// `axis[t]`, `axis[p]`, `axis[e]`.
+struct PassTable {
+    axis: Vec<f64>,
+    cells: Vec<u64>,
+}
+
+impl PassTable {
+    fn new(axis: Vec<f64>) -> PassTable {
+        let k = axis.len();
+        PassTable {
+            axis,
+            cells: vec![0u64; k * k * k],
+        }
+    }
+
+    fn at(&self, a: usize, b: usize, c: usize) -> usize {
+        let k = self.axis.len();
+        (a * k + b) * k + c
+    }
+
+    /// Counts a row by its buckets; a row above a gate even at the largest
+    /// factor (bucket `k`) passes no alternative and is not counted.
+    fn add(&mut self, [t, p, e]: [usize; 3]) {
+        let k = self.axis.len();
+        if t < k && p < k && e < k {
+            let i = self.at(t, p, e);
+            self.cells[i] += 1;
+        }
+    }
+
+    /// Prefix sums along each axis in turn.
+    fn accumulate(&mut self) {
+        let k = self.axis.len();
+        for a in 0..k {
+            for b in 0..k {
+                for c in 1..k {
+                    let (to, from) = (self.at(a, b, c), self.at(a, b, c - 1));
+                    self.cells[to] += self.cells[from];
+                }
+            }
+        }
+        for a in 0..k {
+            for b in 1..k {
+                for c in 0..k {
+                    let (to, from) = (self.at(a, b, c), self.at(a, b - 1, c));
+                    self.cells[to] += self.cells[from];
+                }
+            }
+        }
+        for a in 1..k {
+            for b in 0..k {
+                for c in 0..k {
+                    let (to, from) = (self.at(a, b, c), self.at(a - 1, b, c));
+                    self.cells[to] += self.cells[from];
+                }
+            }
+        }
+    }
+
+    /// Rows that pass under `f` (after [`PassTable::accumulate`]).
+    fn pass(&self, f: &Factors) -> u64 {
+        let index = |f: f64| self.axis.iter().position(|&x| x == f).unwrap_or(0);
+        self.cells[self.at(index(f.ttft), index(f.tpot), index(f.e2e))]
+    }
+}
+
+/// Per class and metric: (largest passing value, smallest value among rows
+/// that miss on this metric alone).
+type ClassExtremes = [(Option<Extreme>, Option<Extreme>); 3];
+
+/// What one pass over the rows collects.
+struct RowScan {
+    table: PassTable,
+    /// Cohort rows in scope: the denominator, the same under every gate.
+    cohort: u64,
+    near: NearGate,
+    /// Indexed by class.
+    extremes: Vec<ClassExtremes>,
+}
+
+/// The one pass over the judged rows: counts the cohort, puts every completed
+/// cohort row into the histogram by its buckets, and notes near-gate rows
+/// and extremes for fragility.
+fn scan_rows(trace: &Trace, judgements: &[Judgement], scope: Scope, axis: Vec<f64>) -> RowScan {
+    let contract = &trace.contract;
+    let equality = contract.equality;
+    let class_gates: Vec<&Gates> = contract.classes.values().collect();
     // scaled[class][i]: the class's gates with every gate times axis[i].
     let scaled: Vec<Vec<Gates>> = class_gates
         .iter()
         .map(|g| axis.iter().map(|&f| Factors::all(f).scale(g)).collect())
         .collect();
-
-    // Cell (t, p, e) of the histogram: rows whose TTFT, TPOT and E2E buckets are t, p, e.
-    let mut histogram = vec![0u64; k * k * k];
-    let at = |a: usize, b: usize, c: usize| (a * k + b) * k + c;
-    let mut cohort = 0u64;
-    let mut near = NearGate {
-        share: NEAR_GATE_SHARE,
-        rows: 0,
-        ttft: 0,
-        tpot: 0,
-        e2e: 0,
+    let mut scan = RowScan {
+        table: PassTable::new(axis),
+        cohort: 0,
+        near: NearGate {
+            share: NEAR_GATE_SHARE,
+            rows: 0,
+            ttft: 0,
+            tpot: 0,
+            e2e: 0,
+        },
+        extremes: vec![[(None, None); 3]; class_gates.len()],
     };
-    // [class][metric]: (largest passing value, smallest only-this-metric miss).
-    let mut extremes: Vec<[(Option<Extreme>, Option<Extreme>); 3]> =
-        vec![[(None, None); 3]; class_gates.len()];
-
     for (row, j) in judgements.iter().enumerate() {
-        if !in_scope(j.class) {
+        if !scope.contains(j.class) {
             continue;
         }
         let (m, declared_miss) = match &j.verdict {
             Verdict::Censored { .. } | Verdict::Failed { .. } => {
-                cohort += 1;
+                scan.cohort += 1;
                 continue;
             }
             Verdict::Invalid(_) | Verdict::Excluded(_) => continue,
             Verdict::Pass(m) => (m, None),
             Verdict::Miss(m, set) => (m, Some(*set)),
         };
-        cohort += 1;
+        scan.cohort += 1;
         let Some(c) = j.class else { continue };
         let (Some(gates), Some(scaled)) = (class_gates.get(c), scaled.get(c)) else {
             continue;
         };
-        // Bucket per metric: the smallest axis index whose scaled gate is met.
-        let mut bucket = [k; 3];
-        for (i, g) in scaled.iter().enumerate() {
-            let miss = missed(m, g, equality);
-            for (b, hit) in bucket.iter_mut().zip([miss.ttft, miss.tpot, miss.e2e]) {
-                if *b == k && !hit {
-                    *b = i;
-                }
-            }
-            if bucket.iter().all(|&b| b < k) {
-                break;
-            }
-        }
-        let [t, p, e] = bucket;
-        // A row above a gate even at the largest factor passes no alternative.
-        if t < k && p < k && e < k {
-            histogram[at(t, p, e)] += 1;
-        }
-        let ex = &mut extremes[c];
+        scan.table.add(buckets(m, scaled, equality));
+        let ex = &mut scan.extremes[c];
         match declared_miss {
-            None => {
-                let mut any = false;
-                for (mi, metric) in METRICS.iter().enumerate() {
-                    if let (Some(v), Some(g)) = (metric.value(m), metric.gate(gates)) {
-                        note_extreme(&mut ex[mi].0, v, row, true);
-                        if v >= g * (1.0 - NEAR_GATE_SHARE) {
-                            any = true;
-                            match metric {
-                                Metric::Ttft => near.ttft += 1,
-                                Metric::Tpot => near.tpot += 1,
-                                Metric::E2e => near.e2e += 1,
-                            }
-                        }
-                    }
+            None => note_passing(m, gates, row, ex, &mut scan.near),
+            Some(set) => note_missing(m, set, row, ex),
+        }
+    }
+    scan
+}
+
+/// Per metric, the smallest axis index whose scaled gate the row meets
+/// (`scaled.len()` when it meets none).
+fn buckets(m: &Measured, scaled: &[Gates], equality: Equality) -> [usize; 3] {
+    let k = scaled.len();
+    let mut bucket = [k; 3];
+    for (i, g) in scaled.iter().enumerate() {
+        let miss = missed(m, g, equality);
+        for (b, hit) in bucket.iter_mut().zip([miss.ttft, miss.tpot, miss.e2e]) {
+            if *b == k && !hit {
+                *b = i;
+            }
+        }
+        if bucket.iter().all(|&b| b < k) {
+            break;
+        }
+    }
+    bucket
+}
+
+/// A passing row: a candidate for each metric's largest passing value, and
+/// counted as near a gate when within [`NEAR_GATE_SHARE`] below it.
+fn note_passing(
+    m: &Measured,
+    gates: &Gates,
+    row: usize,
+    ex: &mut ClassExtremes,
+    near: &mut NearGate,
+) {
+    let mut any = false;
+    for (mi, metric) in METRICS.iter().enumerate() {
+        if let (Some(v), Some(g)) = (metric.value(m), metric.gate(gates)) {
+            note_extreme(&mut ex[mi].0, v, row, true);
+            if v >= g * (1.0 - NEAR_GATE_SHARE) {
+                any = true;
+                match metric {
+                    Metric::Ttft => near.ttft += 1,
+                    Metric::Tpot => near.tpot += 1,
+                    Metric::E2e => near.e2e += 1,
                 }
-                near.rows += u64::from(any);
-            }
-            Some(set) => {
-                for (mi, metric) in METRICS.iter().enumerate() {
-                    if metric.only_miss(set) {
-                        if let Some(v) = metric.value(m) {
-                            note_extreme(&mut ex[mi].1, v, row, false);
-                        }
-                    }
-                }
             }
         }
     }
+    near.rows += u64::from(any);
+}
 
-    // Prefix sums along each axis in turn: cell (a, b, c) becomes the number
-    // of rows whose buckets are all at or below (a, b, c).
-    for a in 0..k {
-        for b in 0..k {
-            for c in 1..k {
-                histogram[at(a, b, c)] += histogram[at(a, b, c - 1)];
+/// A row that misses: a candidate for the smallest value of the one metric
+/// it misses on, when it misses on one metric alone.
+fn note_missing(m: &Measured, set: MissSet, row: usize, ex: &mut ClassExtremes) {
+    for (mi, metric) in METRICS.iter().enumerate() {
+        if metric.only_miss(set) {
+            if let Some(v) = metric.value(m) {
+                note_extreme(&mut ex[mi].1, v, row, false);
             }
         }
     }
-    for a in 0..k {
-        for b in 1..k {
-            for c in 0..k {
-                histogram[at(a, b, c)] += histogram[at(a, b - 1, c)];
-            }
-        }
-    }
-    for a in 1..k {
-        for b in 0..k {
-            for c in 0..k {
-                histogram[at(a, b, c)] += histogram[at(a - 1, b, c)];
-            }
-        }
-    }
-    let index = |f: f64| axis.iter().position(|&x| x == f).unwrap_or(0);
-    let pass_at = |f: &Factors| histogram[at(index(f.ttft), index(f.tpot), index(f.e2e))];
+}
 
-    let window_s = contract.window_s();
-    let names: Vec<&String> = contract.classes.keys().collect();
-    let entry = |f: &Factors, declared: Option<&SweepEntry>| {
-        let pass = pass_at(f);
-        let goodput_per_s = pass as f64 / window_s;
-        let pass_share = (cohort > 0).then(|| pass as f64 / cohort as f64);
-        let classes = contract
-            .classes
-            .iter()
-            .enumerate()
-            .map(|(c, (name, g))| {
-                let gates = if in_scope(Some(c)) { f.scale(g) } else { *g };
-                (name.clone(), gates)
-            })
-            .collect();
-        let (delta_pass, delta_goodput_per_s, delta_pass_share) = match declared {
-            None => (0, 0.0, pass_share.map(|_| 0.0)),
-            Some(d) => (
-                pass as i64 - d.pass as i64,
-                goodput_per_s - d.goodput_per_s,
-                pass_share.zip(d.pass_share).map(|(a, b)| a - b),
-            ),
-        };
-        SweepEntry {
-            hypothetical: declared.is_some(),
-            class: plan.class.clone(),
-            factors: *f,
-            classes,
-            cohort,
-            pass,
-            goodput_per_s,
-            pass_share,
-            delta_pass,
-            delta_goodput_per_s,
-            delta_pass_share,
-            fragility: None,
-        }
-    };
-
-    let mut declared = entry(&Factors::DECLARED, None);
-    let point = |c: usize, mi: usize, e: Option<Extreme>| {
-        let g = METRICS[mi].gate(class_gates.get(c)?)?;
-        let e = e?;
-        if g <= 0.0 {
-            return None; // 0 × any factor is still 0: no scaling moves this gate.
-        }
-        let factor = e.value / g;
-        Some(TippingPoint {
-            class: names.get(c)?.to_string(),
-            gate_ms: g,
-            threshold_ms: e.value,
-            factor,
-            change_pct: (factor - 1.0) * 100.0,
-            rows: e.rows,
-            row_id: trace
-                .rows
-                .get(e.first_row)
-                .and_then(|r| r.id.get())
-                .map(|s| s.to_string()),
+/// One sweep line: the figures of the scope under the gates scaled by `f`,
+/// with deltas against `declared` (none for the declared line itself).
+fn entry(
+    trace: &Trace,
+    plan: &SweepPlan,
+    scope: Scope,
+    scan: &RowScan,
+    f: &Factors,
+    declared: Option<&SweepEntry>,
+) -> SweepEntry {
+    let contract = &trace.contract;
+    let cohort = scan.cohort;
+    let pass = scan.table.pass(f);
+    let goodput_per_s = pass as f64 / contract.window_s();
+    let pass_share = (cohort > 0).then(|| pass as f64 / cohort as f64);
+    let classes = contract
+        .classes
+        .iter()
+        .enumerate()
+        .map(|(c, (name, g))| {
+            let gates = if scope.contains(Some(c)) {
+                f.scale(g)
+            } else {
+                *g
+            };
+            (name.clone(), gates)
         })
+        .collect();
+    let (delta_pass, delta_goodput_per_s, delta_pass_share) = match declared {
+        None => (0, 0.0, pass_share.map(|_| 0.0)),
+        Some(d) => (
+            pass as i64 - d.pass as i64,
+            goodput_per_s - d.goodput_per_s,
+            pass_share.zip(d.pass_share).map(|(a, b)| a - b),
+        ),
     };
+    SweepEntry {
+        hypothetical: declared.is_some(),
+        class: plan.class.clone(),
+        factors: *f,
+        classes,
+        cohort,
+        pass,
+        goodput_per_s,
+        pass_share,
+        delta_pass,
+        delta_goodput_per_s,
+        delta_pass_share,
+        fragility: None,
+    }
+}
+
+/// The declared result's fragility: near-gate rows and, per metric, the
+/// nearest tipping points down and up across the classes.
+fn fragility(trace: &Trace, scan: &RowScan) -> Fragility {
     let tipping_metric = |mi: usize| {
         let mut down: Option<TippingPoint> = None;
         let mut up: Option<TippingPoint> = None;
-        for (c, ex) in extremes.iter().enumerate() {
-            if let Some(p) = point(c, mi, ex[mi].0) {
+        for (c, ex) in scan.extremes.iter().enumerate() {
+            if let Some(p) = tipping_point(trace, c, mi, ex[mi].0) {
                 // Tightening: the class whose largest passing value is nearest the gate.
                 if down.as_ref().is_none_or(|d| p.factor > d.factor) {
                     down = Some(p);
                 }
             }
-            if let Some(p) = point(c, mi, ex[mi].1) {
+            if let Some(p) = tipping_point(trace, c, mi, ex[mi].1) {
                 if up.as_ref().is_none_or(|u| p.factor < u.factor) {
                     up = Some(p);
                 }
@@ -579,24 +687,41 @@ pub fn sweep(
         }
         TippingMetric { down, up }
     };
-    declared.fragility = Some(Fragility {
-        equality,
-        near_gate: near,
+    Fragility {
+        equality: trace.contract.equality,
+        near_gate: scan.near,
         tipping: Tipping {
             ttft: tipping_metric(0),
             tpot: tipping_metric(1),
             e2e: tipping_metric(2),
         },
-    });
-    let mut entries = Vec::with_capacity(plan.alternatives.len() + 1);
-    let alternatives: Vec<SweepEntry> = plan
-        .alternatives
-        .iter()
-        .map(|f| entry(f, Some(&declared)))
-        .collect();
-    entries.push(declared);
-    entries.extend(alternatives);
-    Ok(entries)
+    }
+}
+
+/// Where class `c`'s gate on metric `mi` must move for the row(s) of `e` to
+/// flip; `None` when there is no such row, no gate, or a gate of 0 (0 × any
+/// factor is still 0: no scaling moves it).
+fn tipping_point(trace: &Trace, c: usize, mi: usize, e: Option<Extreme>) -> Option<TippingPoint> {
+    let (name, gates) = trace.contract.classes.iter().nth(c)?;
+    let g = METRICS[mi].gate(gates)?;
+    let e = e?;
+    if g <= 0.0 {
+        return None;
+    }
+    let factor = e.value / g;
+    Some(TippingPoint {
+        class: name.to_string(),
+        gate_ms: g,
+        threshold_ms: e.value,
+        factor,
+        change_pct: (factor - 1.0) * 100.0,
+        rows: e.rows,
+        row_id: trace
+            .rows
+            .get(e.first_row)
+            .and_then(|r| r.id.get())
+            .map(|s| s.to_string()),
+    })
 }
 
 /// Recovers the plan of a recorded sweep (class and factor triples), so

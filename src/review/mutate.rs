@@ -1,4 +1,4 @@
-//! The mutation check (SPEC §6): an anti-cheating test that must be able to fail.
+//! The mutation check (docs/contract.md §8): an anti-cheating test that must be able to fail.
 //!
 //! Each mutation edits the trace (as a JSON tree, re-serialized), predicts how
 //! the receipt must move, asks the calculator for the receipt of the edited
@@ -22,9 +22,9 @@ use serde_json::Value;
 
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::receipt::{Block, Receipt, RowVerdict};
+use crate::review::verify::diff_values;
 use crate::trace::model::{MAX_ABS_TIMESTAMP_MS, MAX_SPAN_MS};
 use crate::trace::{Equality, Limits, Rejection};
-use crate::verify::diff_values;
 
 /// Anything that turns trace bytes into a receipt. The receipt must carry
 /// per-row verdicts (`rows`): the mutations pick their rows from them.
@@ -128,7 +128,7 @@ pub struct MutationReport {
     pub trace_sha256: String,
     /// Remarks that are not verdicts (e.g. a trace that changes on a JSON round trip).
     pub notes: Vec<String>,
-    /// Every mutation of SPEC §6, in its order.
+    /// Every mutation of docs/contract.md §8, in its order.
     pub mutations: Vec<MutationOutcome>,
     /// Mutations that moved the receipt as predicted.
     pub caught: u64,
@@ -204,7 +204,7 @@ fn share(x: Option<f64>) -> String {
     x.map_or_else(|| "null".to_owned(), |v| format!("{v}"))
 }
 
-/// Runs every mutation of SPEC §6 on `trace_bytes` with `calc`.
+/// Runs every mutation of docs/contract.md §8 on `trace_bytes` with `calc`.
 pub fn check(trace_bytes: &[u8], calc: &dyn Calculator) -> Result<MutationReport, MutateError> {
     let original = calc.receipt(trace_bytes).map_err(MutateError::Rejected)?;
     let doc: Value =

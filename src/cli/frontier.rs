@@ -5,15 +5,17 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned, AnalyzeOptions};
-use crate::error::{Error, EXIT_OK};
-use crate::io::{read_limited, write_atomic, ReadError};
+use crate::analyze::{analyze_owned_at, AnalyzeOptions};
+use crate::error::Error;
+use crate::frontier::{frontier, Frontier, FrontierError, DEFAULT_ATTAINMENT};
+use crate::intervals::Confidence;
+use crate::io::{read_limited, ReadError};
 use crate::receipt::Receipt;
 use crate::render::frontier as render;
-use crate::render::json::to_canonical_json;
 use crate::trace::{Limits, Rejection};
 
-use super::{frontier, Frontier, DEFAULT_ATTAINMENT};
+use super::exit::EXIT_OK;
+use super::output::{emit, json_bytes, write_file};
 
 /// Exit statuses of `goodput frontier`, shown in `--help`.
 pub const FRONTIER_EXIT_HELP: &str = "\
@@ -59,10 +61,13 @@ pub struct FrontierArgs {
     /// Most bytes accepted per trace (inclusive), checked before parsing.
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
     pub max_bytes: u64,
+    /// Two-sided confidence level of the interval bars, in [0.5, 0.9999].
+    #[arg(long, value_name = "LEVEL", default_value_t = Confidence::DEFAULT)]
+    pub confidence: f64,
 }
 
 /// Reads and analyzes one trace; a rejection names the file.
-fn receipt_of(path: &str, limits: Limits) -> Result<Receipt, Error> {
+fn receipt_of(path: &str, limits: Limits, confidence: Confidence) -> Result<Receipt, Error> {
     let rejected = |rejection| Error::RejectedFile {
         path: path.to_owned(),
         rejection,
@@ -81,7 +86,7 @@ fn receipt_of(path: &str, limits: Limits) -> Result<Receipt, Error> {
         rows: false,
         strict: false,
     };
-    analyze_owned(bytes, options)
+    analyze_owned_at(bytes, options, confidence)
         .map(|a| a.receipt)
         .map_err(rejected)
 }
@@ -92,16 +97,17 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
     // Flags first: a bad target is exit 2 before any file is read.
     if !(args.attainment > 0.0 && args.attainment <= 1.0) {
         return Err(Error::Usage(
-            super::FrontierError::BadAttainment(args.attainment).to_string(),
+            FrontierError::BadAttainment(args.attainment).to_string(),
         ));
     }
+    let confidence = super::flags::confidence_flag(args.confidence)?;
     let limits = Limits {
         max_rows: args.max_rows,
         max_bytes: args.max_bytes,
     };
     let mut receipts = Vec::with_capacity(args.traces.len());
     for path in &args.traces {
-        receipts.push((path.clone(), receipt_of(path, limits)?));
+        receipts.push((path.clone(), receipt_of(path, limits, confidence)?));
     }
     frontier(&receipts, args.class.as_deref(), args.attainment)
         .map_err(|e| Error::Usage(e.to_string()))
@@ -111,21 +117,15 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
 pub fn run(args: FrontierArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let f = load(&args)?;
     if let Some(path) = &args.svg {
-        write_atomic(path, render::svg(&f).as_bytes()).map_err(|source| Error::Write {
-            path: path.display().to_string(),
-            source,
-        })?;
+        write_file(path, render::svg(&f).as_bytes())?;
     }
     let bytes = if args.json {
-        to_canonical_json(&f).map_err(|e| Error::Write {
-            path: "frontier".to_owned(),
-            source: e.into(),
-        })?
+        json_bytes(&f, "frontier")?
     } else if args.markdown {
         render::markdown(&f).into_bytes()
     } else {
         render::text(&f).into_bytes()
     };
-    crate::cli::emit(stdout, &bytes)?;
+    emit(stdout, &bytes)?;
     Ok(EXIT_OK)
 }

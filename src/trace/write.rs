@@ -1,4 +1,6 @@
-//! The `goodput-trace/1` document the recorder writes.
+//! Writing a `goodput-trace/1` document: the one writer shared by the
+//! recorder and the importers (and any later producer of traces), so every
+//! trace this tool writes has the same shape and the same byte form.
 //!
 //! The contract types (`Window`, `Warmup`, `Gates`, `Equality`, `TokenCount`,
 //! `Labels`) are the analyzer's own, so the writer and the reader cannot
@@ -6,6 +8,7 @@
 //! defined here, because the analyzer reads rows with its own streaming parser.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -14,7 +17,19 @@ use crate::trace::{Equality, Gates, Labels, TokenCount, Warmup, Window};
 /// The schema tag written into every trace.
 pub use crate::trace::model::TRACE_SCHEMA;
 
-/// A whole trace document (SPEC §2), in the order a reader expects to see it.
+/// The name of the class a writer declares when it was given none (the
+/// recorder's and the importers' placeholder).
+pub const DEFAULT_CLASS: &str = "default";
+
+/// The gates of [`DEFAULT_CLASS`]: the contract's example interactive class
+/// (declare your own SLOs for real evidence).
+pub const DEFAULT_GATES: Gates = Gates {
+    ttft_ms: Some(1000.0),
+    tpot_ms: Some(50.0),
+    e2e_ms: Some(10000.0),
+};
+
+/// A whole trace document (`docs/contract.md`), in the order a reader expects to see it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TraceDoc {
@@ -109,4 +124,21 @@ impl TraceRow {
 /// trace stays compact, and rounding is monotone so no ordering flips.
 pub fn round_us(ms: f64) -> f64 {
     (ms * 1000.0).round() / 1000.0
+}
+
+impl TraceDoc {
+    /// The document's bytes: canonical JSON (the receipt's byte form), so the
+    /// same run always writes the same bytes.
+    pub fn to_bytes(&self) -> std::io::Result<Vec<u8>> {
+        crate::render::json::to_canonical_json(self).map_err(Into::into)
+    }
+
+    /// Writes the document to `path` atomically (temporary file, then
+    /// rename: a reader never sees half a trace, and a failed write leaves no
+    /// file); returns the number of bytes written.
+    pub fn write_atomic(&self, path: &Path) -> std::io::Result<usize> {
+        let bytes = self.to_bytes()?;
+        crate::io::write_atomic(path, &bytes)?;
+        Ok(bytes.len())
+    }
 }

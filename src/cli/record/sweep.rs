@@ -1,6 +1,6 @@
 //! Rate sweeps: `goodput record --request-rate 5,10,20,40 --out 'trace-{rate}.json'`
 //! runs one open-loop recording per rate, in the order given, through the
-//! very same [`record_one`](super::record_one) a single recording uses.
+//! very same [`record_one`](super::single::record_one) a single recording uses.
 //!
 //! - **Everything is checked before anything is sent**: every rate's plan is
 //!   built (schedule drawn, flags validated, output path checked writable)
@@ -26,14 +26,18 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::{Error, EXIT_OK};
-use crate::trace::{Limits, Scalar};
+use crate::error::Error;
+use crate::record::{Plan, Written};
+use crate::render::record::frontier_command;
+use crate::trace::Scalar;
 
-use super::summary::shell_quote;
-use super::{plan, record_one, usage, Plan, RecordArgs, Written};
+use crate::cli::exit::EXIT_OK;
+use crate::cli::output::emit;
 
-/// The default pause between two points of a sweep.
-pub const DEFAULT_COOLDOWN: &str = "10s";
+use super::args::RecordArgs;
+use super::plan::{plan, usage};
+use super::single::record_one;
+
 /// What `--out` must contain when several rates are given.
 pub const RATE_PLACEHOLDER: &str = "{rate}";
 
@@ -84,27 +88,6 @@ pub fn plan_sweep(args: &RecordArgs) -> Result<Vec<Plan>, Error> {
     Ok(plans)
 }
 
-/// The `goodput frontier` command for the traces written, raising the limits
-/// only when the defaults would refuse the largest trace.
-pub fn frontier_command(written: &[(String, Written)]) -> String {
-    let mut cmd = "goodput frontier".to_owned();
-    for (path, _) in written {
-        cmd.push(' ');
-        cmd.push_str(&shell_quote(path));
-    }
-    let rows = written.iter().map(|(_, w)| w.rows).max().unwrap_or(0) as u64;
-    let bytes = written.iter().map(|(_, w)| w.bytes).max().unwrap_or(0) as u64;
-    if rows > Limits::DEFAULT_MAX_ROWS || bytes > Limits::DEFAULT_MAX_BYTES {
-        cmd.push_str(&format!(
-            " --max-rows {} --max-bytes {}",
-            rows.max(Limits::DEFAULT_MAX_ROWS),
-            bytes.max(Limits::DEFAULT_MAX_BYTES)
-        ));
-    }
-    cmd.push_str(" --svg frontier.svg");
-    cmd
-}
-
 /// Waits `cooldown`; `Err(())` when Ctrl-C came first.
 fn cooldown(pause: Duration) -> Result<(), ()> {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
@@ -130,14 +113,14 @@ fn cooldown(pause: Duration) -> Result<(), ()> {
 }
 
 fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
-    crate::cli::emit(stdout, text.as_bytes())
+    emit(stdout, text.as_bytes())
 }
 
 /// `goodput record` with several rates: plan all, then record each in turn.
-pub fn run_sweep(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let plans = plan_sweep(&args)?;
     if let Some(first) = plans.first() {
-        super::preflight(first)?;
+        crate::record::preflight(first)?;
     }
     let progress = !args.no_progress && std::io::stderr().is_terminal();
     let mut written: Vec<(String, Written)> = Vec::with_capacity(plans.len());
@@ -198,25 +181,5 @@ mod tests {
         assert_eq!(point_seed(42, 0), 42);
         assert_eq!(point_seed(42, 3), 45);
         assert_eq!(point_seed(u64::MAX, 1), 0);
-    }
-
-    #[test]
-    fn the_frontier_command_raises_limits_only_for_large_traces() {
-        let small = Written {
-            rows: 10,
-            bytes: 1000,
-        };
-        let big = Written {
-            rows: 2400,
-            bytes: 700_000,
-        };
-        assert_eq!(
-            frontier_command(&[("a.json".into(), small), ("b c.json".into(), small)]),
-            "goodput frontier a.json 'b c.json' --svg frontier.svg"
-        );
-        assert_eq!(
-            frontier_command(&[("a.json".into(), small), ("b.json".into(), big)]),
-            "goodput frontier a.json b.json --max-rows 2400 --max-bytes 700000 --svg frontier.svg"
-        );
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! The receipt is read as a JSON tree, not as this version's struct, so a
 //! receipt of the same schema major version written by an older `goodput`
-//! still reads (SPEC §5: fields may be added, names and places are fixed).
+//! still reads (docs/contract.md §9.1: fields may be added, names and places are fixed).
 //! The trace is recomputed with the options the receipt records (its limits;
 //! per-row verdicts when it has `rows`; its sweep plan when it has `sweep`),
 //! both trees are put in canonical number form, and they are walked side by
@@ -14,11 +14,12 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::analyze::{analyze_bytes, AnalyzeOptions};
+use crate::analyze::{analyze_bytes_at, AnalyzeOptions};
+use crate::intervals::Confidence;
 use crate::receipt::RECEIPT_SCHEMA;
 use crate::render::json::normalize_numbers;
-use crate::sweep::{plan_of, sweep, SweepEntry};
-use crate::trace::validate::escape;
+use crate::review::sweep::{plan_of, sweep, SweepEntry};
+use crate::trace::pointer::escape;
 use crate::trace::{sha256_hex, Limits};
 
 /// Why a receipt cannot be verified at all (exit status 2).
@@ -52,6 +53,10 @@ pub struct ClaimedReceipt {
     pub generator_version: Option<String>,
     /// `schema`.
     pub schema: String,
+    /// The confidence level of its intervals (`/contract/intervals/confidence`;
+    /// the default when an older receipt has none or an unusable one, which
+    /// then shows as a difference).
+    pub confidence: Confidence,
 }
 
 /// Reads a receipt's bytes as a claimed receipt of a supported schema.
@@ -93,11 +98,17 @@ pub fn read_receipt(bytes: &[u8]) -> Result<ClaimedReceipt, VerifyError> {
         .pointer("/generator/version")
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let confidence = tree
+        .pointer("/contract/intervals/confidence")
+        .and_then(Value::as_f64)
+        .and_then(|c| Confidence::new(c).ok())
+        .unwrap_or_default();
     Ok(ClaimedReceipt {
         tree,
         limits,
         generator_version,
         schema,
+        confidence,
     })
 }
 
@@ -167,6 +178,9 @@ impl VerifyReport {
             None => notes.push("the receipt does not say which goodput version wrote it".into()),
             _ => {}
         }
+        if claimed.tree.pointer("/contract/arrivalsUnknown").is_some() {
+            notes.push(crate::receipt::ARRIVALS_UNKNOWN_LINE.to_owned());
+        }
         VerifyReport {
             schema: claimed.schema.clone(),
             receipt_generator_version: claimed.generator_version.clone(),
@@ -195,21 +209,26 @@ pub fn verify_oversized(claimed: &ClaimedReceipt, size: Option<u64>) -> VerifyRe
 }
 
 /// Recomputes the receipt from `trace_bytes` and compares.
+///
+/// An accepted trace is hashed once: the analysis hashes it (beside the
+/// parse) and the report takes that hash. A rejection carries no hash, so a
+/// rejected trace is hashed here (the error path, where the cost is moot).
 pub fn verify(claimed: &ClaimedReceipt, trace_bytes: &[u8]) -> VerifyReport {
-    let mut report = VerifyReport::new(claimed, Some(sha256_hex(trace_bytes)));
     let has = |key: &str| claimed.tree.get(key).is_some_and(|v| !v.is_null());
     let options = AnalyzeOptions {
         limits: claimed.limits,
         rows: has("rows"),
         strict: false,
     };
-    let analysis = match analyze_bytes(trace_bytes, options) {
+    let analysis = match analyze_bytes_at(trace_bytes, options, claimed.confidence) {
         Ok(a) => a,
         Err(rejection) => {
+            let mut report = VerifyReport::new(claimed, Some(sha256_hex(trace_bytes)));
             report.recompute_failed = Some(format!("the trace is rejected: {rejection}"));
             return report;
         }
     };
+    let mut report = VerifyReport::new(claimed, Some(analysis.trace.sha256.clone()));
     let mut receipt = analysis.receipt;
     if has("sweep") {
         let recorded: Result<Vec<SweepEntry>, _> =

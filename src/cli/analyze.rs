@@ -1,0 +1,111 @@
+//! `goodput analyze`: read a trace, judge every row, print (and write) the
+//! receipt.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::analyze::{analyze_owned_at, AnalyzeOptions};
+use crate::error::Error;
+use crate::io::read_limited;
+use crate::render::text;
+use crate::review::sweep::DEFAULT_FACTORS;
+use crate::trace::Limits;
+
+use super::exit::EXIT_OK;
+use super::output::{emit, json_bytes, write_file};
+use super::sweep::run_sweep;
+
+/// Exit statuses of `goodput` and `goodput analyze`, shown in `--help`.
+pub const EXIT_HELP: &str = "\
+Exit status:
+  0  a receipt was produced
+  2  the input was rejected (the message names the JSON pointer of the first problem),
+     could not be read or written, or the command line is wrong; --strict with an
+     invalid row also exits 2";
+
+/// Flags of `goodput analyze`.
+#[derive(Debug, clap::Args)]
+pub struct AnalyzeArgs {
+    /// The trace file (`-` reads standard input).
+    pub trace: String,
+    /// Print the JSON receipt instead of the summary for people.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON receipt to FILE, atomically (temporary file, then rename).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Include per-row verdicts in the JSON receipt.
+    #[arg(long)]
+    pub rows: bool,
+    /// Reject the trace (exit 2) at its first invalid row instead of counting it.
+    #[arg(long)]
+    pub strict: bool,
+    /// Most rows accepted (inclusive); recorded in the receipt.
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_ROWS)]
+    pub max_rows: u64,
+    /// Most bytes accepted (inclusive), checked before parsing; recorded in the receipt.
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
+    pub max_bytes: u64,
+    /// Embed a sensitivity sweep (the same array as `goodput sweep --json`) under "sweep".
+    #[arg(long)]
+    pub sweep: bool,
+    /// Factors of the embedded sweep (see `goodput sweep --factors`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "sweep")]
+    pub sweep_factors: Option<Vec<f64>>,
+    /// Make the embedded sweep a grid (see `goodput sweep --grid`).
+    #[arg(long, requires = "sweep")]
+    pub sweep_grid: bool,
+    /// Sweep one class only (see `goodput sweep --class`).
+    #[arg(long, value_name = "NAME", requires = "sweep")]
+    pub sweep_class: Option<String>,
+    /// Two-sided confidence level of the receipt's intervals, in [0.5, 0.9999]; recorded in the receipt.
+    #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
+    pub confidence: f64,
+}
+
+/// `goodput analyze`.
+pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let limits = Limits {
+        max_rows: args.max_rows,
+        max_bytes: args.max_bytes,
+    };
+    let confidence = super::flags::confidence_flag(args.confidence)?;
+    let bytes = read_limited(&args.trace, limits.max_bytes)?;
+    let options = AnalyzeOptions {
+        limits,
+        rows: args.rows,
+        strict: args.strict,
+    };
+    let mut analysis = analyze_owned_at(bytes, options, confidence)?;
+    if args.sweep {
+        let factors = args.sweep_factors.as_deref().unwrap_or(&DEFAULT_FACTORS);
+        let entries = run_sweep(
+            &analysis,
+            args.sweep_class.clone(),
+            factors,
+            args.sweep_grid,
+        )?;
+        analysis.receipt.sweep = Some(entries);
+    }
+    // Rendered once, when `--out` or `--json` needs it (a large receipt with
+    // `--rows` is not cheap to render).
+    let json = if args.out.is_some() || args.json {
+        Some(json_bytes(&analysis.receipt, "receipt")?)
+    } else {
+        None
+    };
+    if let (Some(path), Some(bytes)) = (&args.out, &json) {
+        write_file(path, bytes)?;
+    }
+    if let (true, Some(bytes)) = (args.json, &json) {
+        emit(stdout, bytes)?;
+    } else {
+        let invalid = analysis.invalid_rows();
+        emit(stdout, text::render(&analysis.receipt, &invalid).as_bytes())?;
+        if let Some(entries) = &analysis.receipt.sweep {
+            let table = format!("\n{}", crate::render::sweep::render(entries));
+            emit(stdout, table.as_bytes())?;
+        }
+    }
+    Ok(EXIT_OK)
+}

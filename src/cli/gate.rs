@@ -1,0 +1,84 @@
+//! `goodput gate`: admit or refuse a run against explicit criteria.
+
+use std::io::Write;
+
+use crate::error::Error;
+use crate::review::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
+
+use super::exit::{EXIT_NO, EXIT_OK};
+use super::flags::LimitArgs;
+use super::input::load;
+use super::output::{emit, json_bytes};
+
+/// Exit statuses of `goodput gate`, shown in `--help`.
+pub const GATE_EXIT_HELP: &str = "\
+Exit status:
+  0  ADMIT: every criterion holds
+  1  REFUSE: at least one criterion fails (each is printed with its value and limit)
+  2  the trace was rejected or unreadable, or a flag is out of range
+
+Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
+(default 0.05); censored share <= ceiling (default 0.05); p95 TTFT / E2E <= the
+limits given. A figure that cannot be measured (empty cohort, no completed rows)
+fails its criterion.";
+
+/// Flags of `goodput gate`.
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// The trace file (`-` reads standard input).
+    pub trace: String,
+    /// Required goodput, requests per window second; the measured rate must exceed it × (1 + margin).
+    #[arg(long, value_name = "R")]
+    pub min_goodput: f64,
+    /// Judge this class instead of all rows.
+    #[arg(long, value_name = "NAME")]
+    pub class: Option<String>,
+    /// Safety margin on the required goodput (0.2 = 20 % headroom).
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub margin: f64,
+    /// Most failed / cohort allowed.
+    #[arg(long, value_name = "F", default_value_t = DEFAULT_MAX_FAILURE_SHARE)]
+    pub max_failure_share: f64,
+    /// Most censored / cohort allowed.
+    #[arg(long, value_name = "F", default_value_t = DEFAULT_MAX_CENSORED_SHARE)]
+    pub max_censored_share: f64,
+    /// Most nearest-rank p95 TTFT allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p95_ttft_ms: Option<f64>,
+    /// Most nearest-rank p95 E2E allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p95_e2e_ms: Option<f64>,
+    /// Reject the trace (exit 2) at its first invalid row.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print the decision as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Input limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `goodput gate`.
+pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let criteria = Criteria {
+        min_goodput_per_s: args.min_goodput,
+        margin: args.margin,
+        max_failure_share: args.max_failure_share,
+        max_censored_share: args.max_censored_share,
+        max_p95_ttft_ms: args.max_p95_ttft_ms,
+        max_p95_e2e_ms: args.max_p95_e2e_ms,
+        class: args.class,
+    };
+    // Flags first: a bad flag is exit 2 before any work.
+    criteria.check().map_err(|e| Error::Usage(e.to_string()))?;
+    let analysis = load(&args.trace, args.limits.limits(), args.strict)?;
+    let decision =
+        gate::decide(&analysis.receipt, &criteria).map_err(|e| Error::Usage(e.to_string()))?;
+    if args.json {
+        emit(stdout, &json_bytes(&decision, "decision")?)?;
+    } else {
+        emit(stdout, crate::render::gate::render(&decision).as_bytes())?;
+    }
+    Ok(if decision.admit { EXIT_OK } else { EXIT_NO })
+}

@@ -500,6 +500,8 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             warmup: contract.warmup,
             default_class: contract.default_class.clone(),
             classes: contract.classes.clone(),
+            phases: contract.phases.clone(),
+            resources: None,
         },
         results: Results {
             all: all.finish(trace, all_latency, confidence),
@@ -507,6 +509,8 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         },
         rows,
         sweep: None,
+        recovery: None,
+        cost: None,
     }
 }
 

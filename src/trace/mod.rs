@@ -8,6 +8,7 @@
 
 pub mod model;
 pub mod parse;
+pub mod phases;
 pub mod pointer;
 pub mod validate;
 pub mod write;
@@ -15,6 +16,7 @@ pub mod write;
 use std::fmt;
 
 pub use model::{Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window};
+pub use phases::{Phase, Resources};
 pub use parse::{Interner, NumSlot, RawRow, RawStatus, Slot};
 pub use validate::{InvalidReason, InvalidSet};
 

@@ -19,6 +19,22 @@ fn num(x: f64, decimals: usize) -> String {
     }
 }
 
+/// A money or rate figure: four significant decimals past the leading
+/// digits, trailing zeros trimmed (`0.02`, `10`, `0.005556`).
+fn figure(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let magnitude = if x == 0.0 { 0 } else { x.abs().log10().floor() as i32 };
+    let decimals = (3 - magnitude).clamp(0, 12) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
 /// A diagnosis's counts, in the order of the table in `review::diagnosis`.
 pub fn counts(d: &ClassDiagnosis) -> String {
     let mut parts = vec![format!(
@@ -121,20 +137,20 @@ pub fn cost(c: &Cost, basis: Option<&ResourcesInfo>) -> String {
         "per GPU   {} GPUs{source}: goodput {} req/s, good output tokens {} tok/s, \
          all output tokens {} tok/s (raw)",
         num(c.gpus, 3),
-        num(c.goodput_per_s_per_gpu, 4),
-        num(c.good_tokens_per_s_per_gpu, 3),
-        num(c.output_tokens_per_s_per_gpu, 3)
+        figure(c.goodput_per_s_per_gpu),
+        figure(c.good_tokens_per_s_per_gpu),
+        figure(c.output_tokens_per_s_per_gpu)
     );
     if let (Some(price), Some(total)) = (c.gpu_hour_cost, c.window_cost) {
         {
-            let money = |x: Option<f64>| x.map_or_else(|| "—".to_owned(), |v| num(v, 4));
+            let money = |x: Option<f64>| x.map_or_else(|| "—".to_owned(), figure);
             let _ = writeln!(
                 o,
                 "cost      {} per GPU-hour × {} GPU-hours = {} over the window: \
                  1,000 good requests {}, 1,000,000 good output tokens {}, 1,000,000 output tokens (raw) {}",
-                num(price, 4),
-                num(c.gpu_hours, 6),
-                num(total, 4),
+                figure(price),
+                figure(c.gpu_hours),
+                figure(total),
                 money(c.cost_per_1k_good_requests),
                 money(c.cost_per_1m_good_tokens),
                 money(c.cost_per_1m_output_tokens)

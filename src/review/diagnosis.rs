@@ -105,16 +105,21 @@ pub struct ClassDiagnosis {
 }
 
 impl ClassDiagnosis {
-    /// The reading of the dominant cause(s), one clause each.
+    /// The reading of the dominant cause(s): `TTFT misses dominate: look at
+    /// …`, or on a tie `TTFT misses and failures tie: TTFT misses: look at
+    /// …; failures: investigate …`.
     pub fn reading(&self) -> String {
-        let names: Vec<&str> = self.dominant.iter().map(|c| c.label()).collect();
-        let verb = if names.len() > 1 { "tie" } else { "dominate" };
-        let mut out = format!("{} {verb}", names.join(" and "));
-        for c in &self.dominant {
-            out.push_str(": ");
-            out.push_str(c.reading());
+        match self.dominant.as_slice() {
+            [one] => format!("{} dominate: {}", one.label(), one.reading()),
+            several => {
+                let names: Vec<&str> = several.iter().map(|c| c.label()).collect();
+                let each: Vec<String> = several
+                    .iter()
+                    .map(|c| format!("{}: {}", c.label(), c.reading()))
+                    .collect();
+                format!("{} tie: {}", names.join(" and "), each.join("; "))
+            }
         }
-        out
     }
 }
 

@@ -120,7 +120,12 @@ pub fn judge_and_count(
     // The trace's own burst phase and resources; a command with release
     // flags attaches them again with its options. The default options
     // name no phase explicitly, so this cannot fail.
-    if let Err(e) = release::attach(&mut receipt, &trace, &judgements, &ReleaseOptions::default()) {
+    if let Err(e) = release::attach(
+        &mut receipt,
+        &trace,
+        &judgements,
+        &ReleaseOptions::default(),
+    ) {
         return Err(Rejection::at("", e));
     }
     Ok(Analysis {

@@ -110,7 +110,8 @@ fn a_class_whose_last_window_still_fails_never_recovered() {
     assert_eq!(batch["recoveredAtMs"], Value::Null);
     let reason = batch["reason"].as_str().unwrap();
     assert!(
-        reason.contains("from 8050 ms") && reason.contains("20 over the TTFT gate and 20 over the E2E gate"),
+        reason.contains("from 8050 ms")
+            && reason.contains("20 over the TTFT gate and 20 over the E2E gate"),
         "{reason}"
     );
     // The default window of 50: need 48 of 50 within the gates. The last
@@ -121,7 +122,8 @@ fn a_class_whose_last_window_still_fails_never_recovered() {
     assert_eq!(json(&o)["recovery"]["windowArrivals"], 50);
     let reason = api["reason"].as_str().unwrap();
     assert!(
-        reason.contains("6 over the TTFT gate and 5 over the E2E gate") && reason.contains("at most 2 allowed"),
+        reason.contains("6 over the TTFT gate and 5 over the E2E gate")
+            && reason.contains("at most 2 allowed"),
         "{reason}"
     );
 }
@@ -131,7 +133,10 @@ fn a_burst_phase_the_trace_lacks_is_a_usage_error_and_its_absence_leaves_no_reco
     let o = goodput(&["analyze", &fixture("burst.json"), "--burst-phase", "spike"]);
     assert_eq!(code(&o), 2);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("\"spike\"") && err.contains("steady, burst, recover"), "{err}");
+    assert!(
+        err.contains("\"spike\"") && err.contains("steady, burst, recover"),
+        "{err}"
+    );
     // cost.json declares no phases: no recovery block, and naming one is an error.
     let o = goodput(&["analyze", &fixture("cost.json"), "--json"]);
     assert!(json(&o).get("recovery").is_none());
@@ -158,7 +163,9 @@ fn the_text_receipt_shows_recovery_bins_and_the_diagnosis_counts_first() {
     let o = goodput(&["analyze", &fixture("burst.json"), "--recovery-window", "20"]);
     let text = out(&o);
     assert!(
-        text.contains("api: recovered 1.500 s after the burst (arrivals from 5500 ms on; 15 of 41 windows"),
+        text.contains(
+            "api: recovered 1.500 s after the burst (arrivals from 5500 ms on; 15 of 41 windows"
+        ),
         "{text}"
     );
     assert!(text.contains(
@@ -228,7 +235,9 @@ fn per_gpu_and_cost_figures_match_the_hand_computation() {
     assert!(text.contains(
         "per GPU   2 GPUs, from trace: goodput 0.1 req/s, good output tokens 20 tok/s, all output tokens 50 tok/s (raw)"
     ), "{text}");
-    assert!(text.contains("= 0.02 over the window: 1,000 good requests 10, 1,000,000 good output tokens 50"));
+    assert!(text.contains(
+        "= 0.02 over the window: 1,000 good requests 10, 1,000,000 good output tokens 50"
+    ));
 }
 
 // --gpus 4 --gpu-hour-cost 1.8 replaces the trace's: per GPU halves (0.05
@@ -249,7 +258,13 @@ fn options_replace_the_declared_resources_and_the_receipt_says_whose_they_are() 
     assert_eq!(r["contract"]["resources"]["source"], "options");
     assert!(close(f(&r["cost"]["goodputPerSPerGpu"]), 0.05));
     assert!(close(f(&r["cost"]["windowCost"]), 0.02));
-    let o = goodput(&["analyze", &fixture("cost.json"), "--json", "--gpu-hour-cost", "7.2"]);
+    let o = goodput(&[
+        "analyze",
+        &fixture("cost.json"),
+        "--json",
+        "--gpu-hour-cost",
+        "7.2",
+    ]);
     let r = json(&o);
     assert_eq!(r["contract"]["resources"]["source"], "trace+options");
     assert!(close(f(&r["cost"]["windowCost"]), 0.04));
@@ -271,7 +286,10 @@ fn receipts_made_with_release_options_verify_against_their_trace() {
     let dir = std::env::temp_dir().join(format!("goodput-release-verify-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (name, extra) in [
-        ("burst.json", vec!["--recovery-window", "20", "--burst-phase", "steady"]),
+        (
+            "burst.json",
+            vec!["--recovery-window", "20", "--burst-phase", "steady"],
+        ),
         ("cost.json", vec!["--gpus", "4", "--gpu-hour-cost", "1.8"]),
         ("cost.json", vec!["--gpu-hour-cost", "7.2"]),
         ("burst.json", vec![]),
@@ -307,14 +325,31 @@ fn the_gate_checks_recovery_tpot_and_several_classes_in_one_run() {
     let trace = fixture("burst.json");
     // api alone: recovered in 1.5 s <= 2 → admit.
     let o = goodput(&[
-        "gate", &trace, "--min-goodput", "0", "--class", "api", "--recovery-window", "20",
-        "--max-recovery-s", "2",
+        "gate",
+        &trace,
+        "--min-goodput",
+        "0",
+        "--class",
+        "api",
+        "--recovery-window",
+        "20",
+        "--max-recovery-s",
+        "2",
     ]);
     assert_eq!(code(&o), 0, "{}", out(&o));
     // All rows: batch never recovered → the recovery check fails, naming it.
     let o = goodput(&[
-        "gate", &trace, "--min-goodput", "0", "--recovery-window", "20", "--max-recovery-s", "2",
-        "--max-censored-share", "1", "--json",
+        "gate",
+        &trace,
+        "--min-goodput",
+        "0",
+        "--recovery-window",
+        "20",
+        "--max-recovery-s",
+        "2",
+        "--max-censored-share",
+        "1",
+        "--json",
     ]);
     assert_eq!(code(&o), 1);
     let d = json(&o);
@@ -325,13 +360,26 @@ fn the_gate_checks_recovery_tpot_and_several_classes_in_one_run() {
         .find(|c| c["name"] == "recovery s")
         .unwrap();
     assert_eq!(rec["measured"], Value::Null);
-    assert!(rec["derivation"].as_str().unwrap().starts_with("batch: never recovered"));
+    assert!(rec["derivation"]
+        .as_str()
+        .unwrap()
+        .starts_with("batch: never recovered"));
     assert_eq!(d["diagnosis"].as_array().unwrap().len(), 2);
     // Class limits: api recovery 1.5 > 1 fails; batch p95 E2E (all 400) <= 500
     // holds; batch goodput 80 / 10 = 8 > 5 holds.
     let o = goodput(&[
-        "gate", &trace, "--min-goodput", "0", "--recovery-window", "20", "--max-censored-share",
-        "1", "--class-limits", "api:recovery=1", "--class-limits", "batch:e2e=500,goodput=5",
+        "gate",
+        &trace,
+        "--min-goodput",
+        "0",
+        "--recovery-window",
+        "20",
+        "--max-censored-share",
+        "1",
+        "--class-limits",
+        "api:recovery=1",
+        "--class-limits",
+        "batch:e2e=500,goodput=5",
         "--json",
     ]);
     assert_eq!(code(&o), 1);
@@ -352,22 +400,54 @@ fn the_gate_checks_recovery_tpot_and_several_classes_in_one_run() {
     assert_eq!(f(&find("batch", "goodput/s")["measured"]), 8.0);
     // The text names the class of each limit and the diagnosis lines follow.
     let o = goodput(&[
-        "gate", &trace, "--min-goodput", "0", "--recovery-window", "20", "--max-censored-share",
-        "1", "--class-limits", "api:recovery=1",
+        "gate",
+        &trace,
+        "--min-goodput",
+        "0",
+        "--recovery-window",
+        "20",
+        "--max-censored-share",
+        "1",
+        "--class-limits",
+        "api:recovery=1",
     ]);
     let text = out(&o);
     assert!(text.contains("api: recovery s"), "{text}");
-    assert!(text.contains("REFUSE: 1 of 4 criteria fail (api: recovery s)"), "{text}");
+    assert!(
+        text.contains("REFUSE: 1 of 4 criteria fail (api: recovery s)"),
+        "{text}"
+    );
     assert!(text.contains("diagnosis api: 36 of 100"), "{text}");
     // A class limit naming no class is a usage error; so is a bad key.
-    let o = goodput(&["gate", &trace, "--min-goodput", "0", "--class-limits", "x:ttft=1"]);
+    let o = goodput(&[
+        "gate",
+        &trace,
+        "--min-goodput",
+        "0",
+        "--class-limits",
+        "x:ttft=1",
+    ]);
     assert_eq!(code(&o), 2);
-    let o = goodput(&["gate", &trace, "--min-goodput", "0", "--class-limits", "api:speed=1"]);
+    let o = goodput(&[
+        "gate",
+        &trace,
+        "--min-goodput",
+        "0",
+        "--class-limits",
+        "api:speed=1",
+    ]);
     assert_eq!(code(&o), 2);
     // --max-recovery-s without a burst phase fails with the reason.
     let o = goodput(&[
-        "gate", &fixture("cost.json"), "--min-goodput", "0", "--max-failure-share", "1",
-        "--max-recovery-s", "100", "--json",
+        "gate",
+        &fixture("cost.json"),
+        "--min-goodput",
+        "0",
+        "--max-failure-share",
+        "1",
+        "--max-recovery-s",
+        "100",
+        "--json",
     ]);
     assert_eq!(code(&o), 1);
     assert!(out(&o).contains("the trace declares no burst phase"));
@@ -383,8 +463,14 @@ fn the_gate_checks_p95_tpot() {
     assert!(close(p95, 1900.0 / 99.0), "{p95}");
     let gate = |limit: &str| {
         code(&goodput(&[
-            "gate", &fixture("cost.json"), "--min-goodput", "0", "--max-failure-share", "1",
-            "--max-p95-tpot-ms", limit,
+            "gate",
+            &fixture("cost.json"),
+            "--min-goodput",
+            "0",
+            "--max-failure-share",
+            "1",
+            "--max-p95-tpot-ms",
+            limit,
         ]))
     };
     assert_eq!(gate("19.2"), 0);
@@ -465,7 +551,13 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
     let phases = trace["phases"].as_array().unwrap();
     let bounds: Vec<(String, f64, f64)> = phases
         .iter()
-        .map(|p| (p["name"].as_str().unwrap().to_owned(), f(&p["startMs"]), f(&p["endMs"])))
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_owned(),
+                f(&p["startMs"]),
+                f(&p["endMs"]),
+            )
+        })
         .collect();
     assert_eq!(
         bounds,
@@ -476,9 +568,20 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
         ]
     );
     assert_eq!(f(&trace["window"]["endMs"]), 19000.0);
-    assert_eq!(trace["resources"], serde_json::json!({"gpus": 2, "gpuHourCost": 3}));
-    let count = |name: &str| rows(&trace).iter().filter(|r| r["labels"]["phase"] == name).count();
-    assert_eq!((count("steady"), count("burst"), count("recover")), (13, 250, 162));
+    assert_eq!(
+        trace["resources"],
+        serde_json::json!({"gpus": 2, "gpuHourCost": 3})
+    );
+    let count = |name: &str| {
+        rows(&trace)
+            .iter()
+            .filter(|r| r["labels"]["phase"] == name)
+            .count()
+    };
+    assert_eq!(
+        (count("steady"), count("burst"), count("recover")),
+        (13, 250, 162)
+    );
     assert_eq!(f(&rows(&trace)[13]["arrivalMs"]), 1010.0);
 
     let r = receipt(&path);
@@ -519,7 +622,10 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
         .collect();
     done.sort_by(f64::total_cmp);
     let measured_c = (done.len() - 1) as f64 / (done[done.len() - 1] - done[0]) * 1000.0;
-    eprintln!("recovery {s} s; measured capacity {measured_c}/s, expected {} s", expected(measured_c));
+    eprintln!(
+        "recovery {s} s; measured capacity {measured_c}/s, expected {} s",
+        expected(measured_c)
+    );
     assert!(
         (0.85 * 25.0..=1.02 * 25.0).contains(&measured_c),
         "capacity {measured_c}"
@@ -532,12 +638,18 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
     // The diagnosis of an overload: TTFT misses dominate → queueing.
     let d = goodput::review::diagnosis::diagnose(&receipt_struct);
     assert_eq!(d.len(), 1);
-    assert_eq!(d[0].dominant, vec![goodput::review::diagnosis::Cause::TtftMisses]);
+    assert_eq!(
+        d[0].dominant,
+        vec![goodput::review::diagnosis::Cause::TtftMisses]
+    );
     assert!(d[0].reading().contains("queueing"));
     // Declared resources reach the receipt: 2 GPUs at 3 per GPU-hour.
     assert_eq!(r["contract"]["resources"]["source"], "trace");
     let goodput_per_s = f(&r["results"]["all"]["rates"]["goodputPerS"]);
-    assert!(close(f(&r["cost"]["goodputPerSPerGpu"]), goodput_per_s / 2.0));
+    assert!(close(
+        f(&r["cost"]["goodputPerSPerGpu"]),
+        goodput_per_s / 2.0
+    ));
 }
 
 // Burst at 2C for 2 s, then 1.5 C: the backlog only grows, so the last
@@ -566,7 +678,13 @@ fn a_burst_that_never_drains_has_no_recovery_and_the_gate_refuses() {
     let r = receipt(&path);
     let api = &r["recovery"]["classes"]["api"];
     assert_eq!(api["recoveryS"], Value::Null, "{api}");
-    assert!(api["reason"].as_str().unwrap().starts_with("never recovered"), "{api}");
+    assert!(
+        api["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("never recovered"),
+        "{api}"
+    );
     let o = goodput(&[
         "gate",
         path.to_str().unwrap(),
@@ -581,7 +699,10 @@ fn a_burst_that_never_drains_has_no_recovery_and_the_gate_refuses() {
     ]);
     assert_eq!(code(&o), 1, "{}", out(&o));
     let text = out(&o);
-    assert!(text.contains("recovery s") && text.contains("FAIL"), "{text}");
+    assert!(
+        text.contains("recovery s") && text.contains("FAIL"),
+        "{text}"
+    );
     assert!(text.contains("diagnosis api:"), "{text}");
 }
 
@@ -614,7 +735,9 @@ fn a_slow_decode_step_is_diagnosed_as_tpot_decode() {
     let o = goodput(&["analyze", path.to_str().unwrap()]);
     let text = out(&o);
     assert!(
-        text.contains("diagnosis chat: 10 of 10 cohort rows not passed: missed TTFT 0, TPOT 10, E2E 0"),
+        text.contains(
+            "diagnosis chat: 10 of 10 cohort rows not passed: missed TTFT 0, TPOT 10, E2E 0"
+        ),
         "{text}"
     );
     assert!(

@@ -14,8 +14,8 @@ use crate::trace::Limits;
 use super::exit::EXIT_OK;
 use super::output::{emit, json_bytes, write_file};
 use super::release::{release_options, CostArgs, RecoveryArgs};
-use crate::receipt::release::attach;
 use super::sweep::run_sweep;
+use crate::receipt::release::attach;
 
 /// Exit statuses of `goodput` and `goodput analyze`, shown in `--help`.
 pub const EXIT_HELP: &str = "\

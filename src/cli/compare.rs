@@ -9,12 +9,12 @@ use super::exit::{EXIT_NO, EXIT_OK};
 use super::flags::{confidence_flag, LimitArgs};
 use super::output::{emit, json_bytes};
 use super::release::{release_options, CostArgs};
-use crate::receipt::release::attach;
 use crate::analyze::{judge_and_count, Analysis, AnalyzeOptions};
 use crate::compare::{adopt_gates, compare, CompareError, Figure};
 use crate::error::Error;
 use crate::intervals::Confidence;
 use crate::io::read_limited;
+use crate::receipt::release::attach;
 use crate::review::verify;
 use crate::trace::{self, Limits, Trace};
 

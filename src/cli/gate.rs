@@ -7,11 +7,11 @@ use crate::review::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MA
 
 use super::exit::{EXIT_NO, EXIT_OK};
 use super::flags::LimitArgs;
+use super::input::load;
+use super::output::{emit, json_bytes};
 use super::release::{release_options, RecoveryArgs};
 use crate::receipt::release::attach;
 use crate::review::release_gate::{parse_class_limits, ClassLimits};
-use super::input::load;
-use super::output::{emit, json_bytes};
 
 /// Exit statuses of `goodput gate`, shown in `--help`.
 pub const GATE_EXIT_HELP: &str = "\

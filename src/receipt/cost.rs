@@ -1,4 +1,4 @@
-//! Per-GPU and cost figures (docs/contract.md §9.7): the receipt's own rates
+//! Per-GPU and cost figures (docs/contract.md §10.8): the receipt's own rates
 //! of all rows divided by the GPUs behind the run, and, with a price per
 //! GPU-hour, what good work cost over the window.
 //!

@@ -49,7 +49,7 @@ pub struct Receipt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Vec<crate::review::sweep::SweepEntry>>,
     /// Recovery after the burst phase, per class (only when the trace
-    /// declares a phase named as the burst; docs/contract.md §9.7).
+    /// declares a phase named as the burst; docs/contract.md §10.8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<recovery::Recovery>,
     /// Per-GPU throughput and the cost of good work (only when resources are

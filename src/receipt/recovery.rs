@@ -1,4 +1,4 @@
-//! Recovery after a burst (docs/contract.md §9.7): how long after the burst
+//! Recovery after a burst (docs/contract.md §10.8): how long after the burst
 //! phase ended did each class's tail latency come back under its gates, and
 //! stay there.
 //!

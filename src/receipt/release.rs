@@ -74,9 +74,13 @@ pub fn attach(
 ) -> Result<(), ReleaseError> {
     receipt.recovery = recovery(trace, judgements, &options.recovery)?;
     let resources = resources_in_force(trace, options)?;
-    receipt.cost = resources
-        .as_ref()
-        .map(|r| cost(&receipt.results.all, r.resources(), trace.contract.window_s()));
+    receipt.cost = resources.as_ref().map(|r| {
+        cost(
+            &receipt.results.all,
+            r.resources(),
+            trace.contract.window_s(),
+        )
+    });
     receipt.contract.resources = resources;
     Ok(())
 }

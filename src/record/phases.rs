@@ -220,7 +220,11 @@ mod tests {
             1.0,
             0,
             0.0,
-            &[spec("steady", 4.0, 1.0), spec("burst", 8.0, 0.5), spec("recover", 2.0, 1.0)],
+            &[
+                spec("steady", 4.0, 1.0),
+                spec("burst", 8.0, 0.5),
+                spec("recover", 2.0, 1.0),
+            ],
         )
         .unwrap();
         assert_eq!(
@@ -229,7 +233,10 @@ mod tests {
         );
         assert_eq!(s.window_end_ms, 2500.0);
         let bounds: Vec<(f64, f64)> = s.phases.iter().map(|p| (p.start_ms, p.end_ms)).collect();
-        assert_eq!(bounds, vec![(0.0, 1000.0), (1000.0, 1500.0), (1500.0, 2500.0)]);
+        assert_eq!(
+            bounds,
+            vec![(0.0, 1000.0), (1000.0, 1500.0), (1500.0, 2500.0)]
+        );
         assert_eq!(s.phases[1].rate_per_s, Some(8.0));
     }
 
@@ -245,7 +252,11 @@ mod tests {
             1.0,
             0,
             500.0,
-            &[spec("a", 3.0, 1.0), spec("pause", 0.0, 1.0), spec("b", 2.0, 1.0)],
+            &[
+                spec("a", 3.0, 1.0),
+                spec("pause", 0.0, 1.0),
+                spec("b", 2.0, 1.0),
+            ],
         )
         .unwrap();
         let want = [
@@ -310,16 +321,37 @@ mod tests {
         let s = |n: &str| Some(Scalar::String(n.into()));
         assert_eq!(
             names,
-            vec![None, s("steady").as_ref(), s("steady").as_ref(), s("burst").as_ref(), None]
+            vec![
+                None,
+                s("steady").as_ref(),
+                s("steady").as_ref(),
+                s("burst").as_ref(),
+                None
+            ]
         );
     }
 
     #[test]
     fn all_pauses_or_bad_rates_are_refused() {
-        assert!(phased_schedule(ArrivalProcess::Poisson, 1.0, 0, 0.0, &[spec("p", 0.0, 1.0)]).is_err());
-        assert!(phased_schedule(ArrivalProcess::Poisson, 1.0, 0, 0.0, &[spec("p", -1.0, 1.0)]).is_err());
+        assert!(
+            phased_schedule(ArrivalProcess::Poisson, 1.0, 0, 0.0, &[spec("p", 0.0, 1.0)]).is_err()
+        );
+        assert!(phased_schedule(
+            ArrivalProcess::Poisson,
+            1.0,
+            0,
+            0.0,
+            &[spec("p", -1.0, 1.0)]
+        )
+        .is_err());
         assert_eq!(
-            phased_schedule(ArrivalProcess::Constant, 1.0, 0, 0.0, &[spec("p", 1e9, 60.0)]),
+            phased_schedule(
+                ArrivalProcess::Constant,
+                1.0,
+                0,
+                0.0,
+                &[spec("p", 1e9, 60.0)]
+            ),
             Err(ScheduleError::TooMany)
         );
     }

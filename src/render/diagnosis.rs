@@ -25,7 +25,11 @@ fn figure(x: f64) -> String {
     if !x.is_finite() {
         return x.to_string();
     }
-    let magnitude = if x == 0.0 { 0 } else { x.abs().log10().floor() as i32 };
+    let magnitude = if x == 0.0 {
+        0
+    } else {
+        x.abs().log10().floor() as i32
+    };
     let decimals = (3 - magnitude).clamp(0, 12) as usize;
     let s = format!("{x:.decimals$}");
     if s.contains('.') {
@@ -112,7 +116,10 @@ pub fn recovery(r: &Recovery) -> String {
             let cells: Vec<String> = c
                 .ttft_bins
                 .iter()
-                .map(|b| b.p95_ttft_ms.map_or_else(|| "—".to_owned(), |v| num(v.round(), 0)))
+                .map(|b| {
+                    b.p95_ttft_ms
+                        .map_or_else(|| "—".to_owned(), |v| num(v.round(), 0))
+                })
                 .collect();
             let _ = writeln!(
                 o,
@@ -170,7 +177,10 @@ pub fn sections(receipt: &Receipt) -> String {
     let mut o = String::new();
     let diagnoses = diagnose(receipt);
     if !diagnoses.is_empty() {
-        let _ = writeln!(o, "\nDIAGNOSIS (from the counts above; a reading, not a measurement)");
+        let _ = writeln!(
+            o,
+            "\nDIAGNOSIS (from the counts above; a reading, not a measurement)"
+        );
         o.push_str(&render(&diagnoses));
     }
     if let Some(r) = &receipt.recovery {

@@ -42,6 +42,9 @@ pub fn render(d: &Decision) -> String {
             limit,
             if c.pass { "PASS" } else { "FAIL" }
         );
+        if let Some(note) = &c.note {
+            let _ = writeln!(o, "    ({note})");
+        }
     }
     let failed: Vec<String> = d
         .checks

@@ -125,6 +125,9 @@ pub struct Check {
     /// The class a `--class-limits` criterion judges (absent: the decision's scope).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// Where a release criterion's figure comes from, or why it is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The admission decision.
@@ -172,6 +175,7 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
         derivation: None,
         pass: measured.is_some_and(|m| m <= limit),
         class: None,
+        note: None,
     };
     let required = criteria.min_goodput_per_s * (1.0 + criteria.margin);
     let goodput = block.rates.goodput_per_s;
@@ -185,6 +189,7 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
                 .then(|| format!("{} × (1 + {})", criteria.min_goodput_per_s, criteria.margin)),
             pass: goodput > required,
             class: None,
+            note: None,
         },
         at_most(
             "failure share",
@@ -203,7 +208,9 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     if let Some(limit) = criteria.max_p95_e2e_ms {
         checks.push(at_most("p95 e2e ms", block.latency.e2e_ms.p95, limit));
     }
-    checks.extend(super::release_gate::release_checks(receipt, block, criteria));
+    checks.extend(super::release_gate::release_checks(
+        receipt, block, criteria,
+    ));
     checks.extend(super::release_gate::class_limit_checks(receipt, criteria)?);
     Ok(Decision {
         class: criteria.class.clone(),

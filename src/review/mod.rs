@@ -19,7 +19,7 @@
 
 pub mod diagnosis;
 pub mod gate;
-pub mod release_gate;
 pub mod mutate;
+pub mod release_gate;
 pub mod sweep;
 pub mod verify;

@@ -100,6 +100,7 @@ fn at_most(name: &'static str, class: Option<&str>, measured: Option<f64>, limit
         derivation: None,
         pass: measured.is_some_and(|m| m <= limit),
         class: class.map(str::to_owned),
+        note: None,
     }
 }
 
@@ -113,7 +114,11 @@ pub fn recovery_measure(receipt: &Receipt, class: Option<&str>) -> (Option<f64>,
         );
     };
     let pick: Vec<(&String, &crate::receipt::recovery::ClassRecovery)> = match class {
-        Some(name) => r.classes.iter().filter(|(k, _)| k.as_str() == name).collect(),
+        Some(name) => r
+            .classes
+            .iter()
+            .filter(|(k, _)| k.as_str() == name)
+            .collect(),
         None => r.classes.iter().collect(),
     };
     if let Some((name, c)) = pick.iter().find(|(_, c)| c.recovery_s.is_none()) {
@@ -133,10 +138,15 @@ pub fn recovery_measure(receipt: &Receipt, class: Option<&str>) -> (Option<f64>,
     }
 }
 
-fn recovery_check(receipt: &Receipt, class: Option<&str>, limit: f64, label: Option<&str>) -> Check {
+fn recovery_check(
+    receipt: &Receipt,
+    class: Option<&str>,
+    limit: f64,
+    label: Option<&str>,
+) -> Check {
     let (measured, how) = recovery_measure(receipt, class);
     Check {
-        derivation: Some(how),
+        note: Some(how),
         ..at_most("recovery s", label, measured, limit)
     }
 }
@@ -145,10 +155,20 @@ fn recovery_check(receipt: &Receipt, class: Option<&str>, limit: f64, label: Opt
 pub fn release_checks(receipt: &Receipt, block: &Block, criteria: &Criteria) -> Vec<Check> {
     let mut checks = Vec::new();
     if let Some(limit) = criteria.max_p95_tpot_ms {
-        checks.push(at_most("p95 tpot ms", None, block.latency.tpot_ms.p95, limit));
+        checks.push(at_most(
+            "p95 tpot ms",
+            None,
+            block.latency.tpot_ms.p95,
+            limit,
+        ));
     }
     if let Some(limit) = criteria.max_recovery_s {
-        checks.push(recovery_check(receipt, criteria.class.as_deref(), limit, None));
+        checks.push(recovery_check(
+            receipt,
+            criteria.class.as_deref(),
+            limit,
+            None,
+        ));
     }
     checks
 }
@@ -185,12 +205,21 @@ pub fn class_limit_checks(receipt: &Receipt, criteria: &Criteria) -> Result<Vec<
                     .then(|| format!("{min} × (1 + {})", criteria.margin)),
                 pass: goodput > required,
                 class: c.map(str::to_owned),
+                note: None,
             });
         }
         let lat = &block.latency;
         for (name, measured, limit) in [
-            ("failure share", block.rates.failure_share, limits.max_failure_share),
-            ("censored share", block.rates.censored_share, limits.max_censored_share),
+            (
+                "failure share",
+                block.rates.failure_share,
+                limits.max_failure_share,
+            ),
+            (
+                "censored share",
+                block.rates.censored_share,
+                limits.max_censored_share,
+            ),
             ("p95 ttft ms", lat.ttft_ms.p95, limits.max_p95_ttft_ms),
             ("p95 tpot ms", lat.tpot_ms.p95, limits.max_p95_tpot_ms),
             ("p95 e2e ms", lat.e2e_ms.p95, limits.max_p95_e2e_ms),

@@ -19,10 +19,10 @@ use crate::intervals::Confidence;
 use crate::receipt::recovery::{RecoveryOptions, DEFAULT_WINDOW_ARRIVALS};
 use crate::receipt::release::{attach, ReleaseOptions};
 use crate::receipt::RECEIPT_SCHEMA;
-use crate::trace::Resources;
 use crate::render::json::normalize_numbers;
 use crate::review::sweep::{plan_of, sweep, SweepEntry};
 use crate::trace::pointer::escape;
+use crate::trace::Resources;
 use crate::trace::{sha256_hex, Limits};
 
 /// Why a receipt cannot be verified at all (exit status 2).
@@ -117,7 +117,7 @@ pub fn read_receipt(bytes: &[u8]) -> Result<ClaimedReceipt, VerifyError> {
 
 /// The release options a receipt records: its recovery's burst phase and
 /// window, and resources that came from a command's flags rather than from
-/// the trace (docs/contract.md §9.7). Anything unreadable falls back to the
+/// the trace (docs/contract.md §10.8). Anything unreadable falls back to the
 /// defaults, so the recomputation then shows it as a difference.
 fn release_options_of(tree: &Value) -> ReleaseOptions {
     let mut options = ReleaseOptions::default();
@@ -267,7 +267,12 @@ pub fn verify(claimed: &ClaimedReceipt, trace_bytes: &[u8]) -> VerifyReport {
     let mut receipt = analysis.receipt;
     let release = release_options_of(&claimed.tree);
     if release != ReleaseOptions::default() {
-        if let Err(e) = attach(&mut receipt, &analysis.trace, &analysis.judgements, &release) {
+        if let Err(e) = attach(
+            &mut receipt,
+            &analysis.trace,
+            &analysis.judgements,
+            &release,
+        ) {
             report
                 .notes
                 .push(format!("/recovery and /cost cannot be recomputed: {e}"));

@@ -16,8 +16,8 @@ pub mod write;
 use std::fmt;
 
 pub use model::{Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window};
-pub use phases::{Phase, Resources};
 pub use parse::{Interner, NumSlot, RawRow, RawStatus, Slot};
+pub use phases::{Phase, Resources};
 pub use validate::{InvalidReason, InvalidSet};
 
 use sha2::{Digest, Sha256};

@@ -1,7 +1,7 @@
 //! What a phased recording and a priced deployment declare at the top of a
 //! trace: the load phases with their boundaries (`phases`) and the hardware
 //! the run used (`resources`). Both are optional, same-major additions
-//! (docs/contract.md §9.7); a trace without them reads exactly as before.
+//! (docs/contract.md §10.8); a trace without them reads exactly as before.
 //!
 //! Phases name stretches of one open-loop schedule (`steady`, `burst`,
 //! `recover`); the receipt's recovery figure measures from the end of the
@@ -256,7 +256,10 @@ mod tests {
         let p = validate_phases(Some(&v)).unwrap();
         assert_eq!(p.len(), 2);
         assert_eq!(p[1].name, "burst");
-        assert_eq!((p[1].start_ms, p[1].end_ms, p[1].rate_per_s), (1000.0, 1500.0, None));
+        assert_eq!(
+            (p[1].start_ms, p[1].end_ms, p[1].rate_per_s),
+            (1000.0, 1500.0, None)
+        );
         assert!(p[0].contains(0.0) && !p[0].contains(1000.0));
         assert_eq!(validate_phases(None).unwrap(), vec![]);
     }
@@ -265,8 +268,14 @@ mod tests {
     fn bad_phases_are_rejected_at_their_pointer() {
         let cases = [
             (json!({"name": "a"}), "/phases"),
-            (json!([{"name": "", "startMs": 0, "endMs": 1}]), "/phases/0/name"),
-            (json!([{"name": "a", "startMs": 5, "endMs": 5}]), "/phases/0/endMs"),
+            (
+                json!([{"name": "", "startMs": 0, "endMs": 1}]),
+                "/phases/0/name",
+            ),
+            (
+                json!([{"name": "a", "startMs": 5, "endMs": 5}]),
+                "/phases/0/endMs",
+            ),
             (
                 json!([{"name": "a", "startMs": 0, "endMs": 10}, {"name": "b", "startMs": 9, "endMs": 20}]),
                 "/phases/1/startMs",
@@ -275,8 +284,14 @@ mod tests {
                 json!([{"name": "a", "startMs": 0, "endMs": 10}, {"name": "a", "startMs": 10, "endMs": 20}]),
                 "/phases/1/name",
             ),
-            (json!([{"name": "a", "startMs": 0, "endMs": 1, "rate": 3}]), "/phases/0/rate"),
-            (json!([{"name": "a", "startMs": 0, "endMs": 1, "ratePerS": -1}]), "/phases/0/ratePerS"),
+            (
+                json!([{"name": "a", "startMs": 0, "endMs": 1, "rate": 3}]),
+                "/phases/0/rate",
+            ),
+            (
+                json!([{"name": "a", "startMs": 0, "endMs": 1, "ratePerS": -1}]),
+                "/phases/0/ratePerS",
+            ),
             (json!([{"name": "a", "endMs": 1}]), "/phases/0/startMs"),
         ];
         for (v, pointer) in cases {
@@ -298,11 +313,18 @@ mod tests {
         for (v, pointer) in [
             (json!({"gpus": 0}), "/resources/gpus"),
             (json!({"gpuHourCost": 1}), "/resources/gpus"),
-            (json!({"gpus": 1, "gpuHourCost": -1}), "/resources/gpuHourCost"),
+            (
+                json!({"gpus": 1, "gpuHourCost": -1}),
+                "/resources/gpuHourCost",
+            ),
             (json!({"gpus": 1, "price": 1}), "/resources/price"),
             (json!([1]), "/resources"),
         ] {
-            assert_eq!(validate_resources(Some(&v)).unwrap_err().pointer, pointer, "{v}");
+            assert_eq!(
+                validate_resources(Some(&v)).unwrap_err().pointer,
+                pointer,
+                "{v}"
+            );
         }
     }
 }

@@ -10,9 +10,9 @@ use std::time::Duration;
 use hyper::Uri;
 
 use crate::error::Error;
+use crate::record::phases::phased_schedule;
 use crate::record::request::{self, Api, BodyTemplate, PromptSource};
 use crate::record::runner::{Load, RunConfig};
-use crate::record::phases::phased_schedule;
 use crate::record::schedule::{open_schedule, ArrivalProcess};
 use crate::record::Plan;
 use crate::trace::{Equality, Labels, Scalar};
@@ -86,7 +86,9 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         .transpose()
         .map_err(usage)?;
     let duration = match (&phases, args.duration) {
-        (Some(p), _) => Duration::from_secs_f64(p.iter().map(|p| p.duration_ms).sum::<f64>() / 1000.0),
+        (Some(p), _) => {
+            Duration::from_secs_f64(p.iter().map(|p| p.duration_ms).sum::<f64>() / 1000.0)
+        }
         (None, Some(d)) => d,
         (None, None) => return Err(usage("give --duration (or --phases)")),
     };
@@ -97,7 +99,9 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         None => None,
         Some(ResourcesFlag::Both(r)) => Some(r),
         Some(ResourcesFlag::PriceOnly(_)) => {
-            return Err(usage("--gpu-hour-cost needs --gpus (the price is per GPU-hour)"))
+            return Err(usage(
+                "--gpu-hour-cost needs --gpus (the price is per GPU-hour)",
+            ))
         }
     };
     if ms(duration) + ms(args.grace) > crate::trace::model::MAX_SPAN_MS {

@@ -97,7 +97,10 @@ fn bins_chart(o: &mut String, rec: &Recovery, name: &str, c: &ClassRecovery) {
          aria-label=\"p95 TTFT by arrival time, class {}\">",
         escape(name)
     );
-    let (b0, b1) = (rec.burst_start_ms.max(t0), rec.burst_end_ms.min(last.end_ms));
+    let (b0, b1) = (
+        rec.burst_start_ms.max(t0),
+        rec.burst_end_ms.min(last.end_ms),
+    );
     if b1 > b0 {
         let _ = writeln!(
             o,

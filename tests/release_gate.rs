@@ -32,6 +32,12 @@ fn out(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// The text receipt with its wrapped lines joined again (continuations are
+/// indented by six spaces).
+fn unwrapped(o: &Output) -> String {
+    out(o).replace("\n      ", " ")
+}
+
 fn code(o: &Output) -> i32 {
     o.status.code().expect("exited")
 }
@@ -161,7 +167,11 @@ fn a_burst_phase_the_trace_lacks_is_a_usage_error_and_its_absence_leaves_no_reco
 #[test]
 fn the_text_receipt_shows_recovery_bins_and_the_diagnosis_counts_first() {
     let o = goodput(&["analyze", &fixture("burst.json"), "--recovery-window", "20"]);
-    let text = out(&o);
+    let text = unwrapped(&o);
+    // The sections this adds end the text and fit 100 columns.
+    let tail = out(&o);
+    let tail = &tail[tail.find("\nDIAGNOSIS").expect("a diagnosis section")..];
+    assert!(tail.lines().all(|l| l.chars().count() <= 100), "{tail}");
     assert!(
         text.contains(
             "api: recovered 1.500 s after the burst (arrivals from 5500 ms on; 15 of 41 windows"
@@ -231,7 +241,7 @@ fn per_gpu_and_cost_figures_match_the_hand_computation() {
         assert!(close(f(&c[key]), want), "{key}: {} vs {want}", c[key]);
     }
     assert_eq!(c["note"], Value::Null);
-    let text = out(&goodput(&["analyze", &fixture("cost.json")]));
+    let text = unwrapped(&goodput(&["analyze", &fixture("cost.json")]));
     assert!(text.contains(
         "per GPU   2 GPUs, from trace: goodput 0.1 req/s, good output tokens 20 tok/s, all output tokens 50 tok/s (raw)"
     ), "{text}");
@@ -312,7 +322,7 @@ fn receipts_made_with_release_options_verify_against_their_trace() {
 #[test]
 fn a_tie_names_both_causes_and_their_readings() {
     // cost.json: one TTFT miss, one failure (timeout).
-    let text = out(&goodput(&["analyze", &fixture("cost.json")]));
+    let text = unwrapped(&goodput(&["analyze", &fixture("cost.json")]));
     assert!(text.contains(
         "diagnosis chat: 2 of 4 cohort rows not passed: missed TTFT 1, TPOT 0, E2E 0 (E2E only: at least 0); \
          failed 1 (timeout 1); unfinished 0 → TTFT misses and failures tie: TTFT misses: look at queueing, \
@@ -360,7 +370,7 @@ fn the_gate_checks_recovery_tpot_and_several_classes_in_one_run() {
         .find(|c| c["name"] == "recovery s")
         .unwrap();
     assert_eq!(rec["measured"], Value::Null);
-    assert!(rec["derivation"]
+    assert!(rec["note"]
         .as_str()
         .unwrap()
         .starts_with("batch: never recovered"));
@@ -480,6 +490,13 @@ fn the_gate_checks_p95_tpot() {
 
 // ---------------------------------------------------------------- the sim
 
+/// One sim test at a time: their timings are the point.
+static SIM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    SIM.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn sim(max_batch: usize, step_ms: f64, output_tokens: f64) -> SimServer {
     SimServer::start(
         SimConfig {
@@ -502,7 +519,7 @@ fn sim(max_batch: usize, step_ms: f64, output_tokens: f64) -> SimServer {
 
 // The sim serves one request at a time (batch 1), one 40 ms step per request
 // (one output token): capacity C = 25 requests/s. Constant arrivals:
-// steady 12.5/s for 1 s, burst 50/s (2C) for 5 s, recover 12.5/s (C/2) for 13 s.
+// steady 12.5/s for 1 s, burst 50/s (2C) for 5 s, recover 12.5/s (C/2) for 16 s.
 //
 // Queue drain by hand, for a server of capacity C (requests/s): the burst's
 // 250 arrivals come at 1010 … 5990 ms, and the server is busy from 1010 ms,
@@ -516,12 +533,17 @@ fn sim(max_batch: usize, step_ms: f64, output_tokens: f64) -> SimServer {
 // here (one token) and its gate is 2000 ms, so TTFT decides.
 // At C = 25: Q0 = 125.25, d = 101.25 / 12.5 = 8.1 s, recovery 8.02 s.
 // A loaded machine runs the sim's steps late, so C is also measured from the
-// trace (the burst's completions are back to back: C = (n − 1) / their
-// span) and the recovery must be within 0.4 s of the same formula at that C;
+// trace (from the burst's start to the recovered arrival the queue never
+// empties, so those rows' completions are back to back: C = (n − 1) / their
+// span) and the recovery must be within 0.5 s of the same formula at that C;
 // the measured C must be within [0.85, 1.02] × 25 (a sim faster than its
-// steps would be a bug).
+// steps would be a bug). At 0.85 × 25 the formula gives 14.1 s, so the 16 s
+// recover phase leaves room for the 20 arrivals of the last window. The sim
+// tests of this file run one at a time (`SIM`), so they do not slow each
+// other's sims down.
 #[test]
 fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
+    let _turn = one_at_a_time();
     let server = sim(1, 40.0, 1.0);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
@@ -530,7 +552,7 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
         &path,
         &[
             "--phases",
-            "steady:12.5/s:1s,burst:50/s:5s,recover:12.5/s:13s",
+            "steady:12.5/s:1s,burst:50/s:5s,recover:12.5/s:16s",
             "--arrival",
             "constant",
             "--slo",
@@ -545,9 +567,9 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
     );
     assert_eq!(status, 0);
     assert_no_lost_row(&trace);
-    // Phases on the trace's clock; Λ = 12.5 at 1 s, 262.5 at 6 s, 425 at
-    // 19 s: arrivals s = 0..12 steady (13), 13..262 burst (250), 263..424
-    // recover (162).
+    // Phases on the trace's clock; Λ = 12.5 at 1 s, 262.5 at 6 s, 462.5 at
+    // 22 s: arrivals s = 0..12 steady (13), 13..262 burst (250), 263..462
+    // recover (200).
     let phases = trace["phases"].as_array().unwrap();
     let bounds: Vec<(String, f64, f64)> = phases
         .iter()
@@ -564,10 +586,10 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
         vec![
             ("steady".into(), 0.0, 1000.0),
             ("burst".into(), 1000.0, 6000.0),
-            ("recover".into(), 6000.0, 19000.0)
+            ("recover".into(), 6000.0, 22000.0)
         ]
     );
-    assert_eq!(f(&trace["window"]["endMs"]), 19000.0);
+    assert_eq!(f(&trace["window"]["endMs"]), 22000.0);
     assert_eq!(
         trace["resources"],
         serde_json::json!({"gpus": 2, "gpuHourCost": 3})
@@ -580,7 +602,7 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
     };
     assert_eq!(
         (count("steady"), count("burst"), count("recover")),
-        (13, 250, 162)
+        (13, 250, 200)
     );
     assert_eq!(f(&rows(&trace)[13]["arrivalMs"]), 1010.0);
 
@@ -615,9 +637,13 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
     let s = api.recovery_s.unwrap_or_else(|| panic!("{api:?}"));
     let expected = |c: f64| (250.0 - 4.99 * c - c + 1.0) / (c - 12.5) - 0.08;
     assert!((expected(25.0) - 8.02).abs() < 1e-9);
+    // Rows arriving from the burst's start to the recovered arrival were
+    // served back to back (the queue never emptied): their completions give
+    // the capacity the drain actually had.
+    let until = api.recovered_at_ms.unwrap_or(f64::INFINITY);
     let mut done: Vec<f64> = rows(&trace)
         .iter()
-        .filter(|r| r["labels"]["phase"] == "burst")
+        .filter(|r| (1000.0..=until).contains(&f(&r["arrivalMs"])))
         .map(|r| f(&r["completedMs"]))
         .collect();
     done.sort_by(f64::total_cmp);
@@ -631,7 +657,7 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
         "capacity {measured_c}"
     );
     assert!(
-        (s - expected(measured_c)).abs() <= 0.4,
+        (s - expected(measured_c)).abs() <= 0.5,
         "recovery {s} s, expected {} s at {measured_c}/s",
         expected(measured_c)
     );
@@ -656,6 +682,7 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
 // window never holds; the gate refuses on recovery.
 #[test]
 fn a_burst_that_never_drains_has_no_recovery_and_the_gate_refuses() {
+    let _turn = one_at_a_time();
     let server = sim(1, 40.0, 1.0);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
@@ -712,6 +739,7 @@ fn a_burst_that_never_drains_has_no_recovery_and_the_gate_refuses() {
 // is 60 ms: every row misses a TPOT gate of 30 ms and nothing else.
 #[test]
 fn a_slow_decode_step_is_diagnosed_as_tpot_decode() {
+    let _turn = one_at_a_time();
     let server = sim(8, 60.0, 6.0);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
@@ -733,7 +761,7 @@ fn a_slow_decode_step_is_diagnosed_as_tpot_decode() {
     );
     assert_eq!(status, 0);
     let o = goodput(&["analyze", path.to_str().unwrap()]);
-    let text = out(&o);
+    let text = unwrapped(&o);
     assert!(
         text.contains(
             "diagnosis chat: 10 of 10 cohort rows not passed: missed TTFT 0, TPOT 10, E2E 0"

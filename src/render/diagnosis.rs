@@ -170,7 +170,34 @@ pub fn cost(c: &Cost, basis: Option<&ResourcesInfo>) -> String {
     o
 }
 
-/// The sections the text receipt ends with: the diagnosis (when a class lost
+/// Every line of `text` wrapped at spaces to 100 columns; a line keeps its
+/// own indentation and its continuations are indented six spaces.
+fn wrapped(text: &str) -> String {
+    const WIDTH: usize = 100;
+    let mut o = String::new();
+    for line in text.lines() {
+        let body = line.trim_start_matches(' ');
+        let mut current = line[..line.len() - body.len()].to_owned();
+        let mut empty = true;
+        for word in body.split(' ') {
+            let fits = current.chars().count() + 1 + word.chars().count() <= WIDTH;
+            if !empty && !fits {
+                let _ = writeln!(o, "{current}");
+                current = "      ".to_owned();
+                empty = true;
+            }
+            if !empty {
+                current.push(' ');
+            }
+            current.push_str(word);
+            empty = false;
+        }
+        let _ = writeln!(o, "{current}");
+    }
+    o
+}
+
+/// The sections the text receipt ends with, wrapped to 100 columns: the diagnosis (when a class lost
 /// requests), the recovery (when the trace has a burst phase), the per-GPU
 /// and cost figures (when resources are in force). Empty when none applies.
 pub fn sections(receipt: &Receipt) -> String {
@@ -181,15 +208,15 @@ pub fn sections(receipt: &Receipt) -> String {
             o,
             "\nDIAGNOSIS (from the counts above; a reading, not a measurement)"
         );
-        o.push_str(&render(&diagnoses));
+        o.push_str(&wrapped(&render(&diagnoses)));
     }
     if let Some(r) = &receipt.recovery {
         let _ = writeln!(o);
-        o.push_str(&recovery(r));
+        o.push_str(&wrapped(&recovery(r)));
     }
     if let Some(c) = &receipt.cost {
         let _ = writeln!(o);
-        o.push_str(&cost(c, receipt.contract.resources.as_ref()));
+        o.push_str(&wrapped(&cost(c, receipt.contract.resources.as_ref())));
     }
     o
 }

@@ -29,6 +29,7 @@ pub mod error_text;
 pub mod exchange;
 pub mod extra_body;
 pub mod headers;
+pub mod phases;
 pub mod preflight;
 pub mod request;
 pub mod row;
@@ -48,7 +49,7 @@ use hyper::Uri;
 
 use crate::error::Error;
 use crate::trace::write::{round_us, TraceDoc, TraceRow, TRACE_SCHEMA};
-use crate::trace::{Equality, Gates, Labels, Scalar, Warmup, Window};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources, Scalar, Warmup, Window};
 
 use self::client::Transport;
 use self::endpoint::Endpoint;
@@ -71,6 +72,10 @@ pub struct Plan {
     pub equality: Equality,
     /// `workload` labels known before the run.
     pub workload: Labels,
+    /// The phases of a phased schedule (empty: one rate throughout).
+    pub phases: Vec<Phase>,
+    /// The GPUs behind the endpoint and their price, when declared.
+    pub resources: Option<Resources>,
     /// The output path.
     pub out: PathBuf,
     /// How the server is reached (TLS, headers, the API key, secrets).
@@ -125,7 +130,7 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
             .flatten()
             .map(|f| (&f.obs, &f.ending)),
     );
-    let rows: Vec<TraceRow> = outcome
+    let mut rows: Vec<TraceRow> = outcome
         .results
         .iter()
         .enumerate()
@@ -156,6 +161,7 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
             }
         })
         .collect();
+    phases::label_rows(&mut rows, &plan.phases);
 
     let start_ms = plan.warmup_ms;
     let planned_end_ms = plan.run.window_end_ms;
@@ -217,6 +223,8 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
         tokens,
         boundary,
         workload,
+        phases: plan.phases.clone(),
+        resources: plan.resources,
         rows,
     }
 }

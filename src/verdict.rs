@@ -294,7 +294,9 @@ fn known_late(
     let elapsed = horizon - arrival;
     let unfinished_late = |gate: Option<f64>| gate.is_some_and(|g| elapsed >= g);
     let ttft_late = match first_token {
-        Some(f) if f <= horizon => gates.ttft_ms.is_some_and(|g| !equality.meets(f - arrival, g)),
+        Some(f) if f <= horizon => gates
+            .ttft_ms
+            .is_some_and(|g| !equality.meets(f - arrival, g)),
         _ => unfinished_late(gates.ttft_ms),
     };
     ttft_late || unfinished_late(gates.e2e_ms)

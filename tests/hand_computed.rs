@@ -563,7 +563,11 @@ fn a_censored_row_that_ran_exactly_its_gate_by_the_horizon_is_known_late() {
         assert_eq!(
             verdicts(&r),
             vec![
-                v("done", "censored", &["completed_after_horizon", "knownLate"]),
+                v(
+                    "done",
+                    "censored",
+                    &["completed_after_horizon", "knownLate"]
+                ),
                 v("open", "censored", &["in_flight", "knownLate"]),
                 v("early", "censored", &["in_flight"]),
             ],

@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use crate::error::Error;
+use crate::review::exact::Decimal;
 use crate::review::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
 
 use super::exit::{EXIT_NO, EXIT_OK};
@@ -20,7 +21,8 @@ Exit status:
 Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
 (default 0.05); censored share <= ceiling (default 0.05); p95 TTFT / E2E <= the
 limits given. A figure that cannot be measured (empty cohort, no completed rows)
-fails its criterion.";
+fails its criterion. Flags are decimals compared exactly as written (equal to
+the requirement refuses; docs/contract.md §9.2).";
 
 /// Flags of `goodput gate`.
 #[derive(Debug, clap::Args)]
@@ -29,25 +31,25 @@ pub struct GateArgs {
     pub trace: String,
     /// Required goodput, requests per window second; the measured rate must exceed it × (1 + margin).
     #[arg(long, value_name = "R")]
-    pub min_goodput: f64,
+    pub min_goodput: Decimal,
     /// Judge this class instead of all rows.
     #[arg(long, value_name = "NAME")]
     pub class: Option<String>,
     /// Safety margin on the required goodput (0.2 = 20 % headroom).
-    #[arg(long, value_name = "F", default_value_t = 0.0)]
-    pub margin: f64,
+    #[arg(long, value_name = "F", default_value = "0")]
+    pub margin: Decimal,
     /// Most failed / cohort allowed.
-    #[arg(long, value_name = "F", default_value_t = DEFAULT_MAX_FAILURE_SHARE)]
-    pub max_failure_share: f64,
+    #[arg(long, value_name = "F", default_value = DEFAULT_MAX_FAILURE_SHARE)]
+    pub max_failure_share: Decimal,
     /// Most censored / cohort allowed.
-    #[arg(long, value_name = "F", default_value_t = DEFAULT_MAX_CENSORED_SHARE)]
-    pub max_censored_share: f64,
+    #[arg(long, value_name = "F", default_value = DEFAULT_MAX_CENSORED_SHARE)]
+    pub max_censored_share: Decimal,
     /// Most nearest-rank p95 TTFT allowed, ms.
     #[arg(long, value_name = "X")]
-    pub max_p95_ttft_ms: Option<f64>,
+    pub max_p95_ttft_ms: Option<Decimal>,
     /// Most nearest-rank p95 E2E allowed, ms.
     #[arg(long, value_name = "X")]
-    pub max_p95_e2e_ms: Option<f64>,
+    pub max_p95_e2e_ms: Option<Decimal>,
     /// Reject the trace (exit 2) at its first invalid row.
     #[arg(long)]
     pub strict: bool,

@@ -13,6 +13,7 @@
 //! Like every library part they return data and typed errors; the command
 //! line prints them and picks the exit status.
 
+pub mod exact;
 pub mod gate;
 pub mod mutate;
 pub mod sweep;

@@ -38,9 +38,10 @@ pub(crate) fn opt(x: Option<f64>, decimals: usize) -> String {
     x.map_or_else(|| "—".to_owned(), |v| fixed(v, decimals))
 }
 
-/// A share as a percentage with one decimal (`—` for an empty cohort).
+/// A share as a percentage with one decimal, or more when one would read
+/// 100 % or 0 % for a share that is neither (`—` for an empty cohort).
 pub(crate) fn share(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| format!("{:.1} %", v * 100.0))
+    crate::render::figures::percent_or_dash(x, 1)
 }
 
 fn gate(g: Option<f64>, rule: &str) -> String {

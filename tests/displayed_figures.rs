@@ -116,3 +116,25 @@ fn gate_never_shows_a_failing_share_equal_to_its_limit() {
         "{line}"
     );
 }
+
+#[test]
+fn the_frontier_never_rounds_a_share_onto_its_target() {
+    // One rate, 2,249 pass of 2,500 (251 failed): pass share 0.8996, below
+    // the 90 % target. One decimal would read 90.0 % and "best 90 %".
+    let analysis = analyze_generated(trace(2249, 251).as_bytes());
+    assert_eq!(analysis.receipt.results.all.rates.pass_share, Some(0.8996));
+    let f = goodput::frontier::frontier(&[("t.json".to_owned(), analysis.receipt)], None, 0.9)
+        .expect("frontier");
+    let text = goodput::render::frontier::text(&f);
+    assert!(
+        text.contains("no rate tested met pass share ≥ 90 % (best 89.96 %)"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.ends_with("t.json"))
+        .expect("the point's row");
+    assert!(row.contains("89.96 %") && !row.contains("90.0"), "{row}");
+    let md = goodput::render::frontier::markdown(&f);
+    assert!(md.contains("| 89.96 % |"), "{md}");
+}

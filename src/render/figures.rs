@@ -96,6 +96,17 @@ pub fn percent_beside(share: f64, target: f64, min: usize) -> String {
     format!("{} %", fixed(share * 100.0, d))
 }
 
+/// A share in a sentence: at most one decimal, trailing zeros dropped
+/// (`90 %`, `57.9 %`), with more digits when it would otherwise read 100 %
+/// or 0 % untruly, or (given `target`) read as the target or past it:
+/// `(0.8996, Some(0.9))` gives `89.96 %`, `(0.9999, None)` `99.99 %`.
+pub fn percent_short(share: f64, target: Option<f64>) -> String {
+    let d = decimals(share, target, 1, 100.0);
+    let text = fixed(share * 100.0, d);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} %")
+}
+
 /// A number and the limit it is compared with, each with the same number
 /// of decimals (at least `min`) unless it is whole (then plainly: `3100`),
 /// in the order of their values: `(0.4999, 0.5, 3)` gives `0.4999` and
@@ -164,6 +175,16 @@ mod tests {
         assert_eq!(percent_beside(0.9004, 0.9, 1), "90.04 %");
         assert_eq!(percent_beside(0.9, 0.9, 1), "90.0 %");
         assert_eq!(percent_beside(0.85, 0.9, 1), "85.0 %");
+    }
+
+    #[test]
+    fn shares_in_sentences_are_short_unless_that_changes_their_meaning() {
+        assert_eq!(percent_short(0.9, None), "90 %");
+        assert_eq!(percent_short(0.579, Some(0.9)), "57.9 %");
+        assert_eq!(percent_short(0.8996, Some(0.9)), "89.96 %");
+        assert_eq!(percent_short(0.9999, None), "99.99 %");
+        assert_eq!(percent_short(1.0, None), "100 %");
+        assert_eq!(percent_short(0.0, Some(0.9)), "0 %");
     }
 
     #[test]

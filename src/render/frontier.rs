@@ -14,14 +14,11 @@
 use std::fmt::Write;
 
 use crate::frontier::{Capacity, Frontier, FrontierPoint, Knee};
+use crate::render::figures::{percent_beside, percent_or_dash, percent_short};
 use crate::render::sweep::short;
 
 /// The widest line the text table may print (the trace label is cut from the left).
 pub const MAX_TEXT_COLUMNS: usize = 100;
-
-fn pct(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| format!("{:.1}%", v * 100.0))
-}
 
 fn fixed(x: Option<f64>, decimals: usize) -> String {
     x.map_or_else(|| "—".to_owned(), |v| format!("{v:.decimals$}"))
@@ -76,14 +73,12 @@ pub fn knee_sentence(knee: &Knee) -> String {
     }
 }
 
-/// A share as a percentage with at most one decimal: `90 %`, `57.9 %`.
-fn share_text(x: f64) -> String {
-    format!("{} %", short((x * 1000.0).round() / 10.0))
-}
-
 /// The capacity in one sentence (and a warning line when pass share was not monotone).
+/// Shares compared with the target are shown with the digits that keep them
+/// on their side of it (`best 89.96 %`, never `best 90 %` below a 90 % target).
 pub fn capacity_sentences(capacity: &Capacity, attainment: f64) -> Vec<String> {
-    let target = share_text(attainment);
+    let target = percent_short(attainment, None);
+    let share_text = |x: f64| percent_short(x, Some(attainment));
     let warn = |below: &[f64]| {
         (!below.is_empty()).then(|| {
             let list: Vec<String> = below.iter().map(|x| format!("{}/s", short(*x))).collect();
@@ -175,16 +170,19 @@ const TEXT_HEAD: [&str; 9] = [
     "p95 TPOT ms",
     "λW",
 ];
-const TEXT_WIDTHS: [usize; 9] = [9, 9, 9, 6, 6, 6, 11, 11, 7];
+const TEXT_WIDTHS: [usize; 9] = [9, 9, 9, 7, 7, 7, 11, 11, 7];
 
-fn text_cells(p: &FrontierPoint) -> [String; 9] {
+/// One point's cells. The pass share is shown beside the attainment target
+/// it is compared with, so it never rounds onto or across it.
+fn text_cells(p: &FrontierPoint, attainment: f64) -> [String; 9] {
     [
         format!("{:.2}", p.offered_per_s),
         format!("{:.2}", p.completed_per_s),
         format!("{:.2}", p.goodput_per_s),
-        pct(p.pass_share),
-        pct(p.failure_share),
-        pct(p.censored_share),
+        p.pass_share
+            .map_or_else(|| "—".to_owned(), |s| percent_beside(s, attainment, 1)),
+        percent_or_dash(p.failure_share, 1),
+        percent_or_dash(p.censored_share, 1),
         fixed(p.p95_ttft_ms, 1),
         fixed(p.p95_tpot_ms, 1),
         fixed(p.littles_in_flight, 2),
@@ -213,7 +211,7 @@ pub fn text(f: &Frontier) -> String {
     };
     line(&TEXT_HEAD.map(str::to_owned), "trace");
     for p in &f.points {
-        line(&text_cells(p), &p.label);
+        line(&text_cells(p, f.attainment), &p.label);
     }
     let _ = writeln!(o);
     wrap(&mut o, "knee", &knee_sentence(&f.knee));
@@ -281,7 +279,7 @@ pub fn markdown(f: &Frontier) -> String {
     );
     let _ = writeln!(o, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|");
     for p in &f.points {
-        let c = text_cells(p);
+        let c = text_cells(p, f.attainment);
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
@@ -304,7 +302,7 @@ pub fn markdown(f: &Frontier) -> String {
         let _ = writeln!(
             o,
             "- **Capacity at {} attainment:** {first}",
-            share_text(f.attainment)
+            percent_short(f.attainment, None)
         );
         for s in rest {
             let _ = writeln!(o, "- {s}");
@@ -600,7 +598,7 @@ pub fn svg(f: &Frontier) -> String {
         let label = format!(
             "capacity {}/s @ {}",
             short(*offered_per_s),
-            share_text(f.attainment)
+            percent_short(f.attainment, None)
         );
         marker(*offered_per_s, label, "2 3", "capacity");
     }

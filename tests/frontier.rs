@@ -351,7 +351,7 @@ fn svg_snapshot_is_deterministic_and_labelled() {
         "knee 20/s",
         "capacity 15/s",
         "data-name=\"goodput/s\"",
-        "data-name=\"completed/s\"",
+        "data-name=\"served/s\"",
     ] {
         assert!(s.contains(needle), "missing {needle}");
     }
@@ -575,4 +575,61 @@ fn a_rate_list_needs_a_rate_template_and_distinct_rates_before_anything_is_sent(
             "nothing written"
         );
     }
+}
+
+/// `n` rows arriving evenly over a 2 s window (horizon 10 s), row `i`
+/// completing at `first_done + gap × i` ms (first token 10 ms before).
+fn served_trace(n: usize, first_done: f64, gap: f64) -> goodput::receipt::Receipt {
+    let rows: Vec<Value> = (0..n)
+        .map(|i| {
+            let arrival = (i * 2000 / n) as f64;
+            let done = first_done + gap * i as f64;
+            json!({"id": format!("r{i}"), "arrivalMs": arrival, "status": "completed",
+                   "firstTokenMs": done - 10.0, "completedMs": done, "outputTokens": 10})
+        })
+        .collect();
+    let doc = json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": 2000, "horizonMs": 10000},
+        "equality": "inclusive",
+        "classes": {"chat": {"ttftMs": 1000, "tpotMs": null, "e2eMs": null}},
+        "rows": rows,
+    });
+    analyze_bytes(
+        &serde_json::to_vec(&doc).unwrap(),
+        AnalyzeOptions::default(),
+    )
+    .expect("accepted")
+    .receipt
+}
+
+#[test]
+fn served_throughput_parts_from_offered_load_where_the_server_stops_keeping_up() {
+    // 10/s: 20 rows, one completion every 100 ms from 50 to 1950 ms: 19 gaps
+    // over 1.9 s → served 10/s = offered. 60/s: 120 rows, but the server
+    // completes one every 50 ms (20/s) from 200 to 6150 ms, in the grace
+    // period: 119 gaps over 5.95 s → served 20/s, while completed/s (per
+    // window second) is 120 / 2 = 60, as high as offered.
+    let f = frontier(
+        &[
+            ("t-60.json".to_owned(), served_trace(120, 200.0, 50.0)),
+            ("t-10.json".to_owned(), served_trace(20, 50.0, 100.0)),
+        ],
+        None,
+        0.9,
+    )
+    .expect("frontier");
+    let (low, high) = (&f.points[0], &f.points[1]);
+    assert_eq!((low.offered_per_s, high.offered_per_s), (10.0, 60.0));
+    assert!(close(low.served_per_s.unwrap(), 10.0));
+    assert!(close(high.served_per_s.unwrap(), 20.0));
+    assert_eq!(high.completed_per_s, 60.0);
+    // The text table shows served/s, not the window-second completions.
+    let t = text(&f);
+    let row = t.lines().find(|l| l.ends_with("t-60.json")).expect("row");
+    assert!(row.trim_start().starts_with("60.00     20.00"), "{row}");
+    // The chart plots served/s against offered load, with the served = offered line.
+    let s = svg(&f);
+    assert!(s.contains(r#"data-name="served/s""#) && s.contains(r#"class="diagonal""#));
+    assert!(!s.contains(r#"data-name="completed/s""#));
 }

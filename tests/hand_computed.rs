@@ -588,3 +588,39 @@ fn a_first_token_on_its_gate_at_the_horizon_is_judged_by_the_equality_rule() {
     let inclusive = inline_receipt("inclusive", gates, rows);
     assert_eq!(all(&inclusive).reasons.censored.known_late, 0);
 }
+
+#[test]
+fn served_throughput_divides_completions_by_the_span_they_happened_in() {
+    // Window [0, 10000), horizon 11000; gate ttft 1000 (inclusive).
+    //   a completes 1000, b 3000, c 5000 (miss: ttft 2000), d 10500 (in the grace period):
+    //   4 completions over 10500 − 1000 = 9500 ms are 3 gaps → 3 / 9.5 = 0.3157894736842105/s,
+    //   while completedPerS = 4 / 10 window s = 0.4.
+    //   e completes at 11500, after the horizon: censored, not a completion.
+    //   f fails, g is in flight: neither is a completion.
+    let rows = r#"
+      {"id":"a","arrivalMs":500,"status":"completed","firstTokenMs":600,"completedMs":1000,"outputTokens":2},
+      {"id":"b","arrivalMs":2500,"status":"completed","firstTokenMs":2600,"completedMs":3000,"outputTokens":2},
+      {"id":"c","arrivalMs":2900,"status":"completed","firstTokenMs":4900,"completedMs":5000,"outputTokens":2},
+      {"id":"d","arrivalMs":9900,"status":"completed","firstTokenMs":10000,"completedMs":10500,"outputTokens":2},
+      {"id":"e","arrivalMs":9950,"status":"completed","firstTokenMs":10050,"completedMs":11500,"outputTokens":2},
+      {"id":"f","arrivalMs":100,"status":"failed","reason":"timeout","endedMs":200},
+      {"id":"g","arrivalMs":9990,"status":"in_flight"}"#;
+    let r = inline_receipt(
+        "inclusive",
+        r#"{"ttftMs":1000,"tpotMs":null,"e2eMs":null}"#,
+        rows,
+    );
+    let b = all(&r);
+    assert_eq!((b.counts.pass, b.counts.miss), (3, 1));
+    assert_eq!(b.rates.completed_per_s, 0.4);
+    assert_eq!(b.rates.served_per_s, Some(3.0 / 9.5));
+    assert_eq!(r.results.classes["c"].rates.served_per_s, Some(3.0 / 9.5));
+
+    // One completion has no span: null.
+    let one = inline_receipt(
+        "inclusive",
+        r#"{"ttftMs":1000,"tpotMs":null,"e2eMs":null}"#,
+        r#"{"id":"a","arrivalMs":500,"status":"completed","firstTokenMs":600,"completedMs":1000,"outputTokens":2}"#,
+    );
+    assert_eq!(all(&one).rates.served_per_s, None);
+}

@@ -161,7 +161,7 @@ fn fit(label: &str, width: usize) -> String {
 
 const TEXT_HEAD: [&str; 9] = [
     "offered/s",
-    "compl/s",
+    "served/s",
     "goodput/s",
     "pass",
     "failed",
@@ -177,7 +177,7 @@ const TEXT_WIDTHS: [usize; 9] = [9, 9, 9, 7, 7, 7, 11, 11, 7];
 fn text_cells(p: &FrontierPoint, attainment: f64) -> [String; 9] {
     [
         format!("{:.2}", p.offered_per_s),
-        format!("{:.2}", p.completed_per_s),
+        fixed(p.served_per_s, 2),
         format!("{:.2}", p.goodput_per_s),
         p.pass_share
             .map_or_else(|| "—".to_owned(), |s| percent_beside(s, attainment, 1)),
@@ -231,7 +231,9 @@ pub fn text(f: &Frontier) -> String {
     wrap(
         &mut o,
         "",
-        "shares are of the cohort; λW = completed/s × mean E2E (Little's law)",
+        "served/s = completions per second from the first to the last completion (what the \
+         server kept up with, whatever the grace); goodput/s per window second; shares are of the \
+         cohort; λW = completed/s × mean E2E (Little's law)",
     );
     o
 }
@@ -274,17 +276,21 @@ pub fn markdown(f: &Frontier) -> String {
     );
     let _ = writeln!(
         o,
-        "| offered/s | completed/s | goodput/s | pass share | failure share | censored share \
-         | p95 TTFT (ms) | p95 TPOT (ms) | in flight (λW) | trace |"
+        "| offered/s | served/s | completed/s | goodput/s | pass share | failure share \
+         | censored share | p95 TTFT (ms) | p95 TPOT (ms) | in flight (λW) | trace |"
     );
-    let _ = writeln!(o, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|");
+    let _ = writeln!(
+        o,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"
+    );
     for p in &f.points {
         let c = text_cells(p, f.attainment);
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
+            "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
             c[0],
             c[1],
+            p.completed_per_s,
             c[2],
             c[3],
             c[4],
@@ -321,7 +327,8 @@ const RIGHT: f64 = 700.0;
 const TOP_PANEL: (f64, f64) = (50.0, 300.0);
 const BOTTOM_PANEL: (f64, f64) = (370.0, 540.0);
 const GOODPUT_COLOUR: &str = "#1b7837";
-const COMPLETED_COLOUR: &str = "#2166ac";
+const SERVED_COLOUR: &str = "#2166ac";
+const DIAGONAL_COLOUR: &str = "#999999";
 const TTFT_COLOUR: &str = "#b2182b";
 const KNEE_COLOUR: &str = "#555555";
 
@@ -442,6 +449,21 @@ impl Panel {
         );
     }
 
+    /// The line served = offered: a server that keeps up lies on it, and the
+    /// served curve leaves it at the knee.
+    fn diagonal(&self, o: &mut String) {
+        let end = self.x.max.min(self.y.max);
+        let _ = writeln!(
+            o,
+            "  <line class=\"diagonal\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
+             stroke=\"{DIAGONAL_COLOUR}\" stroke-dasharray=\"4 3\"/>",
+            self.px(0.0),
+            self.py(0.0),
+            self.px(end),
+            self.py(end)
+        );
+    }
+
     /// One series: a polyline through the points and a circle on each.
     fn series(&self, o: &mut String, name: &str, colour: &str, pts: &[(f64, f64)]) {
         if pts.is_empty() {
@@ -473,15 +495,23 @@ impl Panel {
     }
 }
 
-/// The chart: goodput/s and completed/s against offered/s on top (where the
-/// two curves part is the knee), p95 TTFT below; the knee as a dashed
+/// The chart: served/s and goodput/s against offered/s on top, with the
+/// served = offered diagonal (where served leaves it, the server stopped
+/// keeping up: the knee, whatever the grace period), p95 TTFT below; the knee as a dashed
 /// vertical line through both panels, the capacity as a dotted one.
 pub fn svg(f: &Frontier) -> String {
     let pts = &f.points;
     let x_max = pts.iter().map(|p| p.offered_per_s).fold(0.0, f64::max);
+    // The top panel holds the offered = served diagonal too, so it is as
+    // tall as the highest offered rate.
     let y_max = pts
         .iter()
-        .map(|p| p.completed_per_s.max(p.goodput_per_s))
+        .map(|p| {
+            p.served_per_s
+                .unwrap_or(0.0)
+                .max(p.goodput_per_s)
+                .max(p.offered_per_s)
+        })
         .fold(0.0, f64::max);
     let t_max = pts.iter().filter_map(|p| p.p95_ttft_ms).fold(0.0, f64::max);
     let x = Axis::for_max(x_max);
@@ -515,16 +545,17 @@ pub fn svg(f: &Frontier) -> String {
     );
     let _ = writeln!(
         o,
-        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"30.0\" font-size=\"14\">Goodput and completions vs offered load ({})</text>",
+        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"30.0\" font-size=\"14\">Served throughput and goodput vs offered load ({})</text>",
         esc(&scope(f))
     );
     top.axes(&mut o, "requests/s", "offered load (requests/s)");
+    top.diagonal(&mut o);
     top.series(
         &mut o,
-        "completed/s",
-        COMPLETED_COLOUR,
+        "served/s",
+        SERVED_COLOUR,
         &pts.iter()
-            .map(|p| (p.offered_per_s, p.completed_per_s))
+            .filter_map(|p| p.served_per_s.map(|s| (p.offered_per_s, s)))
             .collect::<Vec<_>>(),
     );
     top.series(
@@ -606,14 +637,15 @@ pub fn svg(f: &Frontier) -> String {
     // the knee and capacity lines never cross its text.
     let _ = writeln!(
         o,
-        "  <rect class=\"legend-card\" x=\"{:.1}\" y=\"{:.1}\" width=\"190.0\" height=\"40.0\" \
+        "  <rect class=\"legend-card\" x=\"{:.1}\" y=\"{:.1}\" width=\"250.0\" height=\"56.0\" \
          fill=\"#fff\" fill-opacity=\"0.9\"/>",
         LEFT + 4.0,
         TOP_PANEL.0 + 2.0
     );
     for (i, (name, colour)) in [
-        ("completed/s", COMPLETED_COLOUR),
+        ("served/s (completions over their span)", SERVED_COLOUR),
         ("goodput/s (met every gate)", GOODPUT_COLOUR),
+        ("served = offered", DIAGONAL_COLOUR),
     ]
     .iter()
     .enumerate()

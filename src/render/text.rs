@@ -182,22 +182,44 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
 
     let _ = writeln!(
         o,
-        "\n{:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
-        "RATES /s", "goodput", "pass share", "offered", "completed", "output tok", "fail share"
+        "\n{:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10} {:>10}",
+        "RATES /s",
+        "goodput",
+        "pass share",
+        "offered",
+        "completed",
+        "output tok",
+        "fail share",
+        "served"
     );
     for (name, b) in &blocks {
         let r = &b.rates;
         let _ = writeln!(
             o,
-            "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
+            "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10} {:>10}",
             fixed(r.goodput_per_s, 3),
             share(r.pass_share),
             fixed(r.offered_per_s, 3),
             fixed(r.completed_per_s, 3),
             fixed(r.output_tokens_per_s, 1),
-            share(r.failure_share)
+            share(r.failure_share),
+            opt(r.served_per_s, 3)
         );
     }
+    let _ = writeln!(
+        o,
+        "{}",
+        wrap(
+            &format!(
+                "goodput, offered, completed and output tok are per window second ({} s; \
+                 completions in the grace period count too); served is completions per second \
+                 from the first to the last completion, what the server kept up with",
+                num(c.window.duration_ms / 1000.0, 3)
+            ),
+            100,
+            "  "
+        )
+    );
 
     let _ = writeln!(
         o,

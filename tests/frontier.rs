@@ -633,3 +633,87 @@ fn served_throughput_parts_from_offered_load_where_the_server_stops_keeping_up()
     assert!(s.contains(r#"data-name="served/s""#) && s.contains(r#"class="diagonal""#));
     assert!(!s.contains(r#"data-name="completed/s""#));
 }
+
+#[test]
+fn each_sweep_point_draws_its_prompt_list_in_its_own_seeded_order() {
+    use goodput::record::request::prompt_hash;
+    use goodput::sim::engine::EngineParams;
+    use goodput::sim::{SimConfig, SimServer};
+    let server = SimServer::start(
+        SimConfig {
+            engine: EngineParams {
+                max_batch: 64,
+                prefill_ms_per_1k_tokens: 0.0,
+                decode_step_ms: 2.0,
+                decode_ms_per_seq: 0.0,
+            },
+            output_tokens: (2.0, 0.0),
+            faults: vec![],
+            seed: 1,
+            model_name: "sim".into(),
+            quirks: Default::default(),
+        },
+        1,
+    )
+    .expect("start sim");
+    let dir = tempfile::tempdir().unwrap();
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+    let prompts = dir.path().join("p.jsonl");
+    let lines: Vec<String> = words.iter().map(|w| format!("\"{w} prompt\"")).collect();
+    std::fs::write(&prompts, lines.join("\n")).unwrap();
+    let template = dir.path().join("trace-{rate}.json");
+    let url = server.url();
+    // Constant arrivals over a 1 s window: 8 and 16 rows, seeds 7 and 8.
+    let (code, stdout) = record_in_process(&[
+        "--url",
+        &url,
+        "--request-rate",
+        "8,16",
+        "--arrival",
+        "constant",
+        "--duration",
+        "1s",
+        "--grace",
+        "0.5s",
+        "--cooldown",
+        "0.1s",
+        "--prompts",
+        prompts.to_str().unwrap(),
+        "--seed",
+        "7",
+        "--out",
+        template.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let mut file_order: Vec<String> = words
+        .iter()
+        .map(|w| prompt_hash(&format!("{w} prompt")))
+        .collect();
+    let hashes = |rate: &str| -> Vec<String> {
+        let path = dir.path().join(format!("trace-{rate}.json"));
+        let trace: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        trace["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["labels"]["promptHash"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (a, b) = (hashes("8"), hashes("16"));
+    assert_eq!((a.len(), b.len()), (8, 16));
+    // Point 1 goes round its order twice: rows 8..16 repeat rows 0..8.
+    assert_eq!(b[..8], b[8..]);
+    // Each point uses every prompt once per round, in an order of its own.
+    let (mut a8, mut b8) = (a.clone(), b[..8].to_vec());
+    a8.sort();
+    b8.sort();
+    file_order.sort();
+    assert_eq!((&a8, &b8), (&file_order, &file_order));
+    assert_ne!(
+        a,
+        b[..8].to_vec(),
+        "both points sent the prompts in the same order"
+    );
+}

@@ -98,6 +98,11 @@ pub fn receipt_schema_json() -> String {
     pretty(&schemars::schema_for!(Receipt))
 }
 
+/// The schema of `goodput compare --json` as pretty JSON with a final newline.
+pub fn compare_schema_json() -> String {
+    pretty(&schemars::schema_for!(crate::compare::Comparison))
+}
+
 fn pretty(schema: &Schema) -> String {
     let mut s = serde_json::to_string_pretty(schema).unwrap_or_default();
     s.push('\n');

@@ -28,10 +28,20 @@ fn committed_receipt_schema_matches_the_code() {
 }
 
 #[test]
+fn committed_compare_schema_matches_the_code() {
+    assert_eq!(
+        committed("compare.schema.json"),
+        goodput::schema::compare_schema_json(),
+        "schema/compare.schema.json is stale: run `cargo run -- schema compare > schema/compare.schema.json`"
+    );
+}
+
+#[test]
 fn schema_command_prints_the_committed_schemas() {
     for (which, file) in [
         ("trace", "trace.schema.json"),
         ("receipt", "receipt.schema.json"),
+        ("compare", "compare.schema.json"),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
             .args(["schema", which])

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned, AnalyzeOptions};
+use crate::analyze::{analyze_owned_at, AnalyzeOptions};
 use crate::error::Error;
 use crate::io::read_limited;
 use crate::render::text;
@@ -58,6 +58,9 @@ pub struct AnalyzeArgs {
     /// Sweep one class only (see `goodput sweep --class`).
     #[arg(long, value_name = "NAME", requires = "sweep")]
     pub sweep_class: Option<String>,
+    /// Two-sided confidence level of the receipt's intervals, in [0.5, 0.9999]; recorded in the receipt.
+    #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
+    pub confidence: f64,
 }
 
 /// `goodput analyze`.
@@ -66,13 +69,14 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_rows: args.max_rows,
         max_bytes: args.max_bytes,
     };
+    let confidence = super::flags::confidence_flag(args.confidence)?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let options = AnalyzeOptions {
         limits,
         rows: args.rows,
         strict: args.strict,
     };
-    let mut analysis = analyze_owned(bytes, options)?;
+    let mut analysis = analyze_owned_at(bytes, options, confidence)?;
     if args.sweep {
         let factors = args.sweep_factors.as_deref().unwrap_or(&DEFAULT_FACTORS);
         let entries = run_sweep(

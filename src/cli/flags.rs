@@ -2,6 +2,7 @@
 //! classes (`--slo`), request rates (`--request-rate`). Durations are in
 //! [`super::duration`].
 
+use crate::error::Error;
 use crate::trace::{Gates, Limits};
 
 /// Input limits shared by the reviewer commands.
@@ -89,6 +90,11 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
             text: text.to_owned(),
         })
         .map_err(|_| format!("`{text}` is not a number of requests per second"))
+}
+
+/// Checks `--confidence` (exit 2 when out of range).
+pub fn confidence_flag(level: f64) -> Result<crate::intervals::Confidence, Error> {
+    crate::intervals::Confidence::new(level).map_err(|e| Error::Usage(format!("--confidence: {e}")))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned, AnalyzeOptions};
+use crate::analyze::{analyze_owned_at, AnalyzeOptions};
 use crate::error::Error;
 use crate::io::read_limited;
 use crate::report::page;
@@ -37,6 +37,9 @@ pub struct ReportArgs {
     /// Most bytes accepted (inclusive), checked before parsing.
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
     pub max_bytes: u64,
+    /// Two-sided confidence level of the intervals shown beside the figures, in [0.5, 0.9999].
+    #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
+    pub confidence: f64,
 }
 
 /// Runs `goodput report`: analyze, run the default one-at-a-time sweep over
@@ -46,14 +49,16 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_rows: args.max_rows,
         max_bytes: args.max_bytes,
     };
+    let confidence = super::flags::confidence_flag(args.confidence)?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
-    let analysis = analyze_owned(
+    let analysis = analyze_owned_at(
         bytes,
         AnalyzeOptions {
             limits,
             rows: false,
             strict: false,
         },
+        confidence,
     )?;
     let html = page(&analysis).map_err(|e| Error::Usage(e.to_string()))?;
     write_file(&args.out, html.as_bytes())?;

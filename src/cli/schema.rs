@@ -17,6 +17,8 @@ pub enum SchemaKind {
     Trace,
     /// The `goodput-receipt/1` output document.
     Receipt,
+    /// The `goodput-compare/1` document of `goodput compare --json`.
+    Compare,
 }
 
 /// `goodput schema`.
@@ -24,6 +26,7 @@ pub fn run(which: SchemaKind, stdout: &mut dyn Write) -> Result<i32, Error> {
     let text = match which {
         SchemaKind::Trace => schema::trace_schema_json(),
         SchemaKind::Receipt => schema::receipt_schema_json(),
+        SchemaKind::Compare => schema::compare_schema_json(),
     };
     emit(stdout, text.as_bytes())?;
     Ok(EXIT_OK)

@@ -14,7 +14,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::analyze::{analyze_bytes, AnalyzeOptions};
+use crate::analyze::{analyze_bytes_at, AnalyzeOptions};
+use crate::intervals::Confidence;
 use crate::receipt::RECEIPT_SCHEMA;
 use crate::render::json::normalize_numbers;
 use crate::review::sweep::{plan_of, sweep, SweepEntry};
@@ -52,6 +53,10 @@ pub struct ClaimedReceipt {
     pub generator_version: Option<String>,
     /// `schema`.
     pub schema: String,
+    /// The confidence level of its intervals (`/contract/intervals/confidence`;
+    /// the default when an older receipt has none or an unusable one, which
+    /// then shows as a difference).
+    pub confidence: Confidence,
 }
 
 /// Reads a receipt's bytes as a claimed receipt of a supported schema.
@@ -93,11 +98,17 @@ pub fn read_receipt(bytes: &[u8]) -> Result<ClaimedReceipt, VerifyError> {
         .pointer("/generator/version")
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let confidence = tree
+        .pointer("/contract/intervals/confidence")
+        .and_then(Value::as_f64)
+        .and_then(|c| Confidence::new(c).ok())
+        .unwrap_or_default();
     Ok(ClaimedReceipt {
         tree,
         limits,
         generator_version,
         schema,
+        confidence,
     })
 }
 
@@ -167,6 +178,9 @@ impl VerifyReport {
             None => notes.push("the receipt does not say which goodput version wrote it".into()),
             _ => {}
         }
+        if claimed.tree.pointer("/contract/arrivalsUnknown").is_some() {
+            notes.push(crate::receipt::ARRIVALS_UNKNOWN_LINE.to_owned());
+        }
         VerifyReport {
             schema: claimed.schema.clone(),
             receipt_generator_version: claimed.generator_version.clone(),
@@ -206,7 +220,7 @@ pub fn verify(claimed: &ClaimedReceipt, trace_bytes: &[u8]) -> VerifyReport {
         rows: has("rows"),
         strict: false,
     };
-    let analysis = match analyze_bytes(trace_bytes, options) {
+    let analysis = match analyze_bytes_at(trace_bytes, options, claimed.confidence) {
         Ok(a) => a,
         Err(rejection) => {
             let mut report = VerifyReport::new(claimed, Some(sha256_hex(trace_bytes)));

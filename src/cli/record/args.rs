@@ -112,4 +112,11 @@ pub struct RecordArgs {
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// The most bytes one SSE line or event (or a 2xx body that is not a
+    /// stream) may hold; past it the request fails `event_too_large`
+    /// (`body_too_large`) and its connection is dropped. Bounds memory:
+    /// see docs/reliability.md.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::record::sse::DEFAULT_MAX_EVENT_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_event_bytes: u64,
 }

@@ -56,6 +56,7 @@ pub fn render(analysis: &Analysis, sweep: &[SweepEntry]) -> String {
     page::head(&mut o, r);
     header::section(&mut o, r);
     summary::section(&mut o, r);
+    o.push_str(&crate::render::intervals::report_section(r));
     lanes::section(&mut o, analysis);
     histograms::section(&mut o, analysis);
     reasons::section(&mut o, r);

@@ -551,3 +551,55 @@ fn a_large_import_prints_the_analyze_command_with_raised_limits() {
         "(raise it with --max-input-bytes)",
     );
 }
+
+/// One AIPerf profiling record starting at `start_ms` (ns since an epoch).
+fn aiperf_record(id: &str, start_ms: u64, cancelled_at_ms: Option<u64>) -> String {
+    let ns = |ms: u64| 1_700_000_000_000_000_000u64 + ms * 1_000_000;
+    match cancelled_at_ms {
+        None => format!(
+            r#"{{"metadata":{{"x_request_id":"{id}","credit_issued_ns":{s},"request_start_ns":{s},"request_end_ns":{e},"benchmark_phase":"profiling","was_cancelled":false}},"metrics":{{"time_to_first_token":{{"value":10,"unit":"ms"}},"request_latency":{{"value":50,"unit":"ms"}},"usage_completion_tokens":{{"value":5,"unit":"tokens"}}}},"error":null}}"#,
+            s = ns(start_ms),
+            e = ns(start_ms + 50)
+        ),
+        Some(c) => format!(
+            r#"{{"metadata":{{"x_request_id":"{id}","credit_issued_ns":{s},"request_start_ns":{s},"request_end_ns":{e},"benchmark_phase":"profiling","was_cancelled":true,"cancellation_time_ns":{e}}},"metrics":{{}},"error":null}}"#,
+            s = ns(start_ms),
+            e = ns(c)
+        ),
+    }
+}
+
+#[test]
+fn aiperf_cancelled_profiling_requests_stay_in_the_cohort() {
+    // 10 profiling records 100 ms apart: q0–q7 complete (TTFT 10 ms, latency
+    // 50 ms), q8 (800 ms) and q9 (900 ms) are cancelled at 1000 ms, the end of
+    // --benchmark-duration. AIPerf counted 10 requests, 2 incomplete. The
+    // window [0, 1000) covers every send: cohort 10, pass 8, failed 2
+    // (cancelled), pass share 8 / 10 = 0.8.
+    let lines: Vec<String> = (0..10u64)
+        .map(|i| aiperf_record(&format!("q{i}"), i * 100, (i >= 8).then_some(1000)))
+        .collect();
+    let o = pipeline(
+        Source::Aiperf,
+        lines.join("\n").as_bytes(),
+        &options("aiperf:ttft=35,tpot=12.8"),
+        None,
+    )
+    .expect("imports");
+    let w = o.imported.trace.window;
+    assert_eq!((w.start_ms, w.end_ms), (0.0, 1000.0));
+    let all = &o.receipt.results.all;
+    let c = all.counts;
+    assert_eq!((c.cohort, c.pass, c.failed, c.excluded), (10, 8, 2, 0));
+    assert_eq!(all.rates.pass_share, Some(0.8));
+    assert_eq!(all.reasons.failure.get("cancelled"), Some(&2));
+    assert_eq!(o.imported.reported.requests, Some(10));
+    assert!(
+        !o.comparison
+            .differences
+            .iter()
+            .any(|d| d.contains("excluded by goodput as by")),
+        "{:?}",
+        o.comparison.differences
+    );
+}

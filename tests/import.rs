@@ -603,3 +603,62 @@ fn aiperf_cancelled_profiling_requests_stay_in_the_cohort() {
         o.comparison.differences
     );
 }
+
+/// A `vllm bench serve` result with send times: `ttfts` (s), one ITL each,
+/// `duration` and `request_goodput` as given.
+fn vllm_doc(duration: f64, starts: &[f64], ttfts: &[f64], goodput: f64) -> Vec<u8> {
+    let n = ttfts.len();
+    serde_json::to_vec(&serde_json::json!({
+        "duration": duration,
+        "completed": n,
+        "request_throughput": n as f64 / duration,
+        "request_goodput": goodput,
+        "start_times": starts,
+        "ttfts": ttfts,
+        "itls": vec![vec![0.01]; n],
+        "output_lens": vec![2; n],
+        "errors": vec![""; n],
+    }))
+    .unwrap()
+}
+
+#[test]
+fn vllm_goodput_is_reproduced_with_a_raw_timer_duration() {
+    // 10 requests, every one passing (TTFT 0.1 s ≤ 0.25 s, E2E 0.11 s); vLLM
+    // divides by its raw timer difference: 10 / 4.7959394321 req/s.
+    let duration = 4.7959394321;
+    let starts: Vec<f64> = (0..10).map(|i| 1000.0 + 0.4 * i as f64).collect();
+    let doc = vllm_doc(duration, &starts, &[0.1; 10], 10.0 / duration);
+    let o =
+        pipeline(Source::Vllm, &doc, &options("vllm:ttft=250,e2e=4000"), None).expect("imports");
+    assert_eq!(o.receipt.results.all.counts.pass, 10);
+    let said = o.comparison.differences.join("\n");
+    assert!(said.contains("Goodput reproduced"), "{said}");
+    assert!(!said.contains("Goodput differs"), "{said}");
+}
+
+#[test]
+fn vllm_times_keep_their_precision_so_no_verdict_flips_near_a_gate() {
+    // TTFT gate 250 ms. vLLM: 0.2500004 s (0.4 µs over) is not good,
+    // 0.2499996 s (0.4 µs under) is. Rounded to the microsecond both would
+    // read 250.000 ms: a pass under "inclusive" for the first, a miss under
+    // "strict" for the second. Kept at full precision, each verdict stays.
+    let starts = [2000.123456789, 2000.523456789];
+    let ttfts = [0.2500004, 0.2499996];
+    let doc = vllm_doc(1.5, &starts, &ttfts, 1.0 / 1.5);
+    for equality in [Equality::Inclusive, Equality::Strict] {
+        let (name, gates) = parse_slo("vllm:ttft=250").unwrap();
+        let o = pipeline(
+            Source::Vllm,
+            &doc,
+            &ImportOptions::with_gates(&name, gates, equality),
+            None,
+        )
+        .expect("imports");
+        let rows = o.receipt.rows.as_ref().expect("rows");
+        let verdicts: Vec<&str> = rows.iter().map(|r| r.verdict.as_str()).collect();
+        assert_eq!(verdicts, ["miss", "pass"], "{equality:?}");
+        let ttft0 = rows[0].ttft_ms.unwrap();
+        assert!((ttft0 - 250.0004).abs() < 1e-9, "{ttft0}");
+    }
+}

@@ -28,7 +28,8 @@ const MAX_EXPONENT: i64 = 300;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decimal {
     text: String,
-    value: BigRational,
+    /// Boxed: flags hold several decimals, and a command's flags stay small.
+    value: Box<BigRational>,
 }
 
 /// Why a text is not a decimal number.
@@ -69,7 +70,7 @@ impl Decimal {
     pub fn from_integer(n: i64) -> Decimal {
         Decimal {
             text: n.to_string(),
-            value: BigRational::from_integer(BigInt::from(n)),
+            value: Box::new(BigRational::from_integer(BigInt::from(n))),
         }
     }
 }
@@ -133,7 +134,7 @@ impl FromStr for Decimal {
         }
         Ok(Decimal {
             text: text.to_owned(),
-            value,
+            value: Box::new(value),
         })
     }
 }
@@ -200,7 +201,7 @@ impl Default for Decimal {
     fn default() -> Decimal {
         Decimal {
             text: "0".to_owned(),
-            value: BigRational::zero(),
+            value: Box::new(BigRational::zero()),
         }
     }
 }

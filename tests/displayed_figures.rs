@@ -92,9 +92,12 @@ fn decision(measured: f64, limit: f64, pass: bool) -> Decision {
             limit,
             derivation: None,
             pass,
+            class: None,
+            note: None,
         }],
         admit: pass,
         arrivals_unknown: None,
+        diagnosis: Vec::new(),
     }
 }
 

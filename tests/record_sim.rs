@@ -564,7 +564,8 @@ impl goodput::record::client::Transport for Stamping {
     async fn send(
         &self,
         body: bytes::Bytes,
-    ) -> Result<(u16, Self::Body), goodput::record::client::SendError> {
+    ) -> Result<(goodput::record::client::Head, Self::Body), goodput::record::client::SendError>
+    {
         let now = tokio::time::Instant::now();
         let ms = match now.checked_duration_since(self.t0) {
             Some(d) => d.as_secs_f64() * 1000.0,
@@ -598,6 +599,7 @@ fn closed_loop_sends_and_stamps(server: &SimServer, concurrency: u32) -> (Vec<f6
             grace_ms: 1000.0,
             timeout: Duration::from_secs(5),
             prompts: PromptSource::Random { words: 8, seed: 1 },
+            max_event_bytes: goodput::record::sse::DEFAULT_MAX_EVENT_BYTES,
             template: BodyTemplate {
                 api: Api::Chat,
                 model: "sim".into(),

@@ -212,6 +212,9 @@ fn criteria(min: &str) -> Criteria {
         max_p95_ttft_ms: None,
         max_p95_e2e_ms: None,
         class: None,
+        max_p95_tpot_ms: None,
+        max_recovery_s: None,
+        class_limits: Vec::new(),
     }
 }
 

@@ -12,6 +12,8 @@ use crate::trace::Limits;
 
 use super::exit::EXIT_OK;
 use super::output::{emit, write_file};
+use super::release::{release_options, CostArgs, RecoveryArgs};
+use crate::receipt::release::attach;
 
 /// The exit statuses of `goodput report`, shown by `--help`.
 pub const REPORT_EXIT_HELP: &str = "\
@@ -40,6 +42,12 @@ pub struct ReportArgs {
     /// Two-sided confidence level of the intervals shown beside the figures, in [0.5, 0.9999].
     #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
     pub confidence: f64,
+    /// How recovery after the burst phase is measured.
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
+    /// GPUs and price for the per-GPU and cost figures.
+    #[command(flatten)]
+    pub cost: CostArgs,
 }
 
 /// Runs `goodput report`: analyze, run the default one-at-a-time sweep over
@@ -50,8 +58,9 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_bytes: args.max_bytes,
     };
     let confidence = super::flags::confidence_flag(args.confidence)?;
+    let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
-    let analysis = analyze_owned_at(
+    let mut analysis = analyze_owned_at(
         bytes,
         AnalyzeOptions {
             limits,
@@ -60,6 +69,13 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         },
         confidence,
     )?;
+    attach(
+        &mut analysis.receipt,
+        &analysis.trace,
+        &analysis.judgements,
+        &release,
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
     let html = page(&analysis).map_err(|e| Error::Usage(e.to_string()))?;
     write_file(&args.out, html.as_bytes())?;
     let line = format!("wrote {}\n", args.out.display());

@@ -3,6 +3,7 @@
 //! where they go.
 
 pub mod compare;
+pub mod diagnosis;
 pub mod figures;
 pub mod frontier;
 pub mod gate;

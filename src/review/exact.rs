@@ -56,6 +56,17 @@ impl Decimal {
         nearest_f64(&self.value)
     }
 
+    /// The decimal a flag most likely wrote for `x`: its shortest form that
+    /// reads back as `x` (`1.5`, `0.2`), so a limit parsed as a double can be
+    /// compared exactly too. `None` for a non-finite `x` or one whose
+    /// shortest form is longer than a flag may be.
+    pub fn from_f64_shortest(x: f64) -> Option<Decimal> {
+        if !x.is_finite() {
+            return None;
+        }
+        x.to_string().parse().ok()
+    }
+
     /// Whether the value is zero (`0`, `0.0`, `0e5`).
     pub fn is_zero(&self) -> bool {
         self.value.is_zero()

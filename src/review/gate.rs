@@ -39,6 +39,12 @@ pub struct Criteria {
     pub max_p95_e2e_ms: Option<Decimal>,
     /// Judge this class's block instead of all rows.
     pub class: Option<String>,
+    /// Most p95 TPOT allowed, ms (a release criterion: `release_gate`).
+    pub max_p95_tpot_ms: Option<f64>,
+    /// Most recovery time after the burst allowed, s (a release criterion).
+    pub max_recovery_s: Option<f64>,
+    /// Limits of several classes in one run (release criteria, `--class-limits`).
+    pub class_limits: Vec<super::release_gate::ClassLimits>,
 }
 
 /// Why the criteria cannot be applied (a usage error, exit status 2).
@@ -104,7 +110,7 @@ impl Criteria {
                 return bad(flag, v, "a number of ms >= 0");
             }
         }
-        Ok(())
+        super::release_gate::check_release_flags(self)
     }
 }
 
@@ -124,6 +130,12 @@ pub struct Check {
     pub derivation: Option<String>,
     /// Whether the criterion holds.
     pub pass: bool,
+    /// The class a `--class-limits` criterion judges (absent: the decision's scope).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// Where a release criterion's figure comes from, or why it is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The admission decision.
@@ -142,6 +154,9 @@ pub struct Decision {
     /// arrival instants unknown (no criterion here needs them; said anyway).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrivals_unknown: Option<String>,
+    /// One diagnosis per class that lost requests (a reading of the counts, not a criterion).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<super::diagnosis::ClassDiagnosis>,
 }
 
 /// Applies `criteria` to `receipt`.
@@ -171,6 +186,8 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
         limit: ceiling.to_f64(),
         derivation: None,
         pass: exact::share_at_most(part, block.counts.cohort, ceiling),
+        class: None,
+        note: None,
     };
     let latency = |name, measured: Option<f64>, limit: &Decimal| Check {
         name,
@@ -179,6 +196,8 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
         limit: limit.to_f64(),
         derivation: None,
         pass: measured.is_some_and(|m| exact::latency_at_most(m, limit)),
+        class: None,
+        note: None,
     };
     let (min, margin) = (&criteria.min_goodput_per_s, &criteria.margin);
     let window = &receipt.contract.window;
@@ -196,6 +215,8 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
                 min,
                 margin,
             ),
+            class: None,
+            note: None,
         },
         share(
             "failure share",
@@ -216,11 +237,16 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     if let Some(limit) = &criteria.max_p95_e2e_ms {
         checks.push(latency("p95 e2e ms", block.latency.e2e_ms.p95, limit));
     }
+    checks.extend(super::release_gate::release_checks(
+        receipt, block, criteria,
+    ));
+    checks.extend(super::release_gate::class_limit_checks(receipt, criteria)?);
     Ok(Decision {
         class: criteria.class.clone(),
         trace_sha256: receipt.trace.sha256.clone(),
         admit: checks.iter().all(|c| c.pass),
         checks,
         arrivals_unknown: receipt.contract.arrivals_unknown.clone(),
+        diagnosis: super::diagnosis::diagnose(receipt),
     })
 }

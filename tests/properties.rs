@@ -341,3 +341,51 @@ proptest! {
         prop_assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
 }
+
+/// `digits / 10^scale` written as a decimal (`15`, 1 → `"1.5"`).
+fn decimal_text(digits: u64, scale: u32) -> String {
+    let s = format!("{digits:0>width$}", width = scale as usize + 1);
+    let (whole, fraction) = s.split_at(s.len() - scale as usize);
+    if fraction.is_empty() {
+        whole.to_owned()
+    } else {
+        format!("{whole}.{fraction}")
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    /// A goodput exactly equal to `R × (1 + margin)` never admits, one more
+    /// pass always does, whatever the digits of R and margin and the window.
+    #[test]
+    fn a_goodput_equal_to_the_requirement_always_refuses(
+        a in 1u64..=1_000_000, k in 0u32..=4,
+        b in 0u64..1000, j in 0u32..=3,
+        t in 1u64..=1000, start in 0u64..(1 << 20),
+    ) {
+        use goodput::review::exact::{goodput_exceeds, Decimal};
+        let b = b % 10u64.pow(j);
+        let rate: Decimal = decimal_text(a, k).parse().expect("rate");
+        let margin: Decimal = decimal_text(b, j).parse().expect("margin");
+        // required = a (10^j + b) / 10^(k + j) per s; over W ms that is
+        // a (10^j + b) W / 10^(k + j + 3) requests. W = t × D / g makes it the
+        // integer t × N / g.
+        let n = a * (10u64.pow(j) + b);
+        let d = 10u64.pow(k + j + 3);
+        let g = gcd(n, d);
+        let (window_ms, pass) = (t * d / g, t * (n / g));
+        let (start_ms, end_ms) = (start as f64, (start + window_ms) as f64);
+        prop_assert!(!goodput_exceeds(pass, start_ms, end_ms, &rate, &margin),
+            "{pass} in {window_ms} ms vs {rate} × (1 + {margin})");
+        prop_assert!(goodput_exceeds(pass + 1, start_ms, end_ms, &rate, &margin));
+    }
+}

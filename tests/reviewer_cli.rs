@@ -334,6 +334,51 @@ fn gate_refuses_with_status_1_and_names_each_failing_criterion() {
     assert_eq!(v["admit"], false);
 }
 
+/// 18 completed rows in a 10 s window, each well inside its gates: goodput 1.8/s.
+fn eighteen_passes_in_ten_seconds() -> String {
+    let rows: Vec<String> = (0..18)
+        .map(|i| {
+            let a = i * 500;
+            format!(
+                r#"{{"id":"r{i}","arrivalMs":{a},"status":"completed","firstTokenMs":{},"completedMs":{},"outputTokens":2}}"#,
+                a + 10,
+                a + 20
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":10000}},"equality":"inclusive","classes":{{"c":{{"ttftMs":100,"tpotMs":null,"e2eMs":null}}}},"rows":[{}]}}"#,
+        rows.join(",")
+    )
+}
+
+#[test]
+fn gate_refuses_a_goodput_exactly_equal_to_the_requirement_with_its_margin() {
+    // 18 / 10 s = 1.8/s; 1.5 × (1 + 0.2) = 1.8 exactly (1.7999999999999998 in
+    // binary floating point): equal is not "more than", so both forms refuse,
+    // and 1.79 × 1 (below) admits.
+    let dir = Scratch::new("gate-equal");
+    let trace = dir.file("eighteen.json", eighteen_passes_in_ten_seconds().as_bytes());
+    for args in [
+        ["--min-goodput", "1.5", "--margin", "0.2"],
+        ["--min-goodput", "1.8", "--margin", "0"],
+    ] {
+        let mut all = vec!["gate", trace.as_str()];
+        all.extend(args);
+        let o = goodput(&all);
+        assert_eq!(code(&o), EXIT_NO, "{args:?}: {}", stdout(&o));
+        assert!(
+            stdout(&o)
+                .lines()
+                .any(|l| l.starts_with("goodput/s") && l.ends_with("FAIL")),
+            "{}",
+            stdout(&o)
+        );
+    }
+    let o = goodput(&["gate", trace.as_str(), "--min-goodput", "1.79"]);
+    assert_eq!(code(&o), EXIT_OK, "{}", stdout(&o));
+}
+
 #[test]
 fn gate_refuses_bad_input_with_status_2() {
     let dir = Scratch::new("gate-bad");

@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use crate::error::Error;
+use crate::review::exact::Decimal;
 use crate::review::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
 
 use super::exit::{EXIT_NO, EXIT_OK};
@@ -25,7 +26,9 @@ Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
 <= the limits given; recovery after the burst phase <= --max-recovery-s;
 --class-limits adds the same criteria for other classes. A figure that cannot be
 measured (empty cohort, no completed rows, no recovery) fails its criterion.
-Each class that lost requests gets a diagnosis line (counts, then a reading).";
+Each class that lost requests gets a diagnosis line (counts, then a reading).
+The goodput, share and p95 TTFT / E2E flags are decimals compared exactly as
+written (equal to the requirement refuses; docs/contract.md §9.2).";
 
 /// Flags of `goodput gate`.
 #[derive(Debug, clap::Args)]
@@ -34,25 +37,25 @@ pub struct GateArgs {
     pub trace: String,
     /// Required goodput, requests per window second; the measured rate must exceed it × (1 + margin).
     #[arg(long, value_name = "R")]
-    pub min_goodput: f64,
+    pub min_goodput: Decimal,
     /// Judge this class instead of all rows.
     #[arg(long, value_name = "NAME")]
     pub class: Option<String>,
     /// Safety margin on the required goodput (0.2 = 20 % headroom).
-    #[arg(long, value_name = "F", default_value_t = 0.0)]
-    pub margin: f64,
+    #[arg(long, value_name = "F", default_value = "0")]
+    pub margin: Decimal,
     /// Most failed / cohort allowed.
-    #[arg(long, value_name = "F", default_value_t = DEFAULT_MAX_FAILURE_SHARE)]
-    pub max_failure_share: f64,
+    #[arg(long, value_name = "F", default_value = DEFAULT_MAX_FAILURE_SHARE)]
+    pub max_failure_share: Decimal,
     /// Most censored / cohort allowed.
-    #[arg(long, value_name = "F", default_value_t = DEFAULT_MAX_CENSORED_SHARE)]
-    pub max_censored_share: f64,
+    #[arg(long, value_name = "F", default_value = DEFAULT_MAX_CENSORED_SHARE)]
+    pub max_censored_share: Decimal,
     /// Most nearest-rank p95 TTFT allowed, ms.
     #[arg(long, value_name = "X")]
-    pub max_p95_ttft_ms: Option<f64>,
+    pub max_p95_ttft_ms: Option<Decimal>,
     /// Most nearest-rank p95 E2E allowed, ms.
     #[arg(long, value_name = "X")]
-    pub max_p95_e2e_ms: Option<f64>,
+    pub max_p95_e2e_ms: Option<Decimal>,
     /// Most nearest-rank p95 TPOT allowed, ms.
     #[arg(long, value_name = "X")]
     pub max_p95_tpot_ms: Option<f64>,

@@ -307,6 +307,13 @@ pub struct Rates {
     pub failure_share: Option<f64>,
     /// censored / cohort; null for an empty cohort.
     pub censored_share: Option<f64>,
+    /// Served throughput: (pass + miss − 1) / the seconds from the first to
+    /// the last of their `completedMs` (all at or before the horizon, so the
+    /// span is clipped to it): n completions from first to last are n − 1
+    /// gaps. Unlike `completedPerS` it does not divide the grace period's
+    /// completions by the window, so it says what the server kept up with.
+    /// Null with fewer than two completions or a zero span.
+    pub served_per_s: Option<f64>,
 }
 
 /// Latency summaries per metric.

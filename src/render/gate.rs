@@ -2,14 +2,20 @@
 
 use std::fmt::Write;
 
+use crate::render::figures::{number_against, percent, percent_against};
 use crate::render::sweep::num;
-use crate::review::gate::Decision;
+use crate::review::gate::{Check, Decision};
 
-fn measured(name: &str, v: Option<f64>) -> String {
-    match v {
-        None => "n/a".to_owned(),
-        Some(v) if name.ends_with("share") => format!("{:.2} %", v * 100.0),
-        Some(v) => num(v, 3),
+/// The measured value and the limit as shown: shares as percentages, other
+/// figures as numbers, with the digits that keep a failing value from
+/// reading equal to its limit (or crossing it).
+fn shown(c: &Check) -> (String, String) {
+    let share = c.name.ends_with("share");
+    match c.measured {
+        None if share => ("n/a".to_owned(), percent(c.limit, 2)),
+        None => ("n/a".to_owned(), num(c.limit, 3)),
+        Some(v) if share => percent_against(v, c.limit, 2),
+        Some(v) => number_against(v, c.limit, 3),
     }
 }
 
@@ -25,13 +31,10 @@ pub fn render(d: &Decision) -> String {
         let _ = writeln!(o, "      {}", crate::receipt::ARRIVALS_UNKNOWN_LINE);
     }
     for c in &d.checks {
+        let (value, limit) = shown(c);
         let limit = match &c.derivation {
-            Some(how) => format!(
-                "{} {} = {how}",
-                c.comparison,
-                measured(c.name, Some(c.limit))
-            ),
-            None => format!("{} {}", c.comparison, measured(c.name, Some(c.limit))),
+            Some(how) => format!("{} {limit} = {how}", c.comparison),
+            None => format!("{} {limit}", c.comparison),
         };
         let name = match &c.class {
             Some(class) => format!("{class}: {}", c.name),
@@ -41,7 +44,7 @@ pub fn render(d: &Decision) -> String {
             o,
             "{:<16} {:>12}  {:<28} {}",
             name,
-            measured(c.name, c.measured),
+            value,
             limit,
             if c.pass { "PASS" } else { "FAIL" }
         );

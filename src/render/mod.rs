@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod diagnosis;
+pub mod figures;
 pub mod frontier;
 pub mod gate;
 pub mod import;

@@ -70,8 +70,8 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> Strin
     if let Some((achieved, scheduled)) = f.arrival_rates_per_s {
         let _ = writeln!(
             s,
-            "  arrival rate: achieved {achieved:.2}/s of {scheduled:.2}/s scheduled ({:.1} %)",
-            100.0 * achieved / scheduled
+            "  arrival rate: achieved {achieved:.2}/s of {scheduled:.2}/s scheduled ({})",
+            crate::render::figures::percent(achieved / scheduled, 1)
         );
     }
     if f.client_bound() {

@@ -38,9 +38,10 @@ pub(crate) fn opt(x: Option<f64>, decimals: usize) -> String {
     x.map_or_else(|| "—".to_owned(), |v| fixed(v, decimals))
 }
 
-/// A share as a percentage with one decimal (`—` for an empty cohort).
+/// A share as a percentage with one decimal, or more when one would read
+/// 100 % or 0 % for a share that is neither (`—` for an empty cohort).
 pub(crate) fn share(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| format!("{:.1} %", v * 100.0))
+    crate::render::figures::percent_or_dash(x, 1)
 }
 
 fn gate(g: Option<f64>, rule: &str) -> String {
@@ -184,22 +185,44 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
 
     let _ = writeln!(
         o,
-        "\n{:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
-        "RATES /s", "goodput", "pass share", "offered", "completed", "output tok", "fail share"
+        "\n{:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10} {:>10}",
+        "RATES /s",
+        "goodput",
+        "pass share",
+        "offered",
+        "completed",
+        "output tok",
+        "fail share",
+        "served"
     );
     for (name, b) in &blocks {
         let r = &b.rates;
         let _ = writeln!(
             o,
-            "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
+            "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10} {:>10}",
             fixed(r.goodput_per_s, 3),
             share(r.pass_share),
             fixed(r.offered_per_s, 3),
             fixed(r.completed_per_s, 3),
             fixed(r.output_tokens_per_s, 1),
-            share(r.failure_share)
+            share(r.failure_share),
+            opt(r.served_per_s, 3)
         );
     }
+    let _ = writeln!(
+        o,
+        "{}",
+        wrap(
+            &format!(
+                "goodput, offered, completed and output tok are per window second ({} s; \
+                 completions in the grace period count too); served is completions per second \
+                 from the first to the last completion, what the server kept up with",
+                num(c.window.duration_ms / 1000.0, 3)
+            ),
+            100,
+            "  "
+        )
+    );
 
     let _ = writeln!(
         o,

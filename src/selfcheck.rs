@@ -142,8 +142,10 @@ pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
 /// The receipt, written as `goodput analyze --out` writes it, read back as
 /// `goodput verify` reads it and recomputed from `bytes`: no difference.
 pub fn verifies(what: &str, receipt: &Receipt, bytes: &[u8]) -> Result<(), String> {
-    let written = to_canonical_json(receipt).map_err(|e| format!("receipt does not render: {e}"))?;
-    let claimed = read_receipt(&written).map_err(|e| format!("{what}: own receipt unreadable: {e}"))?;
+    let written =
+        to_canonical_json(receipt).map_err(|e| format!("receipt does not render: {e}"))?;
+    let claimed =
+        read_receipt(&written).map_err(|e| format!("{what}: own receipt unreadable: {e}"))?;
     let report = verify(&claimed, bytes);
     if report.agrees() {
         return Ok(());
@@ -162,7 +164,11 @@ pub fn verifies(what: &str, receipt: &Receipt, bytes: &[u8]) -> Result<(), Strin
             .as_deref()
             .map_or(String::new(), |r| format!(", {r}")),
         first.join("; "),
-        if report.sha256_matches { "" } else { " (sha256 differs)" },
+        if report.sha256_matches {
+            ""
+        } else {
+            " (sha256 differs)"
+        },
     ))
 }
 
@@ -327,7 +333,10 @@ mod tests {
         *rate = f64::from_bits(rate.to_bits() + 1);
         let broken = verifies("plain", &receipt, TRACE.as_bytes()).unwrap_err();
         assert!(broken.contains("1 differences"), "{broken}");
-        assert!(broken.contains("/results/all/rates/offeredPerS"), "{broken}");
+        assert!(
+            broken.contains("/results/all/rates/offeredPerS"),
+            "{broken}"
+        );
     }
 
     #[test]

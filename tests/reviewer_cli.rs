@@ -201,8 +201,8 @@ fn mutate_exits_1_when_a_mutation_is_not_caught() {
         trace: MIXED.to_owned(),
         json: false,
         limits: LimitArgs {
-            max_rows: Limits::DEFAULT_MAX_ROWS,
-            max_bytes: Limits::DEFAULT_MAX_BYTES,
+            max_rows: Some(Limits::DEFAULT_MAX_ROWS),
+            max_bytes: Some(Limits::DEFAULT_MAX_BYTES),
         },
     };
     let mut out = Vec::new();

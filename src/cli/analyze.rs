@@ -9,9 +9,9 @@ use crate::error::Error;
 use crate::io::read_limited;
 use crate::render::text;
 use crate::review::sweep::DEFAULT_FACTORS;
-use crate::trace::Limits;
 
 use super::exit::EXIT_OK;
+use super::flags::LimitArgs;
 use super::output::{emit, json_bytes, write_file};
 use super::sweep::run_sweep;
 
@@ -40,12 +40,9 @@ pub struct AnalyzeArgs {
     /// Reject the trace (exit 2) at its first invalid row instead of counting it.
     #[arg(long)]
     pub strict: bool,
-    /// Most rows accepted (inclusive); recorded in the receipt.
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_ROWS)]
-    pub max_rows: u64,
-    /// Most bytes accepted (inclusive), checked before parsing; recorded in the receipt.
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
-    pub max_bytes: u64,
+    /// Input limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Embed a sensitivity sweep (the same array as `goodput sweep --json`) under "sweep".
     #[arg(long)]
     pub sweep: bool,
@@ -62,10 +59,7 @@ pub struct AnalyzeArgs {
 
 /// `goodput analyze`.
 pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let limits = Limits {
-        max_rows: args.max_rows,
-        max_bytes: args.max_bytes,
-    };
+    let limits = args.limits.limits()?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let options = AnalyzeOptions {
         limits,

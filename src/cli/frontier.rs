@@ -14,6 +14,7 @@ use crate::render::frontier as render;
 use crate::trace::{Limits, Rejection};
 
 use super::exit::EXIT_OK;
+use super::flags::LimitArgs;
 use super::output::{emit, json_bytes, write_file};
 
 /// Exit statuses of `goodput frontier`, shown in `--help`.
@@ -21,7 +22,7 @@ pub const FRONTIER_EXIT_HELP: &str = "\
 Exit status:
   0  the frontier was computed (whatever it shows)
   2  a trace was rejected or unreadable (the message names it; raise --max-rows /
-     --max-bytes for long recordings), --attainment is not in (0, 1], --class
+     --max-bytes, or GOODPUT_MAX_ROWS / GOODPUT_MAX_BYTES, for long recordings), --attainment is not in (0, 1], --class
      names no class of some trace, or the SVG could not be written
 
 Points are sorted by measured offered load (cohort / window s). The knee is the
@@ -54,12 +55,9 @@ pub struct FrontierArgs {
     /// offered/s into FILE, atomically.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// Most rows accepted per trace (inclusive).
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_ROWS)]
-    pub max_rows: u64,
-    /// Most bytes accepted per trace (inclusive), checked before parsing.
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
-    pub max_bytes: u64,
+    /// Input limits, per trace.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Reads and analyzes one trace; a rejection names the file.
@@ -96,10 +94,7 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
             FrontierError::BadAttainment(args.attainment).to_string(),
         ));
     }
-    let limits = Limits {
-        max_rows: args.max_rows,
-        max_bytes: args.max_bytes,
-    };
+    let limits = args.limits.limits()?;
     let mut receipts = Vec::with_capacity(args.traces.len());
     for path in &args.traces {
         receipts.push((path.clone(), receipt_of(path, limits)?));

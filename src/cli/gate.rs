@@ -72,7 +72,7 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     };
     // Flags first: a bad flag is exit 2 before any work.
     criteria.check().map_err(|e| Error::Usage(e.to_string()))?;
-    let analysis = load(&args.trace, args.limits.limits(), args.strict)?;
+    let analysis = load(&args.trace, args.limits.limits()?, args.strict)?;
     let decision =
         gate::decide(&analysis.receipt, &criteria).map_err(|e| Error::Usage(e.to_string()))?;
     if args.json {

@@ -8,9 +8,9 @@ use crate::analyze::{analyze_owned, AnalyzeOptions};
 use crate::error::Error;
 use crate::io::read_limited;
 use crate::report::page;
-use crate::trace::Limits;
 
 use super::exit::EXIT_OK;
+use super::flags::LimitArgs;
 use super::output::{emit, write_file};
 
 /// The exit statuses of `goodput report`, shown by `--help`.
@@ -31,21 +31,15 @@ pub struct ReportArgs {
     /// Where to write the HTML page, atomically (temporary file, then rename).
     #[arg(long, value_name = "FILE", default_value = "report.html")]
     pub out: PathBuf,
-    /// Most rows accepted (inclusive).
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_ROWS)]
-    pub max_rows: u64,
-    /// Most bytes accepted (inclusive), checked before parsing.
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
-    pub max_bytes: u64,
+    /// Input limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Runs `goodput report`: analyze, run the default one-at-a-time sweep over
 /// all classes, render, write atomically, print the path written.
 pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let limits = Limits {
-        max_rows: args.max_rows,
-        max_bytes: args.max_bytes,
-    };
+    let limits = args.limits.limits()?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let analysis = analyze_owned(
         bytes,

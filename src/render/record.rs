@@ -32,6 +32,35 @@ pub fn analyze_command(path: &str, rows: usize, bytes: usize) -> String {
     cmd
 }
 
+/// The `next:` line for `command` (which already carries `--max-rows R
+/// --max-bytes B` when `raised` is `Some((R, B))`), and, when the limits had
+/// to be raised, a second line showing the other way: the two variables
+/// exported once, for this and every later command on the trace.
+fn next_lines(command: &str, raised: Option<(u64, u64)>) -> String {
+    let mut s = format!("next: {command}\n");
+    if let Some((rows, bytes)) = raised {
+        let flags = format!(" --max-rows {rows} --max-bytes {bytes}");
+        let _ = writeln!(
+            s,
+            "  or: export {}={rows} {}={bytes}; {}",
+            Limits::ROWS_VARIABLE,
+            Limits::BYTES_VARIABLE,
+            command.replacen(&flags, "", 1)
+        );
+    }
+    s
+}
+
+/// The recorder's `next:` line(s) for a trace of `rows` rows and `bytes`
+/// bytes: the analyze command, and the same limits as variables when the
+/// defaults would refuse the trace.
+pub fn analyze_next(path: &str, rows: usize, bytes: usize) -> String {
+    let raised = (rows as u64 > Limits::DEFAULT_MAX_ROWS
+        || bytes as u64 > Limits::DEFAULT_MAX_BYTES)
+        .then_some((rows as u64, bytes as u64));
+    next_lines(&analyze_command(path, rows, bytes), raised)
+}
+
 /// The summary text.
 pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> String {
     let mut s = String::new();
@@ -83,13 +112,24 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> Strin
             MIN_ARRIVAL_RATIO * 100.0
         );
     }
-    let _ = writeln!(s, "next: {}", analyze_command(path, f.rows, bytes));
+    s.push_str(&analyze_next(path, f.rows, bytes));
     s
 }
 
 /// The `goodput frontier` command for the traces written, raising the limits
 /// only when the defaults would refuse the largest trace.
 pub fn frontier_command(written: &[(String, Written)]) -> String {
+    frontier_command_and_limits(written).0
+}
+
+/// The recorder's `next:` line(s) after a rate sweep: the frontier command,
+/// and the same limits as variables when the defaults would refuse a trace.
+pub fn frontier_next(written: &[(String, Written)]) -> String {
+    let (command, raised) = frontier_command_and_limits(written);
+    next_lines(&command, raised)
+}
+
+fn frontier_command_and_limits(written: &[(String, Written)]) -> (String, Option<(u64, u64)>) {
     let mut cmd = "goodput frontier".to_owned();
     for (path, _) in written {
         cmd.push(' ');
@@ -97,15 +137,18 @@ pub fn frontier_command(written: &[(String, Written)]) -> String {
     }
     let rows = written.iter().map(|(_, w)| w.rows).max().unwrap_or(0) as u64;
     let bytes = written.iter().map(|(_, w)| w.bytes).max().unwrap_or(0) as u64;
-    if rows > Limits::DEFAULT_MAX_ROWS || bytes > Limits::DEFAULT_MAX_BYTES {
-        cmd.push_str(&format!(
-            " --max-rows {} --max-bytes {}",
-            rows.max(Limits::DEFAULT_MAX_ROWS),
-            bytes.max(Limits::DEFAULT_MAX_BYTES)
-        ));
+    let raised =
+        (rows > Limits::DEFAULT_MAX_ROWS || bytes > Limits::DEFAULT_MAX_BYTES).then(|| {
+            (
+                rows.max(Limits::DEFAULT_MAX_ROWS),
+                bytes.max(Limits::DEFAULT_MAX_BYTES),
+            )
+        });
+    if let Some((rows, bytes)) = raised {
+        cmd.push_str(&format!(" --max-rows {rows} --max-bytes {bytes}"));
     }
     cmd.push_str(" --svg frontier.svg");
-    cmd
+    (cmd, raised)
 }
 
 #[cfg(test)]
@@ -162,6 +205,29 @@ mod tests {
         assert_eq!(
             analyze_command("t.json", 3, 65_537),
             "goodput analyze t.json --max-rows 3 --max-bytes 65537"
+        );
+    }
+
+    #[test]
+    fn the_next_line_shows_raised_limits_as_flags_and_as_variables() {
+        assert_eq!(
+            analyze_next("t.json", 500, 65_536),
+            "next: goodput analyze t.json\n"
+        );
+        assert_eq!(
+            analyze_next("my trace.json", 501, 1000),
+            "next: goodput analyze 'my trace.json' --max-rows 501 --max-bytes 1000\n\
+             \x20 or: export GOODPUT_MAX_ROWS=501 GOODPUT_MAX_BYTES=1000; goodput analyze 'my trace.json'\n"
+        );
+        let big = Written {
+            rows: 2400,
+            bytes: 700_000,
+        };
+        assert_eq!(
+            frontier_next(&[("a.json".into(), big)]),
+            "next: goodput frontier a.json --max-rows 2400 --max-bytes 700000 --svg frontier.svg\n\
+             \x20 or: export GOODPUT_MAX_ROWS=2400 GOODPUT_MAX_BYTES=700000; \
+             goodput frontier a.json --svg frontier.svg\n"
         );
     }
 

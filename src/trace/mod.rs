@@ -35,6 +35,13 @@ impl Limits {
     pub const DEFAULT_MAX_ROWS: u64 = 500;
     /// The default byte limit (docs/contract.md §4.1).
     pub const DEFAULT_MAX_BYTES: u64 = 65_536;
+    /// The environment variable that sets the row limit when no `--max-rows`
+    /// is given (read by the command line only; named here so every
+    /// rejection can say how to raise the limit).
+    pub const ROWS_VARIABLE: &'static str = "GOODPUT_MAX_ROWS";
+    /// The environment variable that sets the byte limit when no
+    /// `--max-bytes` is given (read by the command line only).
+    pub const BYTES_VARIABLE: &'static str = "GOODPUT_MAX_BYTES";
 }
 
 impl Default for Limits {
@@ -92,7 +99,8 @@ impl Rejection {
             "",
             format_args!(
                 "the input is {bytes} bytes, over the limit of {limit} bytes \
-                 (raise it with --max-bytes)"
+                 (raise it with --max-bytes or {})",
+                Limits::BYTES_VARIABLE
             ),
         )
     }

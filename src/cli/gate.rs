@@ -19,8 +19,9 @@ Exit status:
 
 Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
 (default 0.05); censored share <= ceiling (default 0.05); p95 TTFT / E2E <= the
-limits given. A figure that cannot be measured (empty cohort, no completed rows)
-fails its criterion.";
+limits given; the run is open-loop (a closed-loop run is refused unless
+--allow-closed-loop). A figure that cannot be measured (empty cohort, no completed
+rows) fails its criterion.";
 
 /// Flags of `goodput gate`.
 #[derive(Debug, clap::Args)]
@@ -51,6 +52,10 @@ pub struct GateArgs {
     /// Reject the trace (exit 2) at its first invalid row.
     #[arg(long)]
     pub strict: bool,
+    /// Admit a closed-loop run (`--max-concurrency` recordings) anyway; by
+    /// default it is refused, since the server paced its own load.
+    #[arg(long)]
+    pub allow_closed_loop: bool,
     /// Print the decision as JSON.
     #[arg(long)]
     pub json: bool,
@@ -69,6 +74,7 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_p95_ttft_ms: args.max_p95_ttft_ms,
         max_p95_e2e_ms: args.max_p95_e2e_ms,
         class: args.class,
+        allow_closed_loop: args.allow_closed_loop,
     };
     // Flags first: a bad flag is exit 2 before any work.
     criteria.check().map_err(|e| Error::Usage(e.to_string()))?;

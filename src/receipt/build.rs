@@ -428,6 +428,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             warmup: contract.warmup,
             default_class: contract.default_class.clone(),
             classes: contract.classes.clone(),
+            arrival_mode: contract.arrival_mode(),
         },
         results: Results {
             all: all.finish(trace, all_latency),

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::trace::{Gates, Labels, Warmup};
+use crate::trace::{ArrivalMode, Gates, Labels, Warmup};
 
 pub use build::{build_receipt, ReceiptOptions};
 
@@ -102,6 +102,10 @@ pub struct ContractInfo {
     pub default_class: Option<String>,
     /// SLO gates per class.
     pub classes: BTreeMap<String, Gates>,
+    /// `open-loop`, or `closed-loop` when `boundary.arrival` is `closed-loop`
+    /// or `workload.arrival` is `closed`: such a run is not SLA evidence
+    /// (docs/contract.md §10.2). Added within schema major version 1.
+    pub arrival_mode: ArrivalMode,
 }
 
 /// The window with its resolved horizon and length.

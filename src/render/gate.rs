@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use crate::render::sweep::num;
 use crate::review::gate::Decision;
+use crate::trace::ArrivalMode;
 
 fn measured(name: &str, v: Option<f64>) -> String {
     match v {
@@ -39,21 +40,45 @@ pub fn render(d: &Decision) -> String {
             if c.pass { "PASS" } else { "FAIL" }
         );
     }
-    let failed: Vec<&str> = d
+    let a = &d.arrival;
+    let rule = match (a.mode, a.closed_loop_allowed) {
+        (ArrivalMode::ClosedLoop, true) => "allowed by --allow-closed-loop",
+        (ArrivalMode::ClosedLoop, false) => "= open-loop (or --allow-closed-loop)",
+        (ArrivalMode::OpenLoop, _) => "= open-loop",
+    };
+    let _ = writeln!(
+        o,
+        "{:<16} {:>12}  {:<28} {}",
+        "arrival mode",
+        a.mode.as_str(),
+        rule,
+        if a.pass { "PASS" } else { "FAIL" }
+    );
+    let mut failed: Vec<&str> = d
         .checks
         .iter()
         .filter(|c| !c.pass)
         .map(|c| c.name)
         .collect();
+    if !a.pass {
+        failed.push("arrival mode");
+    }
+    let total = d.checks.len() + 1;
     if d.admit {
-        let _ = writeln!(o, "ADMIT: all {} criteria pass", d.checks.len());
+        let _ = writeln!(o, "ADMIT: all {total} criteria pass");
     } else {
         let _ = writeln!(
             o,
-            "REFUSE: {} of {} criteria fail ({})",
+            "REFUSE: {} of {total} criteria fail ({})",
             failed.len(),
-            d.checks.len(),
             failed.join(", ")
+        );
+    }
+    if a.mode == ArrivalMode::ClosedLoop && !a.pass {
+        let _ = writeln!(
+            o,
+            "  a closed-loop run (each request sent when an earlier one ended) lets the server \
+             pace its own load: not SLA evidence (docs/contract.md §10.2)"
         );
     }
     o

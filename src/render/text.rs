@@ -4,6 +4,12 @@
 use std::fmt::Write;
 
 use crate::receipt::{Block, LatencySummary, Receipt};
+use crate::trace::ArrivalMode;
+
+/// The summary's second line for a closed-loop trace (docs/contract.md §10.2).
+pub const CLOSED_LOOP_WARNING: &str = "WARNING   closed-loop workload: each request was sent \
+    when an earlier one ended, so the server paced its own load; these figures are not \
+    evidence that an SLA holds at any offered rate (docs/contract.md §10.2)";
 
 /// An invalid row to list by position and id.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,6 +121,9 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         "goodput {} receipt ({})",
         receipt.generator.version, receipt.schema
     );
+    if c.arrival_mode == ArrivalMode::ClosedLoop {
+        let _ = writeln!(o, "{}", wrap(CLOSED_LOOP_WARNING, 100, "          "));
+    }
     let _ = writeln!(o, "trace     sha256 {}", receipt.trace.sha256);
     let _ = writeln!(
         o,

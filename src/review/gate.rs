@@ -5,11 +5,14 @@
 //! failure and censored shares must be at or below their ceilings; every tail
 //! limit given must hold (p95 at or below the limit). A figure that cannot be
 //! measured (a share of an empty cohort, a percentile of no completed rows)
-//! fails its criterion: no evidence is never an admission.
+//! fails its criterion: no evidence is never an admission. A closed-loop run
+//! is refused unless closed-loop evidence is allowed explicitly
+//! (docs/contract.md §10.2).
 
 use serde::Serialize;
 
 use crate::receipt::{Block, Receipt};
+use crate::trace::ArrivalMode;
 
 /// Default ceiling of the failure share when `--max-failure-share` is not given.
 pub const DEFAULT_MAX_FAILURE_SHARE: f64 = 0.05;
@@ -33,6 +36,8 @@ pub struct Criteria {
     pub max_p95_e2e_ms: Option<f64>,
     /// Judge this class's block instead of all rows.
     pub class: Option<String>,
+    /// Admit a closed-loop run (its latencies are then taken as evidence anyway).
+    pub allow_closed_loop: bool,
 }
 
 /// Why the criteria cannot be applied (a usage error, exit status 2).
@@ -118,6 +123,19 @@ pub struct Check {
     pub pass: bool,
 }
 
+/// The arrival-mode criterion: the run must be open-loop, unless closed-loop
+/// evidence is allowed explicitly.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArrivalCheck {
+    /// The mode the receipt judged.
+    pub mode: ArrivalMode,
+    /// Whether closed-loop evidence was allowed (`--allow-closed-loop`).
+    pub closed_loop_allowed: bool,
+    /// Whether the criterion holds.
+    pub pass: bool,
+}
+
 /// The admission decision.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -126,9 +144,11 @@ pub struct Decision {
     pub class: Option<String>,
     /// The trace the receipt was made from.
     pub trace_sha256: String,
-    /// One line per criterion.
+    /// One line per numeric criterion.
     pub checks: Vec<Check>,
-    /// Every criterion holds.
+    /// The arrival-mode criterion.
+    pub arrival: ArrivalCheck,
+    /// Every criterion holds (the numeric ones and the arrival mode).
     pub admit: bool,
 }
 
@@ -189,10 +209,17 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     if let Some(limit) = criteria.max_p95_e2e_ms {
         checks.push(at_most("p95 e2e ms", block.latency.e2e_ms.p95, limit));
     }
+    let mode = receipt.contract.arrival_mode;
+    let arrival = ArrivalCheck {
+        mode,
+        closed_loop_allowed: criteria.allow_closed_loop,
+        pass: mode == ArrivalMode::OpenLoop || criteria.allow_closed_loop,
+    };
     Ok(Decision {
         class: criteria.class.clone(),
         trace_sha256: receipt.trace.sha256.clone(),
-        admit: checks.iter().all(|c| c.pass),
+        admit: checks.iter().all(|c| c.pass) && arrival.pass,
         checks,
+        arrival,
     })
 }

@@ -14,7 +14,9 @@ pub mod write;
 
 use std::fmt;
 
-pub use model::{Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window};
+pub use model::{
+    ArrivalMode, Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window,
+};
 pub use parse::{Interner, NumSlot, RawRow, RawStatus, Slot};
 pub use validate::{InvalidReason, InvalidSet};
 

@@ -29,12 +29,17 @@ pub struct AnalyzeArgs {
     /// The trace file (`-` reads standard input).
     pub trace: String,
     /// Print the JSON receipt instead of the summary for people.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub json: bool,
+    /// Print one CSV line per row instead of the summary: index, id, class,
+    /// verdict, reasons, arrivalMs, ttftMs, tpotMs, e2eMs, outputTokens, then
+    /// one column per label key (sorted).
+    #[arg(long)]
+    pub csv: bool,
     /// Also write the JSON receipt to FILE, atomically (temporary file, then rename).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Include per-row verdicts in the JSON receipt.
+    /// Include per-row verdicts: in the JSON receipt, and as a table after the summary.
     #[arg(long)]
     pub rows: bool,
     /// Reject the trace (exit 2) at its first invalid row instead of counting it.
@@ -89,11 +94,25 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     }
     if let (true, Some(bytes)) = (args.json, &json) {
         emit(stdout, bytes)?;
+    } else if args.csv {
+        let bytes = crate::render::csv::analysis_rows(&analysis).map_err(|e| Error::Write {
+            path: "CSV".to_owned(),
+            source: e.into(),
+        })?;
+        emit(stdout, &bytes)?;
     } else {
         let invalid = analysis.invalid_rows();
         emit(stdout, text::render(&analysis.receipt, &invalid).as_bytes())?;
         if let Some(entries) = &analysis.receipt.sweep {
             let table = format!("\n{}", crate::render::sweep::render(entries));
+            emit(stdout, table.as_bytes())?;
+        }
+        if let Some(rows) = &analysis.receipt.rows {
+            let tpot_name = match analysis.receipt.contract.tpot_label.as_str() {
+                "tpot" => "tpot",
+                _ => "chunk",
+            };
+            let table = format!("\n{}", crate::render::rows::table(rows, tpot_name));
             emit(stdout, table.as_bytes())?;
         }
     }

@@ -49,8 +49,11 @@ pub struct FrontierArgs {
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
     /// Print the frontier as a Markdown table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub markdown: bool,
+    /// Print the points as CSV (one line per trace, the JSON points' fields as columns).
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
     /// Also draw goodput/s and completed/s (top) and p95 TTFT (bottom) against
     /// offered/s into FILE, atomically.
     #[arg(long, value_name = "FILE")]
@@ -111,6 +114,11 @@ pub fn run(args: FrontierArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     }
     let bytes = if args.json {
         json_bytes(&f, "frontier")?
+    } else if args.csv {
+        crate::render::csv::frontier_points(&f).map_err(|e| Error::Write {
+            path: "CSV".to_owned(),
+            source: e.into(),
+        })?
     } else if args.markdown {
         render::markdown(&f).into_bytes()
     } else {

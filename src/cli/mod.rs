@@ -83,7 +83,7 @@ pub enum Command {
     /// Convert a vLLM, AIPerf or guidellm export to a trace and compare the tool's figures with goodput's.
     #[command(after_help = import::IMPORT_EXIT_HELP)]
     Import(import::ImportArgs),
-    /// Print the JSON Schema of a trace or of a receipt.
+    /// Print the JSON Schema of a trace, a receipt, or another command's `--json` output.
     Schema {
         /// Which schema.
         #[arg(value_enum)]

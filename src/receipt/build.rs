@@ -439,7 +439,9 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
     }
 }
 
-fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
+/// One verdict per row, in trace order: what `--rows` embeds in the receipt,
+/// and what the per-row text table and CSV show.
+pub fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
     let class_names: Vec<&String> = trace.contract.classes.keys().collect();
     trace
         .rows

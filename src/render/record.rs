@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 
 use crate::record::summary::{Figures, MAX_P99_SEND_LAG_MS, MIN_ARRIVAL_RATIO};
 use crate::record::Written;
-use crate::trace::Limits;
+use crate::render::number::count;
+use crate::trace::{Limits, TokenCount};
 
 /// Quotes a path for a POSIX shell when it needs it.
 pub(crate) fn shell_quote(text: &str) -> String {
@@ -61,18 +62,25 @@ pub fn analyze_next(path: &str, rows: usize, bytes: usize) -> String {
     next_lines(&analyze_command(path, rows, bytes), raised)
 }
 
-/// The summary text.
-pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> String {
+/// The summary text; `tokens` is what the trace's `outputTokens` count
+/// (model tokens from `usage`, or stream chunks when the server sent none).
+pub fn render(
+    f: &Figures,
+    path: &str,
+    bytes: usize,
+    interrupted: bool,
+    tokens: TokenCount,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} {} rows to {} ({} bytes)",
+        "{} {} to {} ({} bytes)",
         if interrupted {
             "interrupted; wrote"
         } else {
             "wrote"
         },
-        f.rows,
+        count(f.rows as u64, "row"),
         path,
         bytes
     );
@@ -85,7 +93,18 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> Strin
     if f.not_sent > 0 {
         let _ = write!(s, " (never sent {})", f.not_sent);
     }
-    let _ = writeln!(s, "; {} output tokens", f.output_tokens);
+    match tokens {
+        TokenCount::Usage => {
+            let _ = writeln!(s, "; {}", count(f.output_tokens, "output token"));
+        }
+        TokenCount::Chunks => {
+            let _ = writeln!(
+                s,
+                "; {} (no usage reported: outputTokens counts chunks, not tokens)",
+                count(f.output_tokens, "stream chunk")
+            );
+        }
+    }
     if !f.failed.is_empty() {
         let list: Vec<String> = f.failed.iter().map(|(r, n)| format!("{r} {n}")).collect();
         let _ = writeln!(s, "  failures: {}", list.join(", "));
@@ -174,7 +193,7 @@ mod tests {
     #[test]
     fn a_punctual_run_reads_as_figures_and_the_next_command() {
         assert_eq!(
-            render(&figures(0), "t.json", 1234, false),
+            render(&figures(0), "t.json", 1234, false, TokenCount::Usage),
             "wrote 10 rows to t.json (1234 bytes)\n\
              \x20 sent 10, completed 7, failed 2, in flight 1; 70 output tokens\n\
              \x20 failures: timeout 2\n\
@@ -186,10 +205,28 @@ mod tests {
 
     #[test]
     fn unsent_requests_and_an_interrupt_are_said() {
-        let text = render(&figures(1), "t.json", 10, true);
+        let text = render(&figures(1), "t.json", 10, true, TokenCount::Usage);
         assert!(text.starts_with("interrupted; wrote 10 rows"), "{text}");
         assert!(text.contains("(never sent 1)"), "{text}");
         assert!(text.contains("warning: the client"), "{text}");
+    }
+
+    #[test]
+    fn one_row_is_a_row_and_chunks_are_not_called_tokens() {
+        let mut one = figures(0);
+        one.rows = 1;
+        one.output_tokens = 1;
+        let text = render(&one, "t.json", 10, false, TokenCount::Chunks);
+        assert!(text.starts_with("wrote 1 row to t.json"), "{text}");
+        assert!(
+            text.contains(
+                "; 1 stream chunk (no usage reported: outputTokens counts chunks, not tokens)\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("output token"), "{text}");
+        let text = render(&one, "t.json", 10, false, TokenCount::Usage);
+        assert!(text.contains("; 1 output token\n"), "{text}");
     }
 
     #[test]

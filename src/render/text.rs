@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use crate::receipt::{Block, LatencySummary, Receipt};
+use crate::render::number::count;
 use crate::trace::ArrivalMode;
 
 /// The summary's second line for a closed-loop trace (docs/contract.md §10.2).
@@ -127,8 +128,11 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     let _ = writeln!(o, "trace     sha256 {}", receipt.trace.sha256);
     let _ = writeln!(
         o,
-        "          {} bytes, {} rows; limits {} rows, {} bytes",
-        receipt.trace.bytes, receipt.trace.rows, receipt.limits.max_rows, receipt.limits.max_bytes
+        "          {} bytes, {}; limits {} rows, {} bytes",
+        receipt.trace.bytes,
+        count(receipt.trace.rows, "row"),
+        receipt.limits.max_rows,
+        receipt.limits.max_bytes
     );
     let token_note = if c.tpot_label == "tpot" {
         "model tokens (TPOT)".to_owned()
@@ -161,7 +165,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     for (i, (name, g)) in c.classes.iter().enumerate() {
         let head = if i == 0 { "gates" } else { "" };
         let default = if c.default_class.as_deref() == Some(name) {
-            " (default)"
+            " (for rows without a class)"
         } else {
             ""
         };

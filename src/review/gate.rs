@@ -9,6 +9,7 @@
 //! is refused unless closed-loop evidence is allowed explicitly
 //! (docs/contract.md §10.2).
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::receipt::{Block, Receipt};
@@ -106,7 +107,7 @@ impl Criteria {
 }
 
 /// One criterion's line.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Check {
     /// What is measured, e.g. `goodput/s`.
@@ -125,7 +126,7 @@ pub struct Check {
 
 /// The arrival-mode criterion: the run must be open-loop, unless closed-loop
 /// evidence is allowed explicitly.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ArrivalCheck {
     /// The mode the receipt judged.
@@ -137,7 +138,7 @@ pub struct ArrivalCheck {
 }
 
 /// The admission decision.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Decision {
     /// The class judged, or null for all rows.

@@ -107,6 +107,23 @@ impl Rejection {
         )
     }
 
+    /// The input has no JSON value at all: zero bytes, or only whitespace.
+    pub fn empty(bytes: u64) -> Rejection {
+        if bytes == 0 {
+            Rejection::at(
+                "",
+                "the file is empty (0 bytes); a trace is one JSON object",
+            )
+        } else {
+            Rejection::at(
+                "",
+                format_args!(
+                    "the file is empty ({bytes} bytes of whitespace only); a trace is one JSON object"
+                ),
+            )
+        }
+    }
+
     /// The input is not one readable JSON value.
     pub(crate) fn unreadable(err: &serde_json::Error, near: String) -> Rejection {
         let what = match err.classify() {
@@ -173,6 +190,9 @@ pub fn load(bytes: &[u8], limits: Limits) -> Result<Trace, Rejection> {
     let len = bytes.len() as u64;
     if len > limits.max_bytes {
         return Err(Rejection::too_large(len, limits.max_bytes));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Rejection::empty(len));
     }
     let (sha256, parsed) = std::thread::scope(|scope| {
         let hasher = scope.spawn(|| sha256_hex(bytes));

@@ -43,8 +43,7 @@ pub fn render(d: &Decision) -> String {
     let a = &d.arrival;
     let rule = match (a.mode, a.closed_loop_allowed) {
         (ArrivalMode::ClosedLoop, true) => "allowed by --allow-closed-loop",
-        (ArrivalMode::ClosedLoop, false) => "= open-loop (or --allow-closed-loop)",
-        (ArrivalMode::OpenLoop, _) => "= open-loop",
+        (ArrivalMode::ClosedLoop, false) | (ArrivalMode::OpenLoop, _) => "= open-loop",
     };
     let _ = writeln!(
         o,
@@ -77,8 +76,8 @@ pub fn render(d: &Decision) -> String {
     if a.mode == ArrivalMode::ClosedLoop && !a.pass {
         let _ = writeln!(
             o,
-            "  a closed-loop run (each request sent when an earlier one ended) lets the server \
-             pace its own load: not SLA evidence (docs/contract.md §10.2)"
+            "  closed-loop: each request was sent when an earlier one ended, so the server paced\n  \
+             its own load; not SLA evidence (docs/contract.md §10.2); --allow-closed-loop admits it"
         );
     }
     o

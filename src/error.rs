@@ -75,4 +75,7 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// `compare` refuses two runs judged under different contracts.
+    #[error("cannot compare: {0}")]
+    Compare(#[from] crate::compare::CompareError),
 }

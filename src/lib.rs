@@ -40,9 +40,11 @@
 
 pub mod analyze;
 pub mod cli;
+pub mod compare;
 pub mod error;
 pub mod frontier;
 pub mod import;
+pub mod intervals;
 pub mod io;
 pub mod receipt;
 pub mod record;

@@ -16,7 +16,7 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 
 use crate::receipt::Receipt;
-use crate::trace::{Equality, Gates, Labels, TokenCount, Warmup, Window};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources, TokenCount, Warmup, Window};
 
 /// The tag every trace carries.
 #[derive(Serialize)]
@@ -86,6 +86,12 @@ pub struct TraceDocument {
     /// How load was generated: scalar values only.
     #[serde(default)]
     pub workload: Labels,
+    /// Named stretches of the schedule, in time order, not overlapping (optional).
+    #[serde(default)]
+    pub phases: Option<Vec<Phase>>,
+    /// The GPUs behind the run and the price of one GPU-hour (optional).
+    #[serde(default)]
+    pub resources: Option<Resources>,
     /// The requests (may be empty; at most the row limit).
     pub rows: Vec<RowDescription>,
 }
@@ -142,6 +148,7 @@ pub fn all() -> Vec<(&'static str, &'static str, String)> {
             "import.schema.json",
             titled::<ImportReport<'static>>("goodput import --json"),
         ),
+        ("compare", "compare.schema.json", compare_schema_json()),
     ]
 }
 
@@ -150,6 +157,11 @@ fn titled<T: JsonSchema>(title: &str) -> String {
     let mut schema = schemars::schema_for!(T);
     schema.insert("title".to_owned(), title.into());
     pretty(&schema)
+}
+
+/// The schema of `goodput compare --json` as pretty JSON with a final newline.
+pub fn compare_schema_json() -> String {
+    pretty(&schemars::schema_for!(crate::compare::Comparison))
 }
 
 fn pretty(schema: &Schema) -> String {

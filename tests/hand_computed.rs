@@ -411,7 +411,7 @@ fn littles_law_agrees_when_every_request_finishes_inside_the_window() {
     // λ·W = 2.0401 → ratio 1, steady.
     let r = receipt("equality_inclusive.json");
     let l = &all(&r).littles_law;
-    assert_eq!(l.in_flight_mean, 2.0401);
+    assert_eq!(l.in_flight_mean, Some(2.0401));
     assert_eq!(l.mean_e2e_ms, Some(4080.2));
     assert!((l.predicted_in_flight.unwrap() - 2.0401).abs() < 1e-12);
     assert!((l.ratio.unwrap() - 1.0).abs() < 1e-12);
@@ -426,7 +426,7 @@ fn littles_law_flags_work_still_in_flight_at_the_horizon() {
     // λ = 1 / 10 s = 0.1/s, W = 1200 ms → λ·W = 0.12; ratio 0.67 / 0.12 = 5.58 → not steady.
     let r = receipt("in_flight.json");
     let l = &all(&r).littles_law;
-    assert_eq!(l.in_flight_mean, 0.67);
+    assert_eq!(l.in_flight_mean, Some(0.67));
     assert!((l.predicted_in_flight.unwrap() - 0.12).abs() < 1e-12);
     assert!((l.ratio.unwrap() - 0.67 / 0.12).abs() < 1e-9);
     assert_eq!(l.steady_state, Some(false));
@@ -445,7 +445,7 @@ fn littles_law_leaves_failures_without_an_end_out_and_counts_them() {
     let r = receipt("timeout_failure.json");
     let l = &all(&r).littles_law;
     assert_eq!(l.unknown_end, 1);
-    assert_eq!(l.in_flight_mean, 34210.0 / 60000.0);
+    assert_eq!(l.in_flight_mean, Some(34210.0 / 60000.0));
     assert!((l.ratio.unwrap() - 34210.0 / 2200.0).abs() < 1e-9);
 }
 
@@ -455,7 +455,7 @@ fn an_empty_cohort_has_no_littles_law_ratio() {
     let l = &all(&r).littles_law;
     assert_eq!(
         (l.in_flight_mean, l.mean_e2e_ms, l.ratio, l.steady_state),
-        (0.0, None, None, None)
+        (Some(0.0), None, None, None)
     );
 }
 

@@ -30,10 +30,20 @@ fn committed_receipt_schema_matches_the_code() {
 }
 
 #[test]
+fn committed_compare_schema_matches_the_code() {
+    assert_eq!(
+        committed("compare.schema.json"),
+        goodput::schema::compare_schema_json(),
+        "schema/compare.schema.json is stale: run `cargo run -- schema compare > schema/compare.schema.json`"
+    );
+}
+
+#[test]
 fn schema_command_prints_the_committed_schemas() {
     for (which, file) in [
         ("trace", "trace.schema.json"),
         ("receipt", "receipt.schema.json"),
+        ("compare", "compare.schema.json"),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
             .args(["schema", which])
@@ -47,7 +57,7 @@ fn schema_command_prints_the_committed_schemas() {
 #[test]
 fn every_published_schema_is_committed_and_printed_by_the_schema_command() {
     let all = goodput::schema::all();
-    assert_eq!(all.len(), 8);
+    assert_eq!(all.len(), 9);
     for (which, file, text) in all {
         assert_eq!(
             committed(file),

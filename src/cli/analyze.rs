@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned, AnalyzeOptions};
+use crate::analyze::{analyze_owned_at, AnalyzeOptions};
 use crate::error::Error;
 use crate::io::read_limited;
 use crate::render::text;
@@ -13,7 +13,9 @@ use crate::review::sweep::DEFAULT_FACTORS;
 use super::exit::EXIT_OK;
 use super::flags::LimitArgs;
 use super::output::{emit, json_bytes, write_file};
+use super::release::{release_options, CostArgs, RecoveryArgs};
 use super::sweep::run_sweep;
+use crate::receipt::release::attach;
 
 /// Exit statuses of `goodput` and `goodput analyze`, shown in `--help`.
 pub const EXIT_HELP: &str = "\
@@ -60,18 +62,36 @@ pub struct AnalyzeArgs {
     /// Sweep one class only (see `goodput sweep --class`).
     #[arg(long, value_name = "NAME", requires = "sweep")]
     pub sweep_class: Option<String>,
+    /// Two-sided confidence level of the receipt's intervals, in [0.5, 0.9999]; recorded in the receipt.
+    #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
+    pub confidence: f64,
+    /// How recovery after the burst phase is measured (recorded in the receipt).
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
+    /// GPUs and price for the per-GPU and cost figures (recorded in the receipt's contract).
+    #[command(flatten)]
+    pub cost: CostArgs,
 }
 
 /// `goodput analyze`.
 pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let limits = args.limits.limits()?;
+    let confidence = super::flags::confidence_flag(args.confidence)?;
+    let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let options = AnalyzeOptions {
         limits,
         rows: args.rows,
         strict: args.strict,
     };
-    let mut analysis = analyze_owned(bytes, options)?;
+    let mut analysis = analyze_owned_at(bytes, options, confidence)?;
+    attach(
+        &mut analysis.receipt,
+        &analysis.trace,
+        &analysis.judgements,
+        &release,
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
     if args.sweep {
         let factors = args.sweep_factors.as_deref().unwrap_or(&DEFAULT_FACTORS);
         let entries = run_sweep(

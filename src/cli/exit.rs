@@ -36,7 +36,8 @@ impl Error {
             | Error::Usage(_)
             | Error::RejectedFile { .. }
             | Error::Import { .. }
-            | Error::Listen { .. } => EXIT_ERROR,
+            | Error::Listen { .. }
+            | Error::Compare(_) => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }
     }

@@ -5,9 +5,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned, AnalyzeOptions};
+use crate::analyze::{analyze_owned_at, AnalyzeOptions};
 use crate::error::Error;
 use crate::frontier::{frontier, Frontier, FrontierError, DEFAULT_ATTAINMENT};
+use crate::intervals::Confidence;
 use crate::io::{read_limited, ReadError};
 use crate::receipt::Receipt;
 use crate::render::frontier as render;
@@ -61,10 +62,13 @@ pub struct FrontierArgs {
     /// Input limits, per trace.
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Two-sided confidence level of the interval bars, in [0.5, 0.9999].
+    #[arg(long, value_name = "LEVEL", default_value_t = Confidence::DEFAULT)]
+    pub confidence: f64,
 }
 
 /// Reads and analyzes one trace; a rejection names the file.
-fn receipt_of(path: &str, limits: Limits) -> Result<Receipt, Error> {
+fn receipt_of(path: &str, limits: Limits, confidence: Confidence) -> Result<Receipt, Error> {
     let rejected = |rejection| Error::RejectedFile {
         path: path.to_owned(),
         rejection,
@@ -83,7 +87,7 @@ fn receipt_of(path: &str, limits: Limits) -> Result<Receipt, Error> {
         rows: false,
         strict: false,
     };
-    analyze_owned(bytes, options)
+    analyze_owned_at(bytes, options, confidence)
         .map(|a| a.receipt)
         .map_err(rejected)
 }
@@ -97,10 +101,11 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
             FrontierError::BadAttainment(args.attainment).to_string(),
         ));
     }
+    let confidence = super::flags::confidence_flag(args.confidence)?;
     let limits = args.limits.limits()?;
     let mut receipts = Vec::with_capacity(args.traces.len());
     for path in &args.traces {
-        receipts.push((path.clone(), receipt_of(path, limits)?));
+        receipts.push((path.clone(), receipt_of(path, limits, confidence)?));
     }
     frontier(&receipts, args.class.as_deref(), args.attainment)
         .map_err(|e| Error::Usage(e.to_string()))

@@ -5,6 +5,7 @@
 //! the library, and no library module imports this one.
 
 pub mod analyze;
+pub mod compare;
 pub mod duration;
 pub mod exit;
 pub mod flags;
@@ -15,6 +16,7 @@ pub mod input;
 pub mod mutate;
 pub mod output;
 pub mod record;
+pub mod release;
 pub mod report;
 pub mod schema;
 pub mod sim;
@@ -83,7 +85,10 @@ pub enum Command {
     /// Convert a vLLM, AIPerf or guidellm export to a trace and compare the tool's figures with goodput's.
     #[command(after_help = import::IMPORT_EXIT_HELP)]
     Import(import::ImportArgs),
-    /// Print the JSON Schema of a trace, a receipt, or another command's `--json` output.
+    /// Is B better or worse than A beyond noise? Every headline figure with its interval.
+    #[command(after_help = compare::COMPARE_EXIT_HELP)]
+    Compare(compare::CompareArgs),
+    /// Print the JSON Schema of a trace, a receipt, a comparison, or another command's `--json` output.
     Schema {
         /// Which schema.
         #[arg(value_enum)]
@@ -104,6 +109,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Report(args) => report::run(args, stdout),
         Command::Frontier(args) => frontier::run(args, stdout),
         Command::Import(args) => import::run(args, stdout),
+        Command::Compare(args) => compare::run(args, stdout),
         Command::Schema { which } => schema::run(which, stdout),
     }
 }

@@ -29,6 +29,8 @@ pub enum SchemaKind {
     Frontier,
     /// `goodput import --json`.
     Import,
+    /// The `goodput-compare/1` document of `goodput compare --json`.
+    Compare,
 }
 
 /// `goodput schema`.

@@ -133,6 +133,10 @@ pub struct FrontierPoint {
     pub goodput_per_s: f64,
     /// pass / cohort; null for an empty cohort.
     pub pass_share: Option<f64>,
+    /// Exact Poisson interval of goodput/s (the receipt's `intervals.goodputPerS`).
+    pub goodput_interval: crate::intervals::Interval,
+    /// Wilson score interval of the pass share; null for an empty cohort.
+    pub pass_share_interval: Option<crate::intervals::Interval>,
     /// failed / cohort; null for an empty cohort.
     pub failure_share: Option<f64>,
     /// censored / cohort; null for an empty cohort.
@@ -146,7 +150,7 @@ pub struct FrontierPoint {
     /// Little's-law in-flight estimate: completed/s × mean E2E (λ·W).
     pub littles_in_flight: Option<f64>,
     /// Measured time-averaged in-flight requests over the window (L).
-    pub in_flight_mean: f64,
+    pub in_flight_mean: Option<f64>,
 }
 
 /// A signal that says where the load went at the knee.
@@ -275,6 +279,8 @@ fn point(label: &str, receipt: &Receipt, block: &Block) -> FrontierPoint {
         completed_per_s: r.completed_per_s,
         goodput_per_s: r.goodput_per_s,
         pass_share: r.pass_share,
+        goodput_interval: block.intervals.goodput_per_s,
+        pass_share_interval: block.intervals.pass_share,
         failure_share: r.failure_share,
         censored_share: r.censored_share,
         p95_ttft_ms: block.latency.ttft_ms.p95,

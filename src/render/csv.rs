@@ -122,7 +122,7 @@ pub fn frontier_points(f: &Frontier) -> Result<Vec<u8>, csv::Error> {
             number(p.p95_tpot_ms),
             p.tpot_label.clone(),
             number(p.littles_in_flight),
-            number(Some(p.in_flight_mean)),
+            number(p.in_flight_mean),
         ])?;
     }
     w.into_inner().map_err(|e| e.into_error().into())

@@ -191,6 +191,25 @@ fn text_cells(p: &FrontierPoint) -> [String; 9] {
     ]
 }
 
+/// Goodput/s with its interval, e.g. `4.50 (3.60–5.56)`.
+fn goodput_with_interval(p: &FrontierPoint) -> String {
+    let i = p.goodput_interval;
+    format!("{:.2} ({:.2}–{:.2})", p.goodput_per_s, i.lower, i.upper)
+}
+
+/// The pass share with its interval, e.g. `58.5% (49.1–67.3%)`.
+fn pass_share_with_interval(p: &FrontierPoint) -> String {
+    match (p.pass_share, p.pass_share_interval) {
+        (Some(share), Some(i)) => format!(
+            "{:.1}% ({:.1}–{:.1}%)",
+            share * 100.0,
+            i.lower * 100.0,
+            i.upper * 100.0
+        ),
+        _ => pct(p.pass_share),
+    }
+}
+
 /// The text table with the knee and capacity sentences below it.
 pub fn text(f: &Frontier) -> String {
     let mut o = String::new();
@@ -223,11 +242,22 @@ pub fn text(f: &Frontier) -> String {
     {
         wrap(&mut o, if i == 0 { "capacity" } else { "" }, s);
     }
-    if f.points.iter().any(|p| p.tpot_label != "tpot") {
+    if f.points.iter().any(|p| p.tpot_label == "chunk_cadence") {
         wrap(
             &mut o,
             "note",
             "some traces counted stream chunks: their p95 TPOT is chunk cadence",
+        );
+    }
+    if f.points
+        .iter()
+        .any(|p| p.tpot_label == "tpot_client_tokens")
+    {
+        wrap(
+            &mut o,
+            "note",
+            "some traces' tokens were counted by a client-side tokenizer: their p95 TPOT is per \
+             client token, not necessarily per model token",
         );
     }
     wrap(
@@ -287,8 +317,8 @@ pub fn markdown(f: &Frontier) -> String {
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
             c[0],
             c[1],
-            c[2],
-            c[3],
+            goodput_with_interval(p),
+            pass_share_with_interval(p),
             c[4],
             c[5],
             c[6],
@@ -444,6 +474,28 @@ impl Panel {
         );
     }
 
+    /// Interval bars: a vertical line from lower to upper at each x, with
+    /// short caps, so a step that sits inside the noise shows as overlapping bars.
+    fn bars(&self, o: &mut String, name: &str, colour: &str, bars: &[(f64, f64, f64)]) {
+        let _ = writeln!(
+            o,
+            "  <g class=\"interval-bars\" data-name=\"{}\" stroke=\"{colour}\" stroke-width=\"1\">",
+            esc(name)
+        );
+        for (x, lower, upper) in bars {
+            let (px, y0, y1) = (self.px(*x), self.py(*lower), self.py(*upper));
+            let _ = writeln!(
+                o,
+                "    <path d=\"M{px:.1},{y0:.1}V{y1:.1}M{:.1},{y0:.1}H{:.1}M{:.1},{y1:.1}H{:.1}\"/>",
+                px - 3.0,
+                px + 3.0,
+                px - 3.0,
+                px + 3.0
+            );
+        }
+        let _ = writeln!(o, "  </g>");
+    }
+
     /// One series: a polyline through the points and a circle on each.
     fn series(&self, o: &mut String, name: &str, colour: &str, pts: &[(f64, f64)]) {
         if pts.is_empty() {
@@ -483,7 +535,11 @@ pub fn svg(f: &Frontier) -> String {
     let x_max = pts.iter().map(|p| p.offered_per_s).fold(0.0, f64::max);
     let y_max = pts
         .iter()
-        .map(|p| p.completed_per_s.max(p.goodput_per_s))
+        .map(|p| {
+            p.completed_per_s
+                .max(p.goodput_per_s)
+                .max(p.goodput_interval.upper)
+        })
         .fold(0.0, f64::max);
     let t_max = pts.iter().filter_map(|p| p.p95_ttft_ms).fold(0.0, f64::max);
     let x = Axis::for_max(x_max);
@@ -527,6 +583,17 @@ pub fn svg(f: &Frontier) -> String {
         COMPLETED_COLOUR,
         &pts.iter()
             .map(|p| (p.offered_per_s, p.completed_per_s))
+            .collect::<Vec<_>>(),
+    );
+    top.bars(
+        &mut o,
+        "goodput/s interval",
+        GOODPUT_COLOUR,
+        &pts.iter()
+            .map(|p| {
+                let i = p.goodput_interval;
+                (p.offered_per_s, i.lower, i.upper)
+            })
             .collect::<Vec<_>>(),
     );
     top.series(

@@ -22,6 +22,9 @@ pub fn render(d: &Decision) -> String {
         .as_ref()
         .map_or_else(|| "all rows".to_owned(), |c| format!("class {c:?}"));
     let _ = writeln!(o, "GATE  {scope}; trace sha256 {}", d.trace_sha256);
+    if d.arrivals_unknown.is_some() {
+        let _ = writeln!(o, "      {}", crate::receipt::ARRIVALS_UNKNOWN_LINE);
+    }
     for c in &d.checks {
         let limit = match &c.derivation {
             Some(how) => format!(
@@ -31,14 +34,21 @@ pub fn render(d: &Decision) -> String {
             ),
             None => format!("{} {}", c.comparison, measured(c.name, Some(c.limit))),
         };
+        let name = match &c.class {
+            Some(class) => format!("{class}: {}", c.name),
+            None => c.name.to_owned(),
+        };
         let _ = writeln!(
             o,
             "{:<16} {:>12}  {:<28} {}",
-            c.name,
+            name,
             measured(c.name, c.measured),
             limit,
             if c.pass { "PASS" } else { "FAIL" }
         );
+        if let Some(note) = &c.note {
+            let _ = writeln!(o, "    ({note})");
+        }
     }
     let a = &d.arrival;
     let rule = match (a.mode, a.closed_loop_allowed) {
@@ -53,14 +63,17 @@ pub fn render(d: &Decision) -> String {
         rule,
         if a.pass { "PASS" } else { "FAIL" }
     );
-    let mut failed: Vec<&str> = d
+    let mut failed: Vec<String> = d
         .checks
         .iter()
         .filter(|c| !c.pass)
-        .map(|c| c.name)
+        .map(|c| match &c.class {
+            Some(class) => format!("{class}: {}", c.name),
+            None => c.name.to_owned(),
+        })
         .collect();
     if !a.pass {
-        failed.push("arrival mode");
+        failed.push("arrival mode".to_owned());
     }
     let total = d.checks.len() + 1;
     if d.admit {
@@ -80,5 +93,6 @@ pub fn render(d: &Decision) -> String {
              its own load; not SLA evidence (docs/contract.md §10.2); --allow-closed-loop admits it"
         );
     }
+    o.push_str(&super::diagnosis::render(&d.diagnosis));
     o
 }

@@ -2,10 +2,13 @@
 //! tool's report) and return bytes, so tests compare bytes and the CLI decides
 //! where they go.
 
+pub mod compare;
 pub mod csv;
+pub mod diagnosis;
 pub mod frontier;
 pub mod gate;
 pub mod import;
+pub mod intervals;
 pub mod json;
 pub mod mutate;
 pub mod number;

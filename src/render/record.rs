@@ -104,6 +104,13 @@ pub fn render(
                 count(f.output_tokens, "stream chunk")
             );
         }
+        TokenCount::ClientTokenizer => {
+            let _ = writeln!(
+                s,
+                "; {} (counted by a client-side tokenizer)",
+                count(f.output_tokens, "output token")
+            );
+        }
     }
     if !f.failed.is_empty() {
         let list: Vec<String> = f.failed.iter().map(|(r, n)| format!("{r} {n}")).collect();

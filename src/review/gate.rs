@@ -37,6 +37,12 @@ pub struct Criteria {
     pub max_p95_e2e_ms: Option<f64>,
     /// Judge this class's block instead of all rows.
     pub class: Option<String>,
+    /// Most p95 TPOT allowed, ms (a release criterion: `release_gate`).
+    pub max_p95_tpot_ms: Option<f64>,
+    /// Most recovery time after the burst allowed, s (a release criterion).
+    pub max_recovery_s: Option<f64>,
+    /// Limits of several classes in one run (release criteria, `--class-limits`).
+    pub class_limits: Vec<super::release_gate::ClassLimits>,
     /// Admit a closed-loop run (its latencies are then taken as evidence anyway).
     pub allow_closed_loop: bool,
 }
@@ -102,7 +108,7 @@ impl Criteria {
                 return bad(flag, v, "a finite number of ms >= 0");
             }
         }
-        Ok(())
+        super::release_gate::check_release_flags(self)
     }
 }
 
@@ -122,6 +128,12 @@ pub struct Check {
     pub derivation: Option<String>,
     /// Whether the criterion holds.
     pub pass: bool,
+    /// The class a `--class-limits` criterion judges (absent: the decision's scope).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// Where a release criterion's figure comes from, or why it is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The arrival-mode criterion: the run must be open-loop, unless closed-loop
@@ -151,6 +163,13 @@ pub struct Decision {
     pub arrival: ArrivalCheck,
     /// Every criterion holds (the numeric ones and the arrival mode).
     pub admit: bool,
+    /// The receipt's `contract.arrivalsUnknown`, when its trace declares its
+    /// arrival instants unknown (no criterion here needs them; said anyway).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals_unknown: Option<String>,
+    /// One diagnosis per class that lost requests (a reading of the counts, not a criterion).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<super::diagnosis::ClassDiagnosis>,
 }
 
 /// Applies `criteria` to `receipt`.
@@ -180,6 +199,8 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
         limit,
         derivation: None,
         pass: measured.is_some_and(|m| m <= limit),
+        class: None,
+        note: None,
     };
     let required = criteria.min_goodput_per_s * (1.0 + criteria.margin);
     let goodput = block.rates.goodput_per_s;
@@ -192,6 +213,8 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
             derivation: (criteria.margin != 0.0)
                 .then(|| format!("{} × (1 + {})", criteria.min_goodput_per_s, criteria.margin)),
             pass: goodput > required,
+            class: None,
+            note: None,
         },
         at_most(
             "failure share",
@@ -216,11 +239,17 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
         closed_loop_allowed: criteria.allow_closed_loop,
         pass: mode == ArrivalMode::OpenLoop || criteria.allow_closed_loop,
     };
+    checks.extend(super::release_gate::release_checks(
+        receipt, block, criteria,
+    ));
+    checks.extend(super::release_gate::class_limit_checks(receipt, criteria)?);
     Ok(Decision {
         class: criteria.class.clone(),
         trace_sha256: receipt.trace.sha256.clone(),
         admit: checks.iter().all(|c| c.pass) && arrival.pass,
         checks,
         arrival,
+        arrivals_unknown: receipt.contract.arrivals_unknown.clone(),
+        diagnosis: super::diagnosis::diagnose(receipt),
     })
 }

@@ -95,6 +95,11 @@ fn decision(measured: f64, limit: f64, pass: bool) -> Decision {
             class: None,
             note: None,
         }],
+        arrival: goodput::review::gate::ArrivalCheck {
+            mode: goodput::trace::ArrivalMode::OpenLoop,
+            closed_loop_allowed: false,
+            pass: true,
+        },
         admit: pass,
         arrivals_unknown: None,
         diagnosis: Vec::new(),

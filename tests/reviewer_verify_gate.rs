@@ -7,10 +7,14 @@ use goodput::review::exact::Decimal;
 use goodput::review::gate::{decide, Criteria, GateError};
 use goodput::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
 use goodput::review::verify::{read_receipt, verify, verify_oversized, VerifyError};
-use goodput::trace::Limits;
+use goodput::trace::{ArrivalMode, Limits};
 use serde_json::{json, Value};
 
 const MIXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/mixed.json");
+const CLOSED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/reviewer/closed-loop.json"
+);
 const TWO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/fixtures/reviewer/two-classes.json"
@@ -215,6 +219,7 @@ fn criteria(min: &str) -> Criteria {
         max_p95_tpot_ms: None,
         max_recovery_s: None,
         class_limits: Vec::new(),
+        allow_closed_loop: false,
     }
 }
 
@@ -358,4 +363,34 @@ fn out_of_range_flags_are_refused() {
             "{bad:?}"
         );
     }
+}
+
+#[test]
+fn a_closed_loop_run_is_refused_unless_allowed_and_nothing_else_changes() {
+    // closed-loop.json is mixed.json with boundary.arrival "closed-loop" and
+    // workload.arrival "closed": the same figures, so 0.5 > 0.4 holds.
+    let closed = analyze_bytes(&fixture(CLOSED), AnalyzeOptions::default())
+        .expect("accepted")
+        .receipt;
+    assert_eq!(closed.contract.arrival_mode, ArrivalMode::ClosedLoop);
+    assert_eq!(mixed_receipt().contract.arrival_mode, ArrivalMode::OpenLoop);
+    let d = decide(&closed, &criteria("0.4")).expect("decide");
+    assert!(d.checks.iter().all(|c| c.pass), "{d:#?}");
+    assert!(!d.arrival.pass);
+    assert!(!d.admit);
+    let d = decide(
+        &closed,
+        &Criteria {
+            allow_closed_loop: true,
+            ..criteria("0.4")
+        },
+    )
+    .expect("decide");
+    assert!(d.arrival.pass && d.admit, "{d:#?}");
+    // The same criteria admit the open-loop original.
+    assert!(
+        decide(&mixed_receipt(), &criteria("0.4"))
+            .expect("decide")
+            .admit
+    );
 }

@@ -24,7 +24,8 @@ Exit status:
 Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
 (default 0.05); censored share <= ceiling (default 0.05); p95 TTFT / TPOT / E2E
 <= the limits given; recovery after the burst phase <= --max-recovery-s;
---class-limits adds the same criteria for other classes. A figure that cannot be
+--class-limits adds the same criteria for other classes; the run is open-loop (a
+closed-loop run is refused unless --allow-closed-loop). A figure that cannot be
 measured (empty cohort, no completed rows, no recovery) fails its criterion.
 Each class that lost requests gets a diagnosis line (counts, then a reading).
 The goodput, share and p95 TTFT / E2E flags are decimals compared exactly as
@@ -74,6 +75,10 @@ pub struct GateArgs {
     /// Reject the trace (exit 2) at its first invalid row.
     #[arg(long)]
     pub strict: bool,
+    /// Admit a closed-loop run (`--max-concurrency` recordings) anyway; by
+    /// default it is refused, since the server paced its own load.
+    #[arg(long)]
+    pub allow_closed_loop: bool,
     /// Print the decision as JSON.
     #[arg(long)]
     pub json: bool,
@@ -95,11 +100,12 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_p95_tpot_ms: args.max_p95_tpot_ms,
         max_recovery_s: args.max_recovery_s,
         class_limits: args.class_limits,
+        allow_closed_loop: args.allow_closed_loop,
     };
     // Flags first: a bad flag is exit 2 before any work.
     criteria.check().map_err(|e| Error::Usage(e.to_string()))?;
     let release = release_options(Some(&args.recovery), None)?;
-    let mut analysis = load(&args.trace, args.limits.limits(), args.strict)?;
+    let mut analysis = load(&args.trace, args.limits.limits()?, args.strict)?;
     attach(
         &mut analysis.receipt,
         &analysis.trace,

@@ -3,6 +3,7 @@
 //! a sentence (failures in the denominator, one-token TPOT, percentile
 //! method, window, the tool's own gates).
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::receipt::{LatencySummary, Receipt};
@@ -12,7 +13,7 @@ use super::{Imported, Reported};
 
 /// The source tool's figures beside the receipt's, with every difference
 /// explained. Built by [`compare`]; rendered by `render::import`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Comparison {
     /// The source tool.
@@ -36,7 +37,7 @@ pub struct Comparison {
 }
 
 /// One figure as the tool reported it and as the receipt gives it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FigurePair {
     /// What it is (`requests`, `goodput/s`, `TTFT p99 ms`, …).

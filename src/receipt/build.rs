@@ -545,6 +545,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             warmup: contract.warmup,
             default_class: contract.default_class.clone(),
             classes: contract.classes.clone(),
+            arrival_mode: contract.arrival_mode(),
             arrivals_unknown: contract
                 .arrivals_unknown()
                 .then(|| super::ARRIVALS_UNKNOWN_NOTE.to_owned()),
@@ -562,7 +563,9 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
     }
 }
 
-fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
+/// One verdict per row, in trace order: what `--rows` embeds in the receipt,
+/// and what the per-row text table and CSV show.
+pub fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
     let class_names: Vec<&String> = trace.contract.classes.keys().collect();
     trace
         .rows

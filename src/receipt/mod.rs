@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::intervals::{Interval, QuantileInterval};
-use crate::trace::{Gates, Labels, Phase, Warmup};
+use crate::trace::{ArrivalMode, Gates, Labels, Phase, Warmup};
 
 pub use build::{build_receipt, ReceiptOptions};
 
@@ -118,6 +118,10 @@ pub struct ContractInfo {
     pub default_class: Option<String>,
     /// SLO gates per class.
     pub classes: BTreeMap<String, Gates>,
+    /// `open-loop`, or `closed-loop` when `boundary.arrival` is `closed-loop`
+    /// or `workload.arrival` is `closed`: such a run is not SLA evidence
+    /// (docs/contract.md §10.2). Added within schema major version 1.
+    pub arrival_mode: ArrivalMode,
     /// Present only when the trace declares `boundary.arrival = "unknown"`:
     /// why the figures that need arrival instants are null, and which they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use crate::render::figures::{number_against, percent, percent_against};
 use crate::render::sweep::num;
 use crate::review::gate::{Check, Decision};
+use crate::trace::ArrivalMode;
 
 /// The measured value and the limit as shown: shares as percentages, other
 /// figures as numbers, with the digits that keep a failing value from
@@ -52,7 +53,20 @@ pub fn render(d: &Decision) -> String {
             let _ = writeln!(o, "    ({note})");
         }
     }
-    let failed: Vec<String> = d
+    let a = &d.arrival;
+    let rule = match (a.mode, a.closed_loop_allowed) {
+        (ArrivalMode::ClosedLoop, true) => "allowed by --allow-closed-loop",
+        (ArrivalMode::ClosedLoop, false) | (ArrivalMode::OpenLoop, _) => "= open-loop",
+    };
+    let _ = writeln!(
+        o,
+        "{:<16} {:>12}  {:<28} {}",
+        "arrival mode",
+        a.mode.as_str(),
+        rule,
+        if a.pass { "PASS" } else { "FAIL" }
+    );
+    let mut failed: Vec<String> = d
         .checks
         .iter()
         .filter(|c| !c.pass)
@@ -61,15 +75,25 @@ pub fn render(d: &Decision) -> String {
             None => c.name.to_owned(),
         })
         .collect();
+    if !a.pass {
+        failed.push("arrival mode".to_owned());
+    }
+    let total = d.checks.len() + 1;
     if d.admit {
-        let _ = writeln!(o, "ADMIT: all {} criteria pass", d.checks.len());
+        let _ = writeln!(o, "ADMIT: all {total} criteria pass");
     } else {
         let _ = writeln!(
             o,
-            "REFUSE: {} of {} criteria fail ({})",
+            "REFUSE: {} of {total} criteria fail ({})",
             failed.len(),
-            d.checks.len(),
             failed.join(", ")
+        );
+    }
+    if a.mode == ArrivalMode::ClosedLoop && !a.pass {
+        let _ = writeln!(
+            o,
+            "  closed-loop: each request was sent when an earlier one ended, so the server paced\n  \
+             its own load; not SLA evidence (docs/contract.md §10.2); --allow-closed-loop admits it"
         );
     }
     o.push_str(&super::diagnosis::render(&d.diagnosis));

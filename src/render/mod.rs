@@ -3,6 +3,7 @@
 //! where they go.
 
 pub mod compare;
+pub mod csv;
 pub mod diagnosis;
 pub mod figures;
 pub mod frontier;
@@ -11,8 +12,10 @@ pub mod import;
 pub mod intervals;
 pub mod json;
 pub mod mutate;
+pub mod number;
 pub mod record;
 pub mod report;
+pub mod rows;
 pub mod sweep;
 pub mod text;
 pub mod verify;

@@ -4,6 +4,13 @@
 use std::fmt::Write;
 
 use crate::receipt::{Block, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE};
+use crate::render::number::count;
+use crate::trace::ArrivalMode;
+
+/// The summary's second line for a closed-loop trace (docs/contract.md §10.2).
+pub const CLOSED_LOOP_WARNING: &str = "WARNING   closed-loop workload: each request was sent \
+    when an earlier one ended, so the server paced its own load; these figures are not \
+    evidence that an SLA holds at any offered rate (docs/contract.md §10.2)";
 
 /// An invalid row to list by position and id.
 #[derive(Clone, Debug, PartialEq)]
@@ -116,11 +123,17 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         "goodput {} receipt ({})",
         receipt.generator.version, receipt.schema
     );
+    if c.arrival_mode == ArrivalMode::ClosedLoop {
+        let _ = writeln!(o, "{}", wrap(CLOSED_LOOP_WARNING, 100, "          "));
+    }
     let _ = writeln!(o, "trace     sha256 {}", receipt.trace.sha256);
     let _ = writeln!(
         o,
-        "          {} bytes, {} rows; limits {} rows, {} bytes",
-        receipt.trace.bytes, receipt.trace.rows, receipt.limits.max_rows, receipt.limits.max_bytes
+        "          {} bytes, {}; limits {} rows, {} bytes",
+        receipt.trace.bytes,
+        count(receipt.trace.rows, "row"),
+        receipt.limits.max_rows,
+        receipt.limits.max_bytes
     );
     let token_note = match c.tpot_label.as_str() {
         "tpot" => "model tokens (TPOT)",
@@ -156,7 +169,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     for (i, (name, g)) in c.classes.iter().enumerate() {
         let head = if i == 0 { "gates" } else { "" };
         let default = if c.default_class.as_deref() == Some(name) {
-            " (default)"
+            " (for rows without a class)"
         } else {
             ""
         };

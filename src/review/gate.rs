@@ -5,15 +5,19 @@
 //! failure and censored shares must be at or below their ceilings; every tail
 //! limit given must hold (p95 at or below the limit). A figure that cannot be
 //! measured (a share of an empty cohort, a percentile of no completed rows)
-//! fails its criterion: no evidence is never an admission.
+//! fails its criterion: no evidence is never an admission. A closed-loop run
+//! is refused unless closed-loop evidence is allowed explicitly
+//! (docs/contract.md §10.2).
 //!
 //! The criteria are decimals as written and every comparison is exact
 //! ([`super::exact`], docs/contract.md §9.2): a goodput equal to the
 //! requirement refuses whatever binary rounding would have said.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::receipt::{Block, Receipt};
+use crate::trace::ArrivalMode;
 
 use super::exact::{self, Decimal};
 
@@ -45,6 +49,8 @@ pub struct Criteria {
     pub max_recovery_s: Option<f64>,
     /// Limits of several classes in one run (release criteria, `--class-limits`).
     pub class_limits: Vec<super::release_gate::ClassLimits>,
+    /// Admit a closed-loop run (its latencies are then taken as evidence anyway).
+    pub allow_closed_loop: bool,
 }
 
 /// Why the criteria cannot be applied (a usage error, exit status 2).
@@ -115,7 +121,7 @@ impl Criteria {
 }
 
 /// One criterion's line.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Check {
     /// What is measured, e.g. `goodput/s`.
@@ -138,17 +144,32 @@ pub struct Check {
     pub note: Option<String>,
 }
 
+/// The arrival-mode criterion: the run must be open-loop, unless closed-loop
+/// evidence is allowed explicitly.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArrivalCheck {
+    /// The mode the receipt judged.
+    pub mode: ArrivalMode,
+    /// Whether closed-loop evidence was allowed (`--allow-closed-loop`).
+    pub closed_loop_allowed: bool,
+    /// Whether the criterion holds.
+    pub pass: bool,
+}
+
 /// The admission decision.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Decision {
     /// The class judged, or null for all rows.
     pub class: Option<String>,
     /// The trace the receipt was made from.
     pub trace_sha256: String,
-    /// One line per criterion.
+    /// One line per numeric criterion.
     pub checks: Vec<Check>,
-    /// Every criterion holds.
+    /// The arrival-mode criterion.
+    pub arrival: ArrivalCheck,
+    /// Every criterion holds (the numeric ones and the arrival mode).
     pub admit: bool,
     /// The receipt's `contract.arrivalsUnknown`, when its trace declares its
     /// arrival instants unknown (no criterion here needs them; said anyway).
@@ -237,6 +258,12 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     if let Some(limit) = &criteria.max_p95_e2e_ms {
         checks.push(latency("p95 e2e ms", block.latency.e2e_ms.p95, limit));
     }
+    let mode = receipt.contract.arrival_mode;
+    let arrival = ArrivalCheck {
+        mode,
+        closed_loop_allowed: criteria.allow_closed_loop,
+        pass: mode == ArrivalMode::OpenLoop || criteria.allow_closed_loop,
+    };
     checks.extend(super::release_gate::release_checks(
         receipt, block, criteria,
     ));
@@ -244,8 +271,9 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     Ok(Decision {
         class: criteria.class.clone(),
         trace_sha256: receipt.trace.sha256.clone(),
-        admit: checks.iter().all(|c| c.pass),
+        admit: checks.iter().all(|c| c.pass) && arrival.pass,
         checks,
+        arrival,
         arrivals_unknown: receipt.contract.arrivals_unknown.clone(),
         diagnosis: super::diagnosis::diagnose(receipt),
     })

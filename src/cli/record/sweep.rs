@@ -33,7 +33,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::record::request::PromptSource;
 use crate::record::{Plan, Written};
-use crate::render::record::frontier_command;
+use crate::render::record::frontier_next;
 use crate::trace::Scalar;
 
 use crate::cli::exit::EXIT_OK;
@@ -142,7 +142,7 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
             )?;
             if cooldown(args.cooldown).is_err() {
                 if !written.is_empty() {
-                    say(stdout, &format!("next: {}\n", frontier_command(&written)))?;
+                    say(stdout, &frontier_next(&written))?;
                 }
                 return Err(Error::InterruptedSweep {
                     written: written.into_iter().map(|(p, _)| p).collect(),
@@ -165,13 +165,13 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
             Err(Error::Interrupted { path, rows }) => {
                 let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
                 written.push((path.clone(), Written { rows, bytes }));
-                say(stdout, &format!("next: {}\n", frontier_command(&written)))?;
+                say(stdout, &frontier_next(&written))?;
                 return Err(Error::Interrupted { path, rows });
             }
             Err(e) => return Err(e),
         }
     }
-    say(stdout, &format!("next: {}\n", frontier_command(&written)))?;
+    say(stdout, &frontier_next(&written))?;
     Ok(EXIT_OK)
 }
 

@@ -32,7 +32,10 @@ pub enum Error {
     #[error("usage: {0}")]
     Usage(String),
     /// Ctrl-C stopped `record`; the trace was still written.
-    #[error("interrupted: wrote {rows} rows to {path} (unfinished requests are in_flight)")]
+    #[error(
+        "interrupted: wrote {} to {path} (unfinished requests are in_flight)",
+        crate::render::number::count(*rows as u64, "row")
+    )]
     Interrupted {
         /// Where the trace went.
         path: String,

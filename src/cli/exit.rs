@@ -59,7 +59,9 @@ impl Error {
                 limit,
                 size: None,
             }) => format!(
-                "rejected: {path} is over the limit of {limit} bytes (raise it with --max-bytes)"
+                "rejected: {path} is over the limit of {limit} bytes \
+                 (raise it with --max-bytes or {})",
+                crate::trace::Limits::BYTES_VARIABLE
             ),
             other => other.to_string(),
         }

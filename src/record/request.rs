@@ -103,6 +103,26 @@ impl PromptSource {
         }
     }
 
+    /// The same prompts in the order drawn by `seed`: a list is permuted
+    /// (Fisher–Yates over ChaCha8 seeded with `seed`, stream 0) and then used
+    /// cyclically as before; random prompts are already drawn per request
+    /// from their own seed and are returned unchanged. A rate sweep gives
+    /// each point its own seed, so no two points send a list in the same
+    /// order and a prefix cache cannot carry one point into the next.
+    pub fn in_seeded_order(&self, seed: u64) -> PromptSource {
+        match self {
+            PromptSource::Random { .. } => self.clone(),
+            PromptSource::List(list) => {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let mut order: Vec<Prompt> = list.as_ref().clone();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, rng.random_range(0..=i));
+                }
+                PromptSource::List(Arc::new(order))
+            }
+        }
+    }
+
     /// A short description for `workload.prompts` (never a path or the text).
     pub fn describe(&self) -> String {
         match self {

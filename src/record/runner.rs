@@ -6,8 +6,9 @@
 //! then spawns request `i` on the runtime. It never waits for an earlier
 //! request, and there is no connection cap.
 //!
-//! Closed loop: `C` workers each send, wait for the ending, and send again,
-//! until the window ends.
+//! Closed loop: `C` workers wait for t0, then each sends (stamped with the
+//! instant it sends), waits for the ending, and sends again, until the
+//! window ends.
 //!
 //! Observation stops at the horizon (window end + grace) or at an interrupt:
 //! the cancellation signal goes out, every request still running reports
@@ -234,6 +235,10 @@ pub async fn run<T: Transport>(
                 let issued = issued.clone();
                 let stopped = stopped.clone();
                 tokio::spawn(async move {
+                    // Every timestamp counts from t0, and the clock reads 0
+                    // before it: a worker that sent early would be stamped
+                    // later than its real send. So the workers start at t0.
+                    tokio::time::sleep_until(shared.clock.at(0.0)).await;
                     loop {
                         let now = shared.clock.now_ms();
                         if stopped.load(Ordering::Relaxed)

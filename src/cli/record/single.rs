@@ -35,7 +35,7 @@ fn write_trace(
     })?;
     let figures = summary::figures(&doc.rows, plan.open_loop());
     let interrupted = outcome.interrupted_at_ms.is_some();
-    let text = crate::render::record::render(&figures, &path, bytes, interrupted);
+    let text = crate::render::record::render(&figures, &path, bytes, interrupted, doc.tokens);
     emit(stdout, text.as_bytes())?;
     if interrupted {
         return Err(Error::Interrupted {

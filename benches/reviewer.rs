@@ -1,4 +1,4 @@
-//! Reviewer-tool cost on a 1,000,000-row trace (issue 3's budget):
+//! Reviewer-tool cost on a 1,000,000-row trace (the budget of the reviewer tools):
 //! the 21-alternative sweep must cost at most 2× one analysis, the 7×7×7 grid
 //! at most 5×. Run with `cargo bench --bench reviewer`.
 //!
@@ -11,7 +11,7 @@ use std::fmt::Write;
 use std::time::{Duration, Instant};
 
 use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
+use goodput::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
 use goodput::trace::Limits;
 
 const ROWS: u64 = 1_000_000;

@@ -3,7 +3,10 @@
 //! This is the one function the CLI, the sweep, the mutation check and the
 //! verifier call, so they can never count differently.
 
-use crate::receipt::{build_receipt, Receipt, ReceiptOptions};
+use crate::intervals::Confidence;
+use crate::receipt::build::row_verdicts;
+use crate::receipt::release::{self, ReleaseOptions};
+use crate::receipt::{build_receipt, Receipt, ReceiptOptions, RowVerdict};
 use crate::render::text::InvalidRow;
 use crate::trace::{self, Limits, Rejection, Trace};
 use crate::verdict::{judge_trace, Judgement, Verdict};
@@ -31,6 +34,15 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// One verdict per row, in trace order (the receipt's `rows` when it has
+    /// them): what the per-row text table and the CSV show.
+    pub fn row_verdicts(&self) -> Vec<RowVerdict> {
+        match &self.receipt.rows {
+            Some(rows) => rows.clone(),
+            None => row_verdicts(&self.trace, &self.judgements),
+        }
+    }
+
     /// The invalid rows, by position, with their ids and reasons (for people:
     /// the text summary lists them).
     pub fn invalid_rows(&self) -> Vec<InvalidRow> {
@@ -51,21 +63,45 @@ impl Analysis {
     }
 }
 
-/// Validates, judges and aggregates one trace.
+/// Validates, judges and aggregates one trace (intervals at the default 95 %).
 pub fn analyze_bytes(bytes: &[u8], options: AnalyzeOptions) -> Result<Analysis, Rejection> {
-    judge_and_count(trace::load(bytes, options.limits)?, options)
+    analyze_bytes_at(bytes, options, Confidence::default())
+}
+
+/// Like [`analyze_bytes`], with the receipt's intervals at `confidence`.
+pub fn analyze_bytes_at(
+    bytes: &[u8],
+    options: AnalyzeOptions,
+    confidence: Confidence,
+) -> Result<Analysis, Rejection> {
+    judge_and_count(trace::load(bytes, options.limits)?, options, confidence)
 }
 
 /// Like [`analyze_bytes`], but takes the bytes by value and frees them as soon
 /// as they are hashed and parsed, so a large trace's text never shares the
 /// heap with its judgements (this is what the CLI does).
 pub fn analyze_owned(bytes: Vec<u8>, options: AnalyzeOptions) -> Result<Analysis, Rejection> {
-    let trace = trace::load(&bytes, options.limits)?;
-    drop(bytes);
-    judge_and_count(trace, options)
+    analyze_owned_at(bytes, options, Confidence::default())
 }
 
-fn judge_and_count(trace: Trace, options: AnalyzeOptions) -> Result<Analysis, Rejection> {
+/// Like [`analyze_owned`], with the receipt's intervals at `confidence`.
+pub fn analyze_owned_at(
+    bytes: Vec<u8>,
+    options: AnalyzeOptions,
+    confidence: Confidence,
+) -> Result<Analysis, Rejection> {
+    let trace = trace::load(&bytes, options.limits)?;
+    drop(bytes);
+    judge_and_count(trace, options, confidence)
+}
+
+/// Judges an already validated trace and builds its receipt (the comparison
+/// re-judges a trace under another run's gates with this).
+pub fn judge_and_count(
+    trace: Trace,
+    options: AnalyzeOptions,
+    confidence: Confidence,
+) -> Result<Analysis, Rejection> {
     let judgements = judge_trace(&trace);
     if options.strict {
         if let Some((i, set)) = judgements
@@ -83,7 +119,25 @@ fn judge_and_count(trace: Trace, options: AnalyzeOptions) -> Result<Analysis, Re
             ));
         }
     }
-    let receipt = build_receipt(&trace, &judgements, ReceiptOptions { rows: options.rows });
+    let mut receipt = build_receipt(
+        &trace,
+        &judgements,
+        ReceiptOptions {
+            rows: options.rows,
+            confidence,
+        },
+    );
+    // The trace's own burst phase and resources; a command with release
+    // flags attaches them again with its options. The default options
+    // name no phase explicitly, so this cannot fail.
+    if let Err(e) = release::attach(
+        &mut receipt,
+        &trace,
+        &judgements,
+        &ReleaseOptions::default(),
+    ) {
+        return Err(Rejection::at("", e));
+    }
     Ok(Analysis {
         trace,
         judgements,

@@ -341,7 +341,7 @@ const DELAYS_MS: [&[f64]; 2] = [&[0.0, 30.0, 60.0], &[0.0, 20.0, 20.0]];
 fn by_session(trace: &Value) -> std::collections::BTreeMap<u64, Vec<&Value>> {
     let mut out: std::collections::BTreeMap<u64, Vec<&Value>> = Default::default();
     for row in rows(trace) {
-        out.entry(label(row, "session").unwrap() as u64)
+        out.entry(row["labels"]["session"].as_str().unwrap().parse().unwrap())
             .or_default()
             .push(row);
     }

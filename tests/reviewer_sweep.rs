@@ -2,7 +2,7 @@
 //! properties tying every sweep line to what `analyze` counts.
 
 use goodput::analyze::{analyze_bytes, Analysis, AnalyzeOptions};
-use goodput::sweep::{sweep, SweepEntry, SweepError, SweepPlan, DEFAULT_FACTORS};
+use goodput::review::sweep::{sweep, SweepEntry, SweepError, SweepPlan, DEFAULT_FACTORS};
 use goodput::trace::Limits;
 use proptest::prelude::*;
 use serde_json::{json, Value};

@@ -1,7 +1,8 @@
 //! The frontier of a rate sweep: goodput against offered load, the **knee**
 //! and the **capacity at an attainment target**, computed from one receipt per
 //! offered rate. Pure: receipts in, a [`Frontier`] out; reading files is
-//! [`command`]'s job and drawing it is `render::frontier`'s.
+//! the command-line layer's job (`cli::frontier`) and drawing it is
+//! `render::frontier`'s.
 //!
 //! Every figure of a point is copied from its receipt (the selected class's
 //! block, or `all`), so the frontier can never count differently from
@@ -57,8 +58,6 @@
 //! Lower steps that fell below the target while a higher one met it are
 //! listed (`belowTargetUnderCapacity`): a pass share that is not monotone in
 //! load is a warning that the points are noisy.
-
-pub mod command;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -128,12 +127,21 @@ pub struct FrontierPoint {
     pub cohort: u64,
     /// cohort / window s: the offered load actually measured.
     pub offered_per_s: f64,
-    /// (pass + miss) / window s.
+    /// (pass + miss) / window s (completions in the grace period included).
     pub completed_per_s: f64,
+    /// Served throughput: (pass + miss) per second from the first to the
+    /// last completion (`rates.servedPerS`); what the server kept up with,
+    /// whatever the grace period. Null with fewer than two completions.
+    #[serde(default)]
+    pub served_per_s: Option<f64>,
     /// pass / window s.
     pub goodput_per_s: f64,
     /// pass / cohort; null for an empty cohort.
     pub pass_share: Option<f64>,
+    /// Exact Poisson interval of goodput/s (the receipt's `intervals.goodputPerS`).
+    pub goodput_interval: crate::intervals::Interval,
+    /// Wilson score interval of the pass share; null for an empty cohort.
+    pub pass_share_interval: Option<crate::intervals::Interval>,
     /// failed / cohort; null for an empty cohort.
     pub failure_share: Option<f64>,
     /// censored / cohort; null for an empty cohort.
@@ -147,7 +155,7 @@ pub struct FrontierPoint {
     /// Little's-law in-flight estimate: completed/s × mean E2E (λ·W).
     pub littles_in_flight: Option<f64>,
     /// Measured time-averaged in-flight requests over the window (L).
-    pub in_flight_mean: f64,
+    pub in_flight_mean: Option<f64>,
 }
 
 /// A signal that says where the load went at the knee.
@@ -274,8 +282,11 @@ fn point(label: &str, receipt: &Receipt, block: &Block) -> FrontierPoint {
         cohort: block.counts.cohort,
         offered_per_s: r.offered_per_s,
         completed_per_s: r.completed_per_s,
+        served_per_s: r.served_per_s,
         goodput_per_s: r.goodput_per_s,
         pass_share: r.pass_share,
+        goodput_interval: block.intervals.goodput_per_s,
+        pass_share_interval: block.intervals.pass_share,
         failure_share: r.failure_share,
         censored_share: r.censored_share,
         p95_ttft_ms: block.latency.ttft_ms.p95,

@@ -3,13 +3,15 @@
 
 use std::collections::BTreeMap;
 
+use crate::intervals::{self, poisson_exact, quantile_interval, wilson, Confidence, Interval};
 use crate::stats::{summarize, summarize_sorted, Summary};
 use crate::trace::{Labels, RawRow, RawStatus, Slot, Trace};
 use crate::verdict::{Censor, Exclusion, Judgement, Verdict};
 
 use super::{
-    Block, ContractInfo, Counts, Generator, LatencyBlock, LatencySummary, LimitsInfo, LittlesLaw,
-    Rates, Reasons, Receipt, Results, RowVerdict, TraceInfo, WindowInfo, RECEIPT_SCHEMA,
+    Block, BlockIntervals, ContractInfo, Counts, Generator, IntervalContract, LatencyBlock,
+    LatencySummary, LimitsInfo, LittlesLaw, PercentileIntervals, Rates, Reasons, Receipt, Results,
+    RowVerdict, TraceInfo, WindowInfo, RECEIPT_SCHEMA,
 };
 
 /// From this many rows on, the tally runs on two threads.
@@ -39,6 +41,8 @@ fn tally(
 pub struct ReceiptOptions {
     /// Include per-row verdicts (`--rows`).
     pub rows: bool,
+    /// The level of every block's intervals (`--confidence`).
+    pub confidence: Confidence,
 }
 
 /// Running totals for one block. Rows whose class does not resolve are all
@@ -60,6 +64,39 @@ struct Tally {
     busy: FixedSum,
     /// Failed cohort rows with no `endedMs`.
     unknown_end: u64,
+    /// Earliest and latest `completedMs` of pass and miss rows (served throughput).
+    completions: Span,
+}
+
+/// The earliest and latest of a set of instants; min and max do not depend
+/// on the order the rows come in, so the receipt stays deterministic.
+#[derive(Clone, Copy, Debug, Default)]
+struct Span(Option<(f64, f64)>);
+
+impl Span {
+    fn add(&mut self, t: f64) {
+        self.0 = Some(match self.0 {
+            None => (t, t),
+            Some((lo, hi)) => (lo.min(t), hi.max(t)),
+        });
+    }
+
+    fn absorb(&mut self, other: Span) {
+        if let Some((lo, hi)) = other.0 {
+            self.add(lo);
+            self.add(hi);
+        }
+    }
+
+    /// The rate of `n` events spread over the span (docs/contract.md §7.6
+    /// `servedPerS`): the first event opens the span, so `n` events are
+    /// `n − 1` gaps, and a steady stream at r per second reads exactly r.
+    /// `None` with fewer than two events or a zero span.
+    fn rate_per_s(self, n: u64) -> Option<f64> {
+        let (lo, hi) = self.0?;
+        let span_s = (hi - lo) / 1000.0;
+        (n >= 2 && span_s > 0.0).then(|| (n - 1) as f64 / span_s)
+    }
 }
 
 /// A sum of milliseconds in fixed point (units of 2^-32 ms, in an i128).
@@ -147,6 +184,9 @@ impl Tally {
             }
             Verdict::Pass(m) | Verdict::Miss(m, _) => {
                 c.cohort += 1;
+                if let Some(done) = row.completed_ms.value() {
+                    self.completions.add(done.min(clip.horizon_ms));
+                }
                 self.output_tokens += m.output_tokens;
                 self.ttft.push(m.ttft_ms);
                 self.e2e.push(m.e2e_ms);
@@ -206,9 +246,14 @@ impl Tally {
         self.good_tokens += other.good_tokens;
         self.unknown_end += other.unknown_end;
         self.busy.0 += other.busy.0;
+        self.completions.absorb(other.completions);
     }
 
-    fn finish(self, trace: &Trace, latency: LatencyBlock) -> Block {
+    fn finish(self, trace: &Trace, latency: Latency, confidence: Confidence) -> Block {
+        let Latency {
+            summaries: latency,
+            intervals: percentiles,
+        } = latency;
         let busy_ms = self.busy.value();
         let window_s = trace.contract.window_s();
         let c = self.counts;
@@ -222,6 +267,7 @@ impl Tally {
             good_tokens_per_s: self.good_tokens as f64 / window_s,
             failure_share: share(c.failed),
             censored_share: share(c.censored),
+            served_per_s: self.completions.rate_per_s(c.pass + c.miss),
         };
         let mut reasons = self.reasons;
         reasons.failure = self
@@ -235,18 +281,61 @@ impl Tally {
             .map(|(name, n)| (name.to_owned(), n))
             .collect();
         let littles_law = littles_law(
-            busy_ms / (window_s * 1000.0),
+            (!trace.contract.arrivals_unknown()).then(|| busy_ms / (window_s * 1000.0)),
             rates.completed_per_s,
             latency.e2e_ms.mean,
             self.unknown_end,
         );
+        let intervals = block_intervals(c, window_s, percentiles, confidence);
         Block {
             counts: c,
             rates,
             latency,
             reasons,
             littles_law,
+            intervals,
         }
+    }
+}
+
+/// The share and rate intervals of one block's counts, beside its
+/// percentile intervals (computed where the values are sorted).
+fn block_intervals(
+    c: Counts,
+    window_s: f64,
+    percentiles: [PercentileIntervals; 3],
+    confidence: Confidence,
+) -> BlockIntervals {
+    let share = |part: u64| wilson(part, c.cohort, confidence);
+    let goodput = poisson_exact(c.pass, confidence);
+    let [ttft_ms, tpot_ms, e2e_ms] = percentiles;
+    BlockIntervals {
+        pass_share: share(c.pass),
+        failure_share: share(c.failed),
+        censored_share: share(c.censored),
+        goodput_per_s: Interval {
+            lower: goodput.lower / window_s,
+            upper: goodput.upper / window_s,
+        },
+        ttft_ms,
+        tpot_ms,
+        e2e_ms,
+    }
+}
+
+/// One block's latency summaries with the intervals of their percentiles
+/// (TTFT, TPOT, E2E).
+struct Latency {
+    summaries: LatencyBlock,
+    intervals: [PercentileIntervals; 3],
+}
+
+/// The p50/p95/p99 intervals of ascending `sorted` values.
+fn percentile_intervals(sorted: &[f64], confidence: Confidence) -> PercentileIntervals {
+    PercentileIntervals {
+        p50: quantile_interval(sorted, 50, confidence),
+        p95: quantile_interval(sorted, 95, confidence),
+        p99: quantile_interval(sorted, 99, confidence),
     }
 }
 
@@ -255,7 +344,7 @@ impl Tally {
 /// on its own thread; the `all` values are the classes' sorted runs
 /// concatenated and merged by a stable sort (which detects and merges runs in
 /// linear time), never a second full sort.
-fn latency_blocks(classes: &mut [Tally]) -> (Vec<LatencyBlock>, LatencyBlock) {
+fn latency_blocks(classes: &mut [Tally], confidence: Confidence) -> (Vec<Latency>, Latency) {
     let mut columns: Vec<Vec<&mut Vec<f64>>> = vec![Vec::new(), Vec::new(), Vec::new()];
     for tally in classes.iter_mut() {
         let Tally {
@@ -268,7 +357,7 @@ fn latency_blocks(classes: &mut [Tally]) -> (Vec<LatencyBlock>, LatencyBlock) {
     let summaries: Vec<ColumnSummary> = std::thread::scope(|scope| {
         let handles: Vec<_> = columns
             .into_iter()
-            .map(|column| scope.spawn(move || summarize_column(column)))
+            .map(|column| scope.spawn(move || summarize_column(column, confidence)))
             .collect();
         handles
             .into_iter()
@@ -278,45 +367,66 @@ fn latency_blocks(classes: &mut [Tally]) -> (Vec<LatencyBlock>, LatencyBlock) {
             })
             .collect()
     });
-    let block = |pick: &dyn Fn(&ColumnSummary) -> Summary| LatencyBlock {
-        ttft_ms: summary(pick(&summaries[0])),
-        tpot_ms: summary(pick(&summaries[1])),
-        e2e_ms: summary(pick(&summaries[2])),
+    let block = |pick: &dyn Fn(&ColumnSummary) -> &MetricSummary| {
+        let [ttft, tpot, e2e] = [0, 1, 2].map(|m| pick(&summaries[m]));
+        Latency {
+            summaries: LatencyBlock {
+                ttft_ms: summary(ttft.0),
+                tpot_ms: summary(tpot.0),
+                e2e_ms: summary(e2e.0),
+            },
+            intervals: [ttft.1.clone(), tpot.1.clone(), e2e.1.clone()],
+        }
     };
-    let per_class = (0..classes.len()).map(|i| block(&|s| s.0[i])).collect();
-    (per_class, block(&|s| s.1))
+    let per_class = (0..classes.len()).map(|i| block(&|s| &s.0[i])).collect();
+    (per_class, block(&|s| &s.1))
 }
 
+/// One metric's summary with its percentile intervals.
+type MetricSummary = (Summary, PercentileIntervals);
+
 /// One metric's summaries: per class, and for all classes together.
-type ColumnSummary = (Vec<Summary>, Summary);
+type ColumnSummary = (Vec<MetricSummary>, MetricSummary);
 
 /// One metric across classes: each class sorted and summarised, then the
 /// sorted runs merged for `all`.
-fn summarize_column(column: Vec<&mut Vec<f64>>) -> ColumnSummary {
+fn summarize_column(column: Vec<&mut Vec<f64>>, confidence: Confidence) -> ColumnSummary {
     let mut per_class = Vec::with_capacity(column.len());
     let mut merged: Vec<f64> = Vec::with_capacity(column.iter().map(|v| v.len()).sum());
     for values in column {
-        per_class.push(summarize(values));
+        let summary = summarize(values);
+        per_class.push((summary, percentile_intervals(values, confidence)));
         merged.extend_from_slice(values);
         *values = Vec::new();
     }
     merged.sort_by(f64::total_cmp);
-    (per_class, summarize_sorted(&merged))
+    let all = (
+        summarize_sorted(&merged),
+        percentile_intervals(&merged, confidence),
+    );
+    (per_class, all)
 }
 
 /// The occupancy ratio outside which a run is called not steady.
 const STEADY_RATIO: (f64, f64) = (0.8, 1.25);
 
 fn littles_law(
-    in_flight_mean: f64,
+    in_flight_mean: Option<f64>,
     completed_per_s: f64,
     mean_e2e_ms: Option<f64>,
     unknown_end: u64,
 ) -> LittlesLaw {
     let predicted = mean_e2e_ms.map(|w| completed_per_s * w / 1000.0);
-    let ratio = predicted.filter(|p| *p > 0.0).map(|p| in_flight_mean / p);
+    let ratio = in_flight_mean
+        .zip(predicted.filter(|p| *p > 0.0))
+        .map(|(l, p)| l / p);
     let steady_state = ratio.map(|r| (STEADY_RATIO.0..=STEADY_RATIO.1).contains(&r));
     let note = match ratio {
+        _ if in_flight_mean.is_none() => Some(
+            "not measured: arrival times are unknown (boundary.arrival = \"unknown\"), so no \
+             request's time in flight is known"
+                .to_owned(),
+        ),
         Some(r) if r > STEADY_RATIO.1 => Some(format!(
             "not steady: {r:.2}x more requests were in flight than throughput x latency \
              explains (a growing queue, work cut off at the horizon, or failures holding slots)"
@@ -388,13 +498,14 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
     for tally in &per_class {
         all.absorb(tally);
     }
-    let (class_latency, all_latency) = latency_blocks(&mut per_class);
+    let confidence = options.confidence;
+    let (class_latency, all_latency) = latency_blocks(&mut per_class, confidence);
     let classes = contract
         .classes
         .keys()
         .cloned()
         .zip(per_class.into_iter().zip(class_latency))
-        .map(|(name, (tally, latency))| (name, tally.finish(trace, latency)))
+        .map(|(name, (tally, latency))| (name, tally.finish(trace, latency, confidence)))
         .collect();
     let rows = options.rows.then(|| row_verdicts(trace, judgements));
     Receipt {
@@ -415,6 +526,12 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         contract: ContractInfo {
             equality: contract.equality.as_str().to_owned(),
             percentile_method: "nearest-rank".to_owned(),
+            intervals: IntervalContract {
+                confidence: confidence.level(),
+                share: intervals::method::SHARE.to_owned(),
+                rate: intervals::method::RATE.to_owned(),
+                quantile: intervals::method::QUANTILE.to_owned(),
+            },
             tokens: contract.tokens.as_str().to_owned(),
             tpot_label: contract.tokens.tpot_label().to_owned(),
             boundary: contract.boundary.clone(),
@@ -428,17 +545,27 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             warmup: contract.warmup,
             default_class: contract.default_class.clone(),
             classes: contract.classes.clone(),
+            arrival_mode: contract.arrival_mode(),
+            arrivals_unknown: contract
+                .arrivals_unknown()
+                .then(|| super::ARRIVALS_UNKNOWN_NOTE.to_owned()),
+            phases: contract.phases.clone(),
+            resources: None,
         },
         results: Results {
-            all: all.finish(trace, all_latency),
+            all: all.finish(trace, all_latency, confidence),
             classes,
         },
         rows,
         sweep: None,
+        recovery: None,
+        cost: None,
     }
 }
 
-fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
+/// One verdict per row, in trace order: what `--rows` embeds in the receipt,
+/// and what the per-row text table and CSV show.
+pub fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
     let class_names: Vec<&String> = trace.contract.classes.keys().collect();
     trace
         .rows

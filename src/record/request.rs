@@ -24,6 +24,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::trace::Scalar;
+
 /// Which OpenAI endpoint family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Api {
@@ -58,6 +60,9 @@ pub struct Prompt {
     pub text: String,
     /// An explicit SLO class, if the source named one.
     pub class: Option<String>,
+    /// Its length in model tokens, when `--tokenizer` counted it before the
+    /// run (the row's `promptTokens`).
+    pub tokens: Option<u32>,
 }
 
 /// Where prompts come from.
@@ -103,16 +108,22 @@ impl PromptSource {
                     }
                     text.push_str(VOCABULARY[rng.random_range(0..VOCABULARY.len())]);
                 }
-                Prompt { text, class: None }
+                Prompt {
+                    text,
+                    class: None,
+                    tokens: None,
+                }
             }
             PromptSource::List(list) => list[index % list.len()].clone(),
             PromptSource::Recipes(set) => Prompt {
                 text: set.text(index),
                 class: None,
+                tokens: None,
             },
             PromptSource::Sessions(set) => Prompt {
                 text: set.turn_text(index).to_owned(),
                 class: None,
+                tokens: None,
             },
         }
     }
@@ -120,12 +131,48 @@ impl PromptSource {
     /// What request `index` carries besides its text (`max_tokens`, labels).
     pub fn extras(&self, index: usize) -> super::workload::Extras {
         match self {
-            PromptSource::Random { .. } | PromptSource::List(_) => Default::default(),
+            PromptSource::Random { .. } => Default::default(),
+            PromptSource::List(list) => {
+                let mut extras = super::workload::Extras::default();
+                if let Some(n) = list[index % list.len()].tokens {
+                    extras
+                        .labels
+                        .insert("promptTokens".into(), Scalar::Number(f64::from(n)));
+                }
+                extras
+            }
             PromptSource::Recipes(set) => set.extras(index),
             PromptSource::Sessions(set) => super::workload::Extras {
                 max_tokens: set.max_tokens.get(index).copied().flatten(),
                 labels: set.labels(index),
             },
+        }
+    }
+
+    /// The same prompts in the order drawn by `seed`: a list is permuted
+    /// (Fisher–Yates over ChaCha8 seeded with `seed`, stream 0) and then used
+    /// cyclically as before; random prompts are already drawn per request
+    /// from their own seed and are returned unchanged, and so are prepared
+    /// prompts (drawn per request from the seed); multi-turn sessions play
+    /// their conversations in a seeded order. A rate sweep gives
+    /// each point its own seed, so no two points send a list in the same
+    /// order and a prefix cache cannot carry one point into the next.
+    pub fn in_seeded_order(&self, seed: u64) -> PromptSource {
+        match self {
+            PromptSource::Random { .. } => self.clone(),
+            PromptSource::List(list) => {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let mut order: Vec<Prompt> = list.as_ref().clone();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, rng.random_range(0..=i));
+                }
+                PromptSource::List(Arc::new(order))
+            }
+            // Prepared prompts are drawn per request from the point's seed.
+            PromptSource::Recipes(_) => self.clone(),
+            PromptSource::Sessions(set) => {
+                PromptSource::Sessions(Arc::new(set.in_seeded_order(seed)))
+            }
         }
     }
 
@@ -199,10 +246,15 @@ pub fn load_jsonl(path: &Path) -> Result<Vec<Prompt>, PromptError> {
             message: format!("expected a JSON string or {{\"prompt\": \"…\"}} ({e})"),
         })?;
         out.push(match parsed {
-            JsonlLine::Text(text) => Prompt { text, class: None },
+            JsonlLine::Text(text) => Prompt {
+                text,
+                class: None,
+                tokens: None,
+            },
             JsonlLine::Object { prompt, class } => Prompt {
                 text: prompt,
                 class,
+                tokens: None,
             },
         });
     }
@@ -218,6 +270,27 @@ pub fn prompt_hash(text: &str) -> String {
     digest[..6].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What a row's error text becomes when it repeats the prompt.
+pub const WITHHELD_ERROR_TEXT: &str = "(withheld: it repeats the prompt)";
+
+/// Characters compared at a time by [`echoes_prompt`]: any run of at least
+/// `2 × ECHO_WINDOW_CHARS − 1` characters of the prompt is caught.
+const ECHO_WINDOW_CHARS: usize = 12;
+
+/// Whether a server's error text repeats part of the prompt, as sent or
+/// JSON-escaped (validation errors often echo the request body). Prompts
+/// never reach the trace, so such a text is withheld from the row. Checks
+/// the text's windows of [`ECHO_WINDOW_CHARS`] characters that start at
+/// multiples of it: a few substring searches for a 200-character text.
+pub fn echoes_prompt(text: &str, prompt: &str) -> bool {
+    let escaped = serde_json::to_string(prompt).unwrap_or_default();
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks_exact(ECHO_WINDOW_CHARS)
+        .map(|w| w.iter().collect::<String>())
+        .any(|w| prompt.contains(&w) || escaped.contains(&w))
+}
+
 /// The fixed part of every request body.
 #[derive(Debug, Clone)]
 pub struct BodyTemplate {
@@ -229,6 +302,8 @@ pub struct BodyTemplate {
     pub max_tokens: Option<u32>,
     /// `ignore_eos` (a vLLM extension), sent only when set.
     pub ignore_eos: bool,
+    /// `--extra-body` members, merged into every body.
+    pub extra: super::extra_body::ExtraBody,
 }
 
 #[derive(Serialize)]
@@ -314,13 +389,34 @@ impl BodyTemplate {
             ignore_eos: self.ignore_eos,
         };
         // Serializing strings and integers into a Vec cannot fail.
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        Bytes::from(self.extra.merge_into(body))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_text_repeating_23_characters_of_the_prompt_is_caught() {
+        let prompt = "Summarize: \"the quick brown fox\" jumps over the lazy dog";
+        // Any 23-character run of the prompt holds a whole aligned window.
+        for start in 0..prompt.len() - 23 {
+            let pad = "x".repeat(start % ECHO_WINDOW_CHARS);
+            let text = format!("{pad}{}!", &prompt[start..start + 23]);
+            assert!(echoes_prompt(&text, prompt), "{text}");
+        }
+        // JSON-escaped, as a validation error would show it.
+        let echoed =
+            r#"{"detail":[{"input":{"messages":[{"content":"Summarize: \"the quick brown fox\""#;
+        assert!(echoes_prompt(echoed, prompt));
+        assert!(!echoes_prompt(
+            "maximum context length is 4096 tokens",
+            prompt
+        ));
+        assert!(!echoes_prompt("", prompt));
+    }
 
     #[test]
     fn random_prompts_are_reproducible_distinct_and_of_the_asked_length() {
@@ -346,6 +442,7 @@ mod tests {
             model: "m".into(),
             max_tokens: Some(64),
             ignore_eos: true,
+            extra: Default::default(),
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("hi \"there\"")).unwrap();
         assert_eq!(
@@ -358,11 +455,14 @@ mod tests {
             model: "m".into(),
             max_tokens: None,
             ignore_eos: false,
+            extra: super::super::extra_body::ExtraBody::parse(r#"{"temperature":0.5}"#, None, None)
+                .unwrap(),
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("x")).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true}})
+            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true},
+                "temperature": 0.5})
         );
     }
 
@@ -386,14 +486,16 @@ mod tests {
             got[0],
             Prompt {
                 text: "one".into(),
-                class: None
+                class: None,
+                tokens: None
             }
         );
         assert_eq!(
             got[1],
             Prompt {
                 text: "two".into(),
-                class: Some("batch".into())
+                class: Some("batch".into()),
+                tokens: None
             }
         );
         std::fs::write(&p, "\"ok\"\n{\"nope\": 1}\n").unwrap();

@@ -6,8 +6,9 @@
 //! then spawns request `i` on the runtime. It never waits for an earlier
 //! request, and there is no connection cap.
 //!
-//! Closed loop: `C` workers each send, wait for the ending, and send again,
-//! until the window ends.
+//! Closed loop: `C` workers wait for t0, then each sends (stamped with the
+//! instant it sends), waits for the ending, and sends again, until the
+//! window ends.
 //!
 //! Observation stops at the horizon (window end + grace) or at an interrupt:
 //! the cancellation signal goes out, every request still running reports
@@ -24,8 +25,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::client::Transport;
+use super::error_text::Secrets;
 use super::exchange::{run_one, Clock, Ending, Observation};
-use super::request::{prompt_hash, BodyTemplate, PromptSource};
+use super::request::{echoes_prompt, prompt_hash, BodyTemplate, PromptSource, WITHHELD_ERROR_TEXT};
 
 /// How load is offered.
 #[derive(Debug, Clone)]
@@ -63,6 +65,11 @@ pub struct RunConfig {
     pub prompts: PromptSource,
     /// Request bodies.
     pub template: BodyTemplate,
+    /// The most bytes one SSE line or event (or a 2xx body that is not a
+    /// stream) may hold before the request fails.
+    pub max_event_bytes: usize,
+    /// Header values and the API key: redacted from every `errorText`.
+    pub secrets: Secrets,
 }
 
 /// A request that was sent (or started): what the row needs.
@@ -127,11 +134,32 @@ pub(crate) struct Shared<T> {
 }
 
 impl<T> Shared<T> {
-    /// Counts a send due at `arrival_ms` (open loop: its send lag).
-    pub(crate) fn note_send(&self, arrival_ms: f64) {
+    /// Counts a send; in open loop, `due_ms` is its scheduled instant and
+    /// the send lag is kept for the progress line.
+    pub(crate) fn note_send(&self, due_ms: Option<f64>) {
         self.counters.sent.fetch_add(1, Ordering::Relaxed);
-        let lag_us = ((self.clock.now_ms() - arrival_ms).max(0.0) * 1000.0) as u64;
-        self.counters.last_lag_us.store(lag_us, Ordering::Relaxed);
+        if let Some(due) = due_ms {
+            let lag_us = ((self.clock.now_ms() - due).max(0.0) * 1000.0) as u64;
+            self.counters.last_lag_us.store(lag_us, Ordering::Relaxed);
+        }
+    }
+
+    /// Makes the row's `errorText` from the bounded error head: the one
+    /// place the label is made (secrets redacted, at most 200 characters,
+    /// withheld when it repeats any of `prompts`, the texts sent). The raw
+    /// bytes are not kept past here.
+    pub(crate) fn label_error(&self, obs: &mut Observation, prompts: &[&str]) {
+        obs.error_text = obs
+            .error_head
+            .take()
+            .and_then(|head| head.label(&self.config.secrets))
+            .map(|text| {
+                if prompts.iter().any(|p| echoes_prompt(&text, p)) {
+                    WITHHELD_ERROR_TEXT.to_owned()
+                } else {
+                    text
+                }
+            });
     }
 
     /// Counts an ending.
@@ -169,26 +197,19 @@ async fn one_request<T: Transport>(
         .config
         .template
         .body_with(&prompt.text, extras.max_tokens);
-    let counters = &shared.counters;
-    counters.sent.fetch_add(1, Ordering::Relaxed);
-    if open_loop {
-        let lag_us = ((shared.clock.now_ms() - arrival_ms).max(0.0) * 1000.0) as u64;
-        counters.last_lag_us.store(lag_us, Ordering::Relaxed);
-    }
-    let (obs, ending) = run_one(
+    shared.note_send(open_loop.then_some(arrival_ms));
+    let (mut obs, ending) = run_one(
         &*shared.transport,
         body,
         &shared.clock,
         arrival_ms,
         shared.config.timeout,
         shared.cancel.clone(),
+        shared.config.max_event_bytes,
     )
     .await;
-    match ending {
-        Ending::Completed { .. } => counters.completed.fetch_add(1, Ordering::Relaxed),
-        Ending::Failed { .. } => counters.failed.fetch_add(1, Ordering::Relaxed),
-        Ending::InFlight => 0,
-    };
+    shared.label_error(&mut obs, &[&prompt.text]);
+    shared.note_ending(&ending);
     let finished = Finished {
         arrival_ms,
         obs,
@@ -257,6 +278,10 @@ pub async fn run<T: Transport>(
                 let issued = issued.clone();
                 let stopped = stopped.clone();
                 tokio::spawn(async move {
+                    // Every timestamp counts from t0, and the clock reads 0
+                    // before it: a worker that sent early would be stamped
+                    // later than its real send. So the workers start at t0.
+                    tokio::time::sleep_until(shared.clock.at(0.0)).await;
                     loop {
                         let now = shared.clock.now_ms();
                         if stopped.load(Ordering::Relaxed)
@@ -331,15 +356,26 @@ pub async fn run<T: Transport>(
             };
             let sessions = due.max(issued).min(starts.len());
             let stop_ms = interrupted_at_ms.unwrap_or(horizon_ms);
-            // A session never started has its first turn due at its start;
-            // its later turns never became eligible before the stop.
-            let arrivals = (0..set.rows_of(sessions))
+            // A session due but never started has its first turn due at its
+            // start (a row never sent, like any open-loop request); its later
+            // turns never became eligible before the stop.
+            let rows = set.rows_of(sessions);
+            results.resize_with(rows, || None);
+            for s in issued.min(sessions)..sessions {
+                let later = set.offsets[s] + 1..set.offsets[s + 1];
+                for (slot, index) in results[later.clone()].iter_mut().zip(later) {
+                    *slot = Some(super::workload::sessions::not_eligible_row(
+                        set, index, stop_ms,
+                    ));
+                }
+            }
+            let arrivals = (0..rows)
                 .map(|i| match set.locate(i) {
                     Some((s, 0)) => starts[s],
                     _ => stop_ms,
                 })
                 .collect();
-            (arrivals, set.rows_of(starts.len()), set.rows_of(sessions))
+            (arrivals, set.rows_of(starts.len()), rows)
         }
         Load::Closed { .. } => (Vec::new(), issued, issued),
     };

@@ -1,5 +1,5 @@
-//! The closing summary: what the run did, whether the client kept up, and the
-//! exact command that analyzes the trace. Pure: it returns text.
+//! The closing summary's figures: what the run did and whether the client
+//! kept up. Pure: rows in, figures out (the text is `render::record`).
 //!
 //! "Kept up" has two tests, both about the client rather than the server:
 //! - p99 send lag (actual send − scheduled instant) ≤ 1 ms;
@@ -10,14 +10,18 @@
 //!   `--request-rate`) keeps a Poisson draw that happened to run a little
 //!   slow from being blamed on the client; requests never sent count against
 //!   the achieved rate.
+//!
+//! When more than half of the rows failed for the same reason (a dead
+//! server, a wrong key, an untrusted certificate), the first line says so,
+//! with the server's most frequent error text for that reason, so the
+//! failure cannot hide among the figures.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use crate::stats::nearest_rank;
-use crate::trace::{Limits, Scalar};
+use crate::trace::Scalar;
 
-use super::trace_out::{RowStatus, TraceRow};
+use crate::trace::write::{RowStatus, TraceRow};
 
 /// The p99 send lag above which the client is called the bottleneck, ms.
 pub const MAX_P99_SEND_LAG_MS: f64 = 1.0;
@@ -49,6 +53,46 @@ pub struct Figures {
     pub arrival_rates_per_s: Option<(f64, f64)>,
     /// Client vs server prompt tokens, and outputs short of their request.
     pub tokens: super::workload::accounting::TokenAccounting,
+    /// The failure reason of more than half of the rows, if there is one.
+    pub dominant_failure: Option<DominantFailure>,
+}
+
+/// One failure reason that most rows share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DominantFailure {
+    /// The reason (`connect_refused`, `http_401`…).
+    pub reason: String,
+    /// Rows failed with it.
+    pub rows: usize,
+    /// The most frequent `errorText` among them (ties: the first in order).
+    pub text: Option<String>,
+}
+
+fn dominant_failure(
+    rows: &[TraceRow],
+    failed: &BTreeMap<String, usize>,
+) -> Option<DominantFailure> {
+    let (reason, &count) = failed
+        .iter()
+        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(*r)))?;
+    if count * 2 <= rows.len() {
+        return None;
+    }
+    let mut texts: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.reason.as_deref() == Some(reason)) {
+        if let Some(Scalar::String(t)) = row.labels.get(super::error_text::LABEL) {
+            *texts.entry(t).or_default() += 1;
+        }
+    }
+    let text = texts
+        .iter()
+        .max_by_key(|(t, n)| (**n, std::cmp::Reverse(*t)))
+        .map(|(t, _)| (*t).to_owned());
+    Some(DominantFailure {
+        reason: reason.clone(),
+        rows: count,
+        text,
+    })
 }
 
 fn number(row: &TraceRow, key: &str) -> Option<f64> {
@@ -71,6 +115,7 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
         send_lag_ms: None,
         arrival_rates_per_s: None,
         tokens: super::workload::accounting::figures(rows),
+        dominant_failure: None,
     };
     let mut lags = Vec::new();
     let mut last_send: Option<f64> = None;
@@ -120,6 +165,7 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
             f.arrival_rates_per_s = Some((achieved, scheduled));
         }
     }
+    f.dominant_failure = dominant_failure(rows, &f.failed);
     f
 }
 
@@ -134,99 +180,6 @@ impl Figures {
             .is_some_and(|(achieved, scheduled)| achieved < MIN_ARRIVAL_RATIO * scheduled);
         lagging || slow || self.not_sent > 0
     }
-}
-
-/// Quotes a path for a POSIX shell when it needs it.
-pub(crate) fn shell_quote(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c));
-    if plain {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
-}
-
-/// The exact `goodput analyze` command for a trace of `rows` rows and `bytes`
-/// bytes, raising the limits only when the defaults would refuse it.
-pub fn analyze_command(path: &str, rows: usize, bytes: usize) -> String {
-    let mut cmd = format!("goodput analyze {}", shell_quote(path));
-    if rows as u64 > Limits::DEFAULT_MAX_ROWS || bytes as u64 > Limits::DEFAULT_MAX_BYTES {
-        let _ = write!(cmd, " --max-rows {rows} --max-bytes {bytes}");
-    }
-    cmd
-}
-
-/// The summary text.
-pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{} {} rows to {} ({} bytes)",
-        if interrupted {
-            "interrupted; wrote"
-        } else {
-            "wrote"
-        },
-        f.rows,
-        path,
-        bytes
-    );
-    let failed: usize = f.failed.values().sum();
-    let _ = write!(
-        s,
-        "  sent {}, completed {}, failed {}, in flight {}",
-        f.sent, f.completed, failed, f.in_flight
-    );
-    if f.not_sent > 0 {
-        let _ = write!(s, " (never sent {})", f.not_sent);
-    }
-    let _ = writeln!(s, "; {} output tokens", f.output_tokens);
-    if !f.failed.is_empty() {
-        let list: Vec<String> = f.failed.iter().map(|(r, n)| format!("{r} {n}")).collect();
-        let _ = writeln!(s, "  failures: {}", list.join(", "));
-    }
-    if let Some((p50, p99, max)) = f.send_lag_ms {
-        let _ = writeln!(
-            s,
-            "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
-        );
-    }
-    let t = &f.tokens;
-    if let Some((min, mean, max)) = t.server_minus_client {
-        let _ = writeln!(
-            s,
-            "  prompt tokens: server = client on {} of {} rows; server − client min {min}, mean {mean:.2}, max {max}",
-            t.equal, t.compared
-        );
-    }
-    if t.requested > 0 {
-        let _ = writeln!(
-            s,
-            "  output tokens: {} of {} completed rows stopped short of their requested length",
-            t.short, t.requested
-        );
-    }
-    if let Some((achieved, scheduled)) = f.arrival_rates_per_s {
-        let _ = writeln!(
-            s,
-            "  arrival rate: achieved {achieved:.2}/s of {scheduled:.2}/s scheduled ({:.1} %)",
-            100.0 * achieved / scheduled
-        );
-    }
-    if f.client_bound() {
-        let _ = writeln!(
-            s,
-            "warning: the client could not keep the schedule (p99 send lag over {MAX_P99_SEND_LAG_MS} ms, \
-             achieved arrivals under {:.0} % of the schedule, or requests never sent); the client, not \
-             the server, was the bottleneck — lower the rate or give the recorder more CPU",
-            MIN_ARRIVAL_RATIO * 100.0
-        );
-    }
-    let _ = writeln!(s, "next: {}", analyze_command(path, f.rows, bytes));
-    s
 }
 
 #[cfg(test)]
@@ -283,23 +236,38 @@ mod tests {
         let f = figures(&rows, true);
         assert_eq!((f.not_sent, f.in_flight), (1, 1));
         assert!(f.client_bound());
-        let text = render(&f, "t.json", 10, false);
-        assert!(text.contains("warning: the client"), "{text}");
     }
 
     #[test]
-    fn the_analyze_command_raises_limits_only_when_needed() {
+    fn the_first_line_names_a_reason_shared_by_most_rows() {
+        let failed = |reason: &str, text: Option<&str>| {
+            let mut r = row(0.0, RowStatus::Failed, Some(0.0));
+            r.reason = Some(reason.into());
+            if let Some(t) = text {
+                r.labels
+                    .insert("errorText".into(), Scalar::String(t.into()));
+            }
+            r
+        };
+        // 3 of 5 rows are http_401: more than half.
+        let rows = vec![
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("expired key")),
+            failed("timeout", None),
+            row(0.0, RowStatus::Completed, Some(0.0)),
+        ];
+        let f = figures(&rows, true);
         assert_eq!(
-            analyze_command("trace.json", 500, 65_536),
-            "goodput analyze trace.json"
+            f.dominant_failure,
+            Some(DominantFailure {
+                reason: "http_401".into(),
+                rows: 3,
+                text: Some("bad key".into())
+            })
         );
-        assert_eq!(
-            analyze_command("my trace.json", 501, 1000),
-            "goodput analyze 'my trace.json' --max-rows 501 --max-bytes 1000"
-        );
-        assert_eq!(
-            analyze_command("t.json", 3, 65_537),
-            "goodput analyze t.json --max-rows 3 --max-bytes 65537"
-        );
+        // 2 of 4: not more than half.
+        let f = figures(&rows[1..], true);
+        assert_eq!(f.dominant_failure, None);
     }
 }

@@ -2,14 +2,14 @@
 
 use std::fmt::Write;
 
-use crate::mutate::{MutationReport, Status};
+use crate::review::mutate::{MutationReport, Status};
 
 /// Renders a mutation report.
 pub fn render(report: &MutationReport) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "MUTATION CHECK (SPEC §6)  trace sha256 {}",
+        "MUTATION CHECK (docs/contract.md §8)  trace sha256 {}",
         report.trace_sha256
     );
     for note in &report.notes {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::sweep::{Fragility, SweepEntry, TippingMetric, TippingPoint};
+use crate::review::sweep::{Fragility, SweepEntry, TippingMetric, TippingPoint};
 use crate::trace::{Equality, Gates};
 
 /// Formats a number for people: integers plainly, others with `decimals`
@@ -55,7 +55,7 @@ pub(crate) fn short(x: f64) -> String {
 }
 
 fn share(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| format!("{:.1} %", v * 100.0))
+    crate::render::figures::percent_or_dash(x, 1)
 }
 
 fn gate(g: Option<f64>) -> String {
@@ -66,7 +66,7 @@ fn gates(g: &Gates) -> String {
     format!("{}/{}/{}", gate(g.ttft_ms), gate(g.tpot_ms), gate(g.e2e_ms))
 }
 
-/// Renders a sweep (declared entry first, as [`crate::sweep::sweep`] returns it).
+/// Renders a sweep (declared entry first, as [`crate::review::sweep::sweep`] returns it).
 pub fn render(entries: &[SweepEntry]) -> String {
     let mut o = String::new();
     let Some(first) = entries.first() else {

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::verify::VerifyReport;
+use crate::review::verify::VerifyReport;
 
 /// How many differences the text view lists (the JSON view lists all).
 pub const MAX_LISTED_DIFFERENCES: usize = 50;

@@ -8,14 +8,17 @@
 //! The engine is a continuous-batching model (see [`engine`]); past its
 //! capacity, offered load only lengthens the queue, so completions flatten
 //! while TTFT climbs — the knee a load test is meant to find.
+//!
+//! The library takes a plain [`SimConfig`]; the flags, the "listening on"
+//! line and the exit status of `goodput sim` are `cli::sim`'s.
 
 pub mod driver;
 pub mod engine;
 pub mod fault;
 pub mod http;
 pub mod quirks;
+pub mod tls;
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -25,110 +28,14 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 
-use crate::error::{Error, EXIT_OK};
-
 use self::engine::EngineParams;
-use self::fault::{check_faults, parse_fault, Fault};
+use self::fault::Fault;
 use self::http::{AppState, SimStats};
 use self::quirks::StreamQuirks;
-
-/// Exit statuses of `goodput sim`, shown in `--help`.
-pub const SIM_EXIT_HELP: &str = "\
-Exit status:
-  0  stopped by Ctrl-C
-  2  usage error, or the address cannot be bound
-
-Capacity at a full batch B is B / (decode-step-ms + B x decode-ms-per-seq) tokens per ms.
-A lone request sees TTFT = prefill + decode-step-ms + decode-ms-per-seq and
-TPOT = decode-step-ms + decode-ms-per-seq.
-
-Stream quirks (--close-after-response, --usage-before-last-token, --tokens-per-chunk,
---no-done, --no-finish-reason, --no-usage) reproduce behaviours of real servers that
-a recorder must survive; see docs/recorder.md.";
-
-/// Flags of `goodput sim`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SimArgs {
-    /// Address to bind (loopback by default).
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    /// Port to bind (0 picks a free one; the address is printed).
-    #[arg(long, default_value_t = 8000)]
-    pub port: u16,
-    /// Most sequences decoding at once.
-    #[arg(long, value_name = "N", default_value_t = 64)]
-    pub max_batch: usize,
-    /// Prefill cost per 1,000 prompt tokens, ms.
-    #[arg(long, value_name = "F", default_value_t = 20.0)]
-    pub prefill_ms_per_1k_tokens: f64,
-    /// Fixed cost of one decode step, ms.
-    #[arg(long, value_name = "F", default_value_t = 8.0)]
-    pub decode_step_ms: f64,
-    /// Extra decode-step cost per running sequence, ms.
-    #[arg(long, value_name = "F", default_value_t = 0.25)]
-    pub decode_ms_per_seq: f64,
-    /// Output length: MEAN or MEAN:STD tokens (normal, rounded, at least 1; capped by max_tokens).
-    #[arg(long, value_name = "MEAN[:STD]", default_value = "128:32", value_parser = parse_output_tokens)]
-    pub output_tokens: (f64, f64),
-    /// A fault KIND:RATE (http500, http429, disconnect, malformed, stall); repeatable.
-    #[arg(long = "fault", value_name = "KIND:RATE", value_parser = parse_fault)]
-    pub faults: Vec<Fault>,
-    /// Seed of output lengths and fault draws.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// The model name listed by /v1/models (requests may name any model).
-    #[arg(long, default_value = "sim")]
-    pub model_name: String,
-    /// Close the TCP connection after every streamed response, without
-    /// announcing it (no `Connection: close`): the client learns at its next
-    /// use of the connection.
-    #[arg(long)]
-    pub close_after_response: bool,
-    /// Send the usage chunk one step before the last token (with a 1-token
-    /// output: just before it), instead of after the finish chunk.
-    #[arg(long)]
-    pub usage_before_last_token: bool,
-    /// Put N tokens in each content chunk (the last chunk may hold fewer);
-    /// a chunk goes out when its N-th token is made.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub tokens_per_chunk: u32,
-    /// End streams without `data: [DONE]` (the body just ends).
-    #[arg(long)]
-    pub no_done: bool,
-    /// End streams without a chunk carrying `finish_reason`.
-    #[arg(long)]
-    pub no_finish_reason: bool,
-    /// Never send a usage chunk in a stream, even when asked with
-    /// `stream_options.include_usage`.
-    #[arg(long)]
-    pub no_usage: bool,
-    /// Count prompt tokens with this Hugging Face tokenizer.json (each message's
-    /// content, summed; no chat template) instead of whitespace-separated words.
-    #[arg(long, value_name = "FILE")]
-    pub tokenizer: Option<std::path::PathBuf>,
-}
-
-/// Parses `MEAN[:STD]`.
-pub fn parse_output_tokens(text: &str) -> Result<(f64, f64), String> {
-    let (mean, std) = match text.split_once(':') {
-        Some((m, s)) => (m, s),
-        None => (text, "0"),
-    };
-    let number = |s: &str| {
-        s.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x >= 0.0)
-    };
-    match (number(mean), number(std)) {
-        (Some(m), Some(s)) if m >= 1.0 => Ok((m, s)),
-        _ => Err(format!(
-            "`{text}`: expected MEAN[:STD] with MEAN >= 1 and STD >= 0"
-        )),
-    }
-}
+use self::tls::Front;
 
 /// Everything the sim needs besides the socket.
 #[derive(Debug, Clone)]
@@ -149,53 +56,6 @@ pub struct SimConfig {
     pub tokenizer: Option<Arc<crate::tokenizer::TokenCounter>>,
 }
 
-impl SimConfig {
-    /// From flags, validated.
-    pub fn from_args(args: &SimArgs) -> Result<SimConfig, Error> {
-        let usage = |m: String| Error::Usage(m);
-        check_faults(&args.faults).map_err(usage)?;
-        if args.max_batch == 0 {
-            return Err(usage("--max-batch must be at least 1".into()));
-        }
-        for (name, v) in [
-            ("--prefill-ms-per-1k-tokens", args.prefill_ms_per_1k_tokens),
-            ("--decode-step-ms", args.decode_step_ms),
-            ("--decode-ms-per-seq", args.decode_ms_per_seq),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(usage(format!("{name} must be a number of ms >= 0")));
-            }
-        }
-        let tokenizer = match &args.tokenizer {
-            Some(path) => Some(Arc::new(
-                crate::tokenizer::TokenCounter::load(path).map_err(|e| usage(e.to_string()))?,
-            )),
-            None => None,
-        };
-        Ok(SimConfig {
-            tokenizer,
-            engine: EngineParams {
-                max_batch: args.max_batch,
-                prefill_ms_per_1k_tokens: args.prefill_ms_per_1k_tokens,
-                decode_step_ms: args.decode_step_ms,
-                decode_ms_per_seq: args.decode_ms_per_seq,
-            },
-            output_tokens: args.output_tokens,
-            faults: args.faults.clone(),
-            seed: args.seed,
-            model_name: args.model_name.clone(),
-            quirks: StreamQuirks {
-                close_after_response: args.close_after_response,
-                usage_before_last_token: args.usage_before_last_token,
-                tokens_per_chunk: args.tokens_per_chunk.max(1),
-                no_done: args.no_done,
-                no_finish_reason: args.no_finish_reason,
-                no_usage: args.no_usage,
-            },
-        })
-    }
-}
-
 /// Serves on `listener` until `shutdown` resolves. Must run inside a tokio runtime.
 pub async fn serve(
     listener: TcpListener,
@@ -203,6 +63,18 @@ pub async fn serve(
     stats: Arc<SimStats>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    serve_with(listener, config, Front::default(), stats, shutdown).await;
+}
+
+/// [`serve`], behind TLS and a header gate when `front` says so.
+pub async fn serve_with(
+    listener: TcpListener,
+    config: SimConfig,
+    front: Front,
+    stats: Arc<SimStats>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let acceptor = front.tls.map(tokio_rustls::TlsAcceptor::from);
     let state = Arc::new(AppState {
         engine: driver::spawn_engine(config.engine),
         faults: config.faults,
@@ -213,6 +85,7 @@ pub async fn serve(
         rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
         next_id: AtomicU64::new(0),
         stats,
+        require_header: front.require_header,
     });
     tokio::pin!(shutdown);
     loop {
@@ -230,39 +103,55 @@ pub async fn serve(
             .connections
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = state.clone();
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            // With --close-after-response, a streamed body signals its end
-            // here and the connection shuts down once that response is out.
-            let closer = state
-                .quirks
-                .close_after_response
-                .then(|| Arc::new(tokio::sync::Notify::new()));
-            let body_closer = closer.clone();
-            let service =
-                service_fn(move |req| http::handle(state.clone(), req, body_closer.clone()));
-            let conn = http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            // A client that goes away mid-response is normal here.
-            match closer {
-                None => {
-                    let _ = conn.await;
-                }
-                Some(closer) => {
-                    tokio::select! {
-                        _ = conn.as_mut() => {}
-                        () = closer.notified() => {
-                            // The head already went out with keep-alive, so
-                            // no `Connection: close` is sent: the close is
-                            // silent, as with a proxy that drops idle sockets.
-                            conn.as_mut().graceful_shutdown();
-                            let _ = conn.await;
-                        }
+            match acceptor {
+                None => serve_connection(stream, state).await,
+                Some(acceptor) => {
+                    // A failed handshake only loses that connection.
+                    if let Ok(tls) = acceptor.accept(stream).await {
+                        serve_connection(tls, state).await;
                     }
                 }
             }
         });
+    }
+}
+
+/// One HTTP/1.1 connection, plain or TLS.
+async fn serve_connection<I>(io: I, state: Arc<AppState>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    // With --close-after-response, a streamed body signals its end
+    // here and the connection shuts down once that response is out.
+    let closer = state
+        .quirks
+        .close_after_response
+        .then(|| Arc::new(tokio::sync::Notify::new()));
+    let body_closer = closer.clone();
+    let service = service_fn(move |req| http::handle(state.clone(), req, body_closer.clone()));
+    let conn = http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    // A client that goes away mid-response is normal here.
+    match closer {
+        None => {
+            let _ = conn.await;
+        }
+        Some(closer) => {
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                () = closer.notified() => {
+                    // The head already went out with keep-alive, so
+                    // no `Connection: close` is sent: the close is
+                    // silent, as with a proxy that drops idle sockets.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        }
     }
 }
 
@@ -274,6 +163,8 @@ pub struct SimServer {
     pub addr: SocketAddr,
     /// Its counters.
     pub stats: Arc<SimStats>,
+    /// `https` or `http`.
+    scheme: &'static str,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -281,6 +172,16 @@ pub struct SimServer {
 impl SimServer {
     /// Starts a sim with `worker_threads` runtime threads.
     pub fn start(config: SimConfig, worker_threads: usize) -> std::io::Result<SimServer> {
+        SimServer::start_with(config, Front::default(), worker_threads)
+    }
+
+    /// [`SimServer::start`] behind TLS and a header gate when `front` says so.
+    pub fn start_with(
+        config: SimConfig,
+        front: Front,
+        worker_threads: usize,
+    ) -> std::io::Result<SimServer> {
+        let scheme = if front.tls.is_some() { "https" } else { "http" };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(worker_threads.max(1))
             .enable_all()
@@ -293,7 +194,7 @@ impl SimServer {
         let thread = std::thread::Builder::new()
             .name("goodput-sim".into())
             .spawn(move || {
-                runtime.block_on(serve(listener, config, serve_stats, async {
+                runtime.block_on(serve_with(listener, config, front, serve_stats, async {
                     let _ = stopped.await;
                 }));
                 runtime.shutdown_timeout(std::time::Duration::from_millis(100));
@@ -301,14 +202,15 @@ impl SimServer {
         Ok(SimServer {
             addr,
             stats,
+            scheme,
             stop: Some(stop),
             thread: Some(thread),
         })
     }
 
-    /// The base URL, `http://127.0.0.1:PORT`.
+    /// The base URL, `http://127.0.0.1:PORT` (`https://` behind TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 }
 
@@ -320,69 +222,5 @@ impl Drop for SimServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-    }
-}
-
-/// `goodput sim`: bind, print the address, serve until Ctrl-C.
-pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let config = SimConfig::from_args(&args)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))?;
-    let asked = format!("{}:{}", args.host, args.port);
-    let listener = runtime
-        .block_on(TcpListener::bind(asked.as_str()))
-        .map_err(|source| Error::Listen {
-            addr: asked.clone(),
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| Error::Listen {
-        addr: asked,
-        source,
-    })?;
-    let p = config.engine;
-    let line = format!(
-        "goodput sim listening on http://{addr} (max batch {}, prefill {} ms/1k tokens, decode step {} ms + {} ms/seq, \
-         output {}:{} tokens, ceiling {:.0} tokens/s{})\n",
-        p.max_batch,
-        p.prefill_ms_per_1k_tokens,
-        p.decode_step_ms,
-        p.decode_ms_per_seq,
-        config.output_tokens.0,
-        config.output_tokens.1,
-        p.full_batch_tokens_per_s(),
-        match config.quirks.describe() {
-            q if q.is_empty() => String::new(),
-            q => format!("; quirks: {q}"),
-        }
-    );
-    let _ = stdout
-        .write_all(line.as_bytes())
-        .and_then(|()| stdout.flush());
-    runtime.block_on(serve(
-        listener,
-        config,
-        Arc::new(SimStats::default()),
-        async {
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        },
-    ));
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    Ok(EXIT_OK)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn output_token_flags_parse() {
-        assert_eq!(parse_output_tokens("64"), Ok((64.0, 0.0)));
-        assert_eq!(parse_output_tokens("128:32"), Ok((128.0, 32.0)));
-        assert!(parse_output_tokens("0").is_err());
-        assert!(parse_output_tokens("a:b").is_err());
     }
 }

@@ -7,7 +7,7 @@
 //! objects) are recorded as [`Slot::Bad`] / flags and judged later by
 //! `validate`, so a bad row makes that row invalid, never the whole trace.
 //!
-//! What does fail here is what makes the document unreadable (SPEC §3): bad
+//! What does fail here is what makes the document unreadable (docs/contract.md §4.2): bad
 //! JSON syntax, `NaN`/`Infinity`, a number overflowing a double, nesting deeper
 //! than serde_json's recursion limit (128), trailing bytes.
 
@@ -221,7 +221,7 @@ struct Cursor {
 }
 
 /// Reads `bytes` as a trace document. Fails only when the bytes are not one
-/// readable JSON value (SPEC §3); everything else is left to `validate`.
+/// readable JSON value (docs/contract.md §4.2); everything else is left to `validate`.
 pub fn parse(bytes: &[u8]) -> Result<RawDocument, Rejection> {
     let cursor = Cursor::default();
     let mut strings = Interner::default();
@@ -245,7 +245,7 @@ pub fn parse(bytes: &[u8]) -> Result<RawDocument, Rejection> {
                 if member.is_empty() {
                     String::new()
                 } else {
-                    format!("/{}", super::validate::escape(&member))
+                    format!("/{}", super::pointer::escape(&member))
                 }
             };
             Err(Rejection::unreadable(&err, near))

@@ -1,4 +1,4 @@
-//! The rules of SPEC §2–§3: document-level checks (a failure rejects the whole
+//! The rules of docs/contract.md §3–§5: document-level checks (a failure rejects the whole
 //! trace, naming a JSON pointer) and row-level checks (a failure makes only that
 //! row invalid, with every reason that applies).
 //!
@@ -6,7 +6,7 @@
 //! whatever the key order of the input: top-level type, `schema`, unknown or
 //! repeated top-level members, `rows` (presence, type, row limit), `window`,
 //! `warmup`, `equality`, `classes`, `defaultClass`, `tokens`, `boundary`,
-//! `workload`, and last whether rows without a `class` can be resolved.
+//! `workload`, `phases`, `resources`, and last whether rows without a `class` can be resolved.
 
 use std::collections::BTreeMap;
 
@@ -19,9 +19,10 @@ use super::model::{
     MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
 };
 use super::parse::{Interner, RawDocument, RawRow, RawStatus, RowsField, Slot};
+use super::pointer::escape;
 use super::{Limits, Rejection};
 
-const TOP_LEVEL_FIELDS: [&str; 10] = [
+const TOP_LEVEL_FIELDS: [&str; 12] = [
     "schema",
     "window",
     "warmup",
@@ -31,6 +32,8 @@ const TOP_LEVEL_FIELDS: [&str; 10] = [
     "tokens",
     "boundary",
     "workload",
+    "phases",
+    "resources",
     "rows",
 ];
 
@@ -65,11 +68,6 @@ fn only_fields(obj: &Map<String, Value>, ptr: &str, allowed: &[&str]) -> Result<
         )),
         None => Ok(()),
     }
-}
-
-/// Escapes a key for use as a JSON pointer token (RFC 6901).
-pub fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }
 
 fn timestamp(obj: &Map<String, Value>, ptr: &str, key: &str) -> Result<Option<f64>, Rejection> {
@@ -126,7 +124,12 @@ fn labels(v: &Value, ptr: &str) -> Result<Labels, Rejection> {
     Ok(out)
 }
 
-/// Checks every document-level rule, in the documented order.
+/// The top-level members other than `rows`, as read.
+type Members = BTreeMap<String, Value>;
+
+/// Checks every document-level rule, in the documented order (see the
+/// module doc): each step below returns the first problem it finds, so the
+/// first step that fails names the document's first problem.
 pub fn validate_document(
     doc: RawDocument,
     limits: Limits,
@@ -138,23 +141,72 @@ pub fn validate_document(
         ));
     }
     let m = &doc.members;
-    match m.get("schema") {
-        None => {
-            return Err(Rejection::at(
-                "/schema",
-                format_args!("is missing (expected \"{TRACE_SCHEMA}\")"),
-            ))
-        }
-        Some(Value::String(s)) if s == TRACE_SCHEMA => {}
-        Some(other) => {
-            return Err(Rejection::at(
-                "/schema",
-                format_args!(
-                    "is {other}, not a schema this tool reads (expected \"{TRACE_SCHEMA}\")"
-                ),
-            ))
-        }
+    schema(m)?;
+    top_level_members(m, doc.duplicate_member.as_deref())?;
+    let rows = rows_within_limit(doc.rows, limits)?;
+    let (start_ms, end_ms, horizon_ms) = window(m)?;
+    let warmup = warmup(m, start_ms)?;
+    let equality = equality(m)?;
+    let classes = classes(m)?;
+    let default_class = default_class(m, &classes)?;
+    let tokens = tokens(m)?;
+    let boundary = optional_labels(m, "boundary")?;
+    let workload = optional_labels(m, "workload")?;
+    no_warmup_without_arrivals(&boundary, warmup.as_ref())?;
+    let phases = super::phases::validate_phases(m.get("phases"))?;
+    let resources = super::phases::validate_resources(m.get("resources"))?;
+    classes_resolve(&rows, &classes, default_class.as_deref())?;
+    let contract = Contract {
+        start_ms,
+        end_ms,
+        horizon_ms,
+        warmup,
+        equality,
+        classes,
+        default_class,
+        tokens,
+        boundary,
+        workload,
+        phases,
+        resources,
+    };
+    Ok((contract, rows, doc.strings))
+}
+
+/// A warm-up needs arrival instants: a trace declaring `boundary.arrival =
+/// "unknown"` (every `arrivalMs` is the window start) cannot exclude by one.
+fn no_warmup_without_arrivals(boundary: &Labels, warmup: Option<&Warmup>) -> Result<(), Rejection> {
+    let arrivals_unknown = matches!(
+        boundary.get("arrival"),
+        Some(Scalar::String(s)) if s == super::model::ARRIVAL_UNKNOWN
+    );
+    if arrivals_unknown && warmup.is_some() {
+        return Err(Rejection::at(
+            "/warmup",
+            "cannot be applied: boundary.arrival is \"unknown\", so no row has an arrival \
+             instant to compare with it",
+        ));
     }
+    Ok(())
+}
+
+/// `schema` names the one trace schema this tool reads.
+fn schema(m: &Members) -> Result<(), Rejection> {
+    match m.get("schema") {
+        None => Err(Rejection::at(
+            "/schema",
+            format_args!("is missing (expected \"{TRACE_SCHEMA}\")"),
+        )),
+        Some(Value::String(s)) if s == TRACE_SCHEMA => Ok(()),
+        Some(other) => Err(Rejection::at(
+            "/schema",
+            format_args!("is {other}, not a schema this tool reads (expected \"{TRACE_SCHEMA}\")"),
+        )),
+    }
+}
+
+/// Every top-level member is a known field, and none is given twice.
+fn top_level_members(m: &Members, duplicate: Option<&str>) -> Result<(), Rejection> {
     if let Some(k) = m.keys().find(|k| !TOP_LEVEL_FIELDS.contains(&k.as_str())) {
         return Err(Rejection::at(
             format!("/{}", escape(k)),
@@ -164,13 +216,18 @@ pub fn validate_document(
             ),
         ));
     }
-    if let Some(k) = &doc.duplicate_member {
-        return Err(Rejection::at(
+    match duplicate {
+        Some(k) => Err(Rejection::at(
             format!("/{}", escape(k)),
             "appears more than once",
-        ));
+        )),
+        None => Ok(()),
     }
-    let rows = match doc.rows {
+}
+
+/// `rows` is an array of at most `limits.max_rows` rows.
+fn rows_within_limit(rows: RowsField, limits: Limits) -> Result<Vec<RawRow>, Rejection> {
+    let rows = match rows {
         RowsField::Missing => {
             return Err(Rejection::at(
                 "/rows",
@@ -189,14 +246,19 @@ pub fn validate_document(
         return Err(Rejection::at(
             "/rows",
             format_args!(
-                "has {} rows, over the limit of {} (raise it with --max-rows)",
+                "has {} rows, over the limit of {} (raise it with --max-rows or {})",
                 rows.len(),
-                limits.max_rows
+                limits.max_rows,
+                Limits::ROWS_VARIABLE
             ),
         ));
     }
+    Ok(rows)
+}
 
-    // window
+/// `window`: start, end and horizon (the end when absent or null), ordered
+/// and within 24 h of the start. Returns `(start_ms, end_ms, horizon_ms)`.
+fn window(m: &Members) -> Result<(f64, f64, f64), Rejection> {
     let window = m
         .get("window")
         .ok_or_else(|| Rejection::at("/window", "is missing (startMs and endMs are required)"))?;
@@ -233,53 +295,56 @@ pub fn validate_document(
             "is more than 86,400,000 ms (24 h) after /window/startMs",
         ));
     }
+    Ok((start_ms, end_ms, horizon_ms))
+}
 
-    // warmup
-    let warmup = match m.get("warmup") {
-        None | Some(Value::Null) => None,
-        Some(v) => {
-            let o = object(v, "/warmup")?;
-            only_fields(o, "/warmup", &["startMs", "endMs"])?;
-            let ws = required_timestamp(o, "/warmup", "startMs")?;
-            let we = required_timestamp(o, "/warmup", "endMs")?;
-            if we < ws {
-                return Err(Rejection::at(
-                    "/warmup/endMs",
-                    "must be at least /warmup/startMs",
-                ));
-            }
-            if we > start_ms {
-                return Err(Rejection::at(
-                    "/warmup/endMs",
-                    "must be at most /window/startMs",
-                ));
-            }
-            Some(Warmup {
-                start_ms: ws,
-                end_ms: we,
-            })
-        }
+/// `warmup` (optional): an ordered interval that ends by the window start.
+fn warmup(m: &Members, window_start_ms: f64) -> Result<Option<Warmup>, Rejection> {
+    let v = match m.get("warmup") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(v) => v,
     };
+    let o = object(v, "/warmup")?;
+    only_fields(o, "/warmup", &["startMs", "endMs"])?;
+    let ws = required_timestamp(o, "/warmup", "startMs")?;
+    let we = required_timestamp(o, "/warmup", "endMs")?;
+    if we < ws {
+        return Err(Rejection::at(
+            "/warmup/endMs",
+            "must be at least /warmup/startMs",
+        ));
+    }
+    if we > window_start_ms {
+        return Err(Rejection::at(
+            "/warmup/endMs",
+            "must be at most /window/startMs",
+        ));
+    }
+    Ok(Some(Warmup {
+        start_ms: ws,
+        end_ms: we,
+    }))
+}
 
-    // equality
-    let equality = match m.get("equality") {
-        None => {
-            return Err(Rejection::at(
-                "/equality",
-                "is missing: declare \"inclusive\" (value == gate passes) or \"strict\" (value == gate misses)",
-            ))
-        }
-        Some(Value::String(s)) if s == "inclusive" => Equality::Inclusive,
-        Some(Value::String(s)) if s == "strict" => Equality::Strict,
-        Some(other) => {
-            return Err(Rejection::at(
-                "/equality",
-                format_args!("is {other}; it must be \"inclusive\" or \"strict\""),
-            ))
-        }
-    };
+/// `equality`: required, `"inclusive"` or `"strict"` (no default: a value
+/// equal to its gate must pass or miss by declaration, never by accident).
+fn equality(m: &Members) -> Result<Equality, Rejection> {
+    match m.get("equality") {
+        None => Err(Rejection::at(
+            "/equality",
+            "is missing: declare \"inclusive\" (value == gate passes) or \"strict\" (value == gate misses)",
+        )),
+        Some(Value::String(s)) if s == "inclusive" => Ok(Equality::Inclusive),
+        Some(Value::String(s)) if s == "strict" => Ok(Equality::Strict),
+        Some(other) => Err(Rejection::at(
+            "/equality",
+            format_args!("is {other}; it must be \"inclusive\" or \"strict\""),
+        )),
+    }
+}
 
-    // classes
+/// `classes`: at least one named class, each with its three gates.
+fn classes(m: &Members) -> Result<BTreeMap<String, Gates>, Rejection> {
     let classes_v = m
         .get("classes")
         .ok_or_else(|| Rejection::at("/classes", "is missing (declare at least one SLO class)"))?;
@@ -296,106 +361,112 @@ pub fn validate_document(
         if name.is_empty() {
             return Err(Rejection::at(ptr, "is an empty class name"));
         }
-        let g = object(gates_v, &ptr)?;
-        only_fields(g, &ptr, &["ttftMs", "tpotMs", "e2eMs"])?;
-        let gate = |key: &str| -> Result<Option<f64>, Rejection> {
-            let here = format!("{ptr}/{key}");
-            match g.get(key) {
-                None => Err(Rejection::at(
-                    here,
-                    "is missing (a gate in ms, or null for no gate)",
-                )),
-                Some(Value::Null) => Ok(None),
-                Some(Value::Number(n)) => match n.as_f64() {
-                    Some(x) if x >= 0.0 && x.is_finite() => Ok(Some(x)),
-                    _ => Err(Rejection::at(
-                        here,
-                        format_args!("is {n}; a gate must be a finite number >= 0 or null"),
-                    )),
-                },
-                Some(other) => Err(Rejection::at(
-                    here,
-                    format_args!("must be a number >= 0 or null, found {}", type_name(other)),
-                )),
-            }
-        };
-        let gates = Gates {
-            ttft_ms: gate("ttftMs")?,
-            tpot_ms: gate("tpotMs")?,
-            e2e_ms: gate("e2eMs")?,
-        };
-        classes.insert(name.clone(), gates);
+        classes.insert(name.clone(), class_gates(gates_v, &ptr)?);
     }
-
-    // defaultClass
-    let default_class = match m.get("defaultClass") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if classes.contains_key(s) => Some(s.clone()),
-        Some(Value::String(s)) => {
-            return Err(Rejection::at(
-                "/defaultClass",
-                format_args!("names \"{s}\", which is not a declared class"),
-            ))
-        }
-        Some(other) => {
-            return Err(Rejection::at(
-                "/defaultClass",
-                format_args!("must be a class name, found {}", type_name(other)),
-            ))
-        }
-    };
-
-    let tokens = match m.get("tokens") {
-        None => TokenCount::Usage,
-        Some(Value::String(s)) if s == "usage" => TokenCount::Usage,
-        Some(Value::String(s)) if s == "chunks" => TokenCount::Chunks,
-        Some(other) => {
-            return Err(Rejection::at(
-                "/tokens",
-                format_args!("is {other}; it must be \"usage\" or \"chunks\""),
-            ))
-        }
-    };
-    let boundary = match m.get("boundary") {
-        None => Labels::new(),
-        Some(v) => labels(v, "/boundary")?,
-    };
-    let workload = match m.get("workload") {
-        None => Labels::new(),
-        Some(v) => labels(v, "/workload")?,
-    };
-
-    if default_class.is_none() && classes.len() > 1 {
-        if let Some(i) = rows
-            .iter()
-            .position(|r| !r.not_object && matches!(r.class, Slot::Absent))
-        {
-            return Err(Rejection::at(
-                "/defaultClass",
-                format_args!(
-                    "is required: {} classes are declared and /rows/{i} names no class",
-                    classes.len()
-                ),
-            ));
-        }
-    }
-
-    let contract = Contract {
-        start_ms,
-        end_ms,
-        horizon_ms,
-        warmup,
-        equality,
-        classes,
-        default_class,
-        tokens,
-        boundary,
-        workload,
-    };
-    Ok((contract, rows, doc.strings))
+    Ok(classes)
 }
 
-/// Why a row is invalid (SPEC §3). The declaration order is the order in which
+/// One class's gates: an object with exactly `ttftMs`, `tpotMs` and `e2eMs`.
+fn class_gates(v: &Value, ptr: &str) -> Result<Gates, Rejection> {
+    let g = object(v, ptr)?;
+    only_fields(g, ptr, &["ttftMs", "tpotMs", "e2eMs"])?;
+    Ok(Gates {
+        ttft_ms: gate(g, ptr, "ttftMs")?,
+        tpot_ms: gate(g, ptr, "tpotMs")?,
+        e2e_ms: gate(g, ptr, "e2eMs")?,
+    })
+}
+
+/// One gate: present, and either null (no gate) or a finite number >= 0.
+fn gate(g: &Map<String, Value>, ptr: &str, key: &str) -> Result<Option<f64>, Rejection> {
+    let here = format!("{ptr}/{key}");
+    match g.get(key) {
+        None => Err(Rejection::at(
+            here,
+            "is missing (a gate in ms, or null for no gate)",
+        )),
+        Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if x >= 0.0 && x.is_finite() => Ok(Some(x)),
+            _ => Err(Rejection::at(
+                here,
+                format_args!("is {n}; a gate must be a finite number >= 0 or null"),
+            )),
+        },
+        Some(other) => Err(Rejection::at(
+            here,
+            format_args!("must be a number >= 0 or null, found {}", type_name(other)),
+        )),
+    }
+}
+
+/// `defaultClass` (optional): the name of a declared class.
+fn default_class(
+    m: &Members,
+    classes: &BTreeMap<String, Gates>,
+) -> Result<Option<String>, Rejection> {
+    match m.get("defaultClass") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if classes.contains_key(s) => Ok(Some(s.clone())),
+        Some(Value::String(s)) => Err(Rejection::at(
+            "/defaultClass",
+            format_args!("names \"{s}\", which is not a declared class"),
+        )),
+        Some(other) => Err(Rejection::at(
+            "/defaultClass",
+            format_args!("must be a class name, found {}", type_name(other)),
+        )),
+    }
+}
+
+/// `tokens` (optional, `"usage"` by default): how output tokens were counted.
+fn tokens(m: &Members) -> Result<TokenCount, Rejection> {
+    match m.get("tokens") {
+        None => Ok(TokenCount::Usage),
+        Some(Value::String(s)) if s == "usage" => Ok(TokenCount::Usage),
+        Some(Value::String(s)) if s == "chunks" => Ok(TokenCount::Chunks),
+        Some(Value::String(s)) if s == "client-tokenizer" => Ok(TokenCount::ClientTokenizer),
+        Some(other) => Err(Rejection::at(
+            "/tokens",
+            format_args!("is {other}; it must be \"usage\", \"chunks\" or \"client-tokenizer\""),
+        )),
+    }
+}
+
+/// An optional labels member (`boundary`, `workload`); empty when absent.
+fn optional_labels(m: &Members, key: &str) -> Result<Labels, Rejection> {
+    match m.get(key) {
+        None => Ok(Labels::new()),
+        Some(v) => labels(v, &format!("/{key}")),
+    }
+}
+
+/// With several classes and no `defaultClass`, every row (that is an object)
+/// must name its class; otherwise the first row that does not is the problem.
+fn classes_resolve(
+    rows: &[RawRow],
+    classes: &BTreeMap<String, Gates>,
+    default_class: Option<&str>,
+) -> Result<(), Rejection> {
+    if default_class.is_some() || classes.len() <= 1 {
+        return Ok(());
+    }
+    match rows
+        .iter()
+        .position(|r| !r.not_object && matches!(r.class, Slot::Absent))
+    {
+        Some(i) => Err(Rejection::at(
+            "/defaultClass",
+            format_args!(
+                "is required: {} classes are declared and /rows/{i} names no class",
+                classes.len()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Why a row is invalid (docs/contract.md §5.2). The declaration order is the order in which
 /// reasons are listed in receipts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
@@ -509,12 +580,27 @@ impl InvalidSet {
 /// The row-level reasons of one row that need no other row: everything but
 /// `duplicate_id` and `unknown_class`.
 pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
-    use InvalidReason as R;
     let mut set = InvalidSet::default();
     if row.not_object {
-        set.insert(R::BadField);
+        set.insert(InvalidReason::BadField);
         return set;
     }
+    if has_bad_field(row) {
+        set.insert(InvalidReason::BadField);
+    }
+    time_reasons(row, &mut set);
+    if let Some(n) = row.output_tokens.value() {
+        if n < 0.0 || n.fract() != 0.0 || n > MAX_OUTPUT_TOKENS {
+            set.insert(InvalidReason::BadOutputTokens);
+        }
+    }
+    status_reasons(row, strings, &mut set);
+    set
+}
+
+/// `bad_field`: a stray field, an unusable id, class or status, a missing
+/// arrival, or a field of the wrong type.
+fn has_bad_field(row: &RawRow) -> bool {
     // A string id of at most 128 bytes has at most 128 code points: count
     // characters only for long ids.
     let good_id = matches!(&row.id, Slot::Set(id)
@@ -523,7 +609,7 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
         row.status,
         Slot::Set(RawStatus::Completed | RawStatus::Failed | RawStatus::InFlight)
     );
-    let bad_field = row.stray_field
+    row.stray_field
         || !good_id
         || matches!(row.class, Slot::Bad)
         || row.arrival_ms.value().is_none()
@@ -537,11 +623,13 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
         .iter()
         .any(|slot| slot.is_bad())
         || matches!(row.reason, Slot::Bad)
-        || matches!(row.labels, Slot::Bad);
-    if bad_field {
-        set.insert(R::BadField);
-    }
+        || matches!(row.labels, Slot::Bad)
+}
 
+/// The timestamps: in range, in order (arrival ≤ first token ≤ completion,
+/// arrival ≤ end), and within 24 h of the arrival.
+fn time_reasons(row: &RawRow, set: &mut InvalidSet) {
+    use InvalidReason as R;
     let arrival = row.arrival_ms.value();
     let first = row.first_token_ms.value();
     let completed = row.completed_ms.value();
@@ -576,11 +664,13 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
             set.insert(R::CompletionBeforeFirstToken);
         }
     }
-    if let Some(n) = row.output_tokens.value() {
-        if n < 0.0 || n.fract() != 0.0 || n > MAX_OUTPUT_TOKENS {
-            set.insert(R::BadOutputTokens);
-        }
-    }
+}
+
+/// What each status requires: a completed row its first token, completion
+/// and tokens (at least one); a failed row its reason; an unfinished row no
+/// completion.
+fn status_reasons(row: &RawRow, strings: &Interner, set: &mut InvalidSet) {
+    use InvalidReason as R;
     match row.status {
         Slot::Set(RawStatus::Completed) => {
             if !row.first_token_ms.is_present() {
@@ -611,10 +701,9 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
         }
         _ => {}
     }
-    set
 }
 
-/// Marks every row whose string id occurs more than once (SPEC §3: whatever
+/// Marks every row whose string id occurs more than once (docs/contract.md §5.2: whatever
 /// else is wrong with it; ids compare exactly). One pass over a hash map from
 /// id to the first row that used it: a repeat marks both rows.
 pub fn duplicate_ids(rows: &[RawRow]) -> Vec<bool> {

@@ -7,7 +7,7 @@
 //! A completed row whose `outputTokens` is below its `requestedOutputTokens`
 //! stopped early (end of sequence without `ignore_eos`, or a server cap).
 
-use crate::record::trace_out::{RowStatus, TraceRow};
+use crate::trace::write::{RowStatus, TraceRow};
 use crate::trace::Scalar;
 
 /// Prompt and output token figures of a run.

@@ -29,6 +29,8 @@ use crate::trace::{Labels, Scalar};
 
 use self::lengths::LengthDist;
 use self::text::{stream, Segment, StreamKind, Texts};
+use crate::record::request::Prompt;
+use crate::tokenizer::TokenCounter;
 
 /// Why a workload cannot be prepared.
 #[derive(Debug, thiserror::Error)]
@@ -241,38 +243,61 @@ pub fn synthetic(
 /// cores: with a tokenizer this is the only expensive step, and it happens
 /// before the first send.
 pub fn fit_all(texts: &Texts, plans: Vec<PromptPlan>) -> Result<Vec<Recipe>, WorkloadError> {
-    let threads = if texts.counter().is_some() {
+    par_map(plans, texts.counter().is_some(), |mut p| {
+        let prompt_tokens = texts.fit(&mut p.segments, p.target)?;
+        Ok(Recipe {
+            segments: p.segments,
+            prompt_tokens,
+            max_tokens: p.max_tokens,
+            prefix_group: p.prefix_group,
+        })
+    })
+}
+
+/// The prompts of a list with their token counts filled in (`--prompts`
+/// with `--tokenizer`), counted on all cores before the first send.
+pub fn count_prompts(
+    counter: &TokenCounter,
+    prompts: &[Prompt],
+) -> Result<Vec<Prompt>, WorkloadError> {
+    par_map(prompts.to_vec(), true, |p| {
+        let n = counter.count(&p.text)?;
+        Ok(Prompt {
+            tokens: Some(u32::try_from(n).unwrap_or(u32::MAX)),
+            ..p
+        })
+    })
+}
+
+/// `f` over `items`, in order, split over every core when `parallel` (else
+/// on this thread); the first error wins.
+fn par_map<T: Send, U: Send>(
+    items: Vec<T>,
+    parallel: bool,
+    f: impl Fn(T) -> Result<U, WorkloadError> + Sync,
+) -> Result<Vec<U>, WorkloadError> {
+    let threads = if parallel {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
         1
     };
-    let chunk = plans.len().div_ceil(threads).max(1);
-    let mut plans = plans;
-    let mut parts: Vec<Vec<PromptPlan>> = Vec::new();
-    while plans.len() > chunk {
-        let rest = plans.split_off(chunk);
-        parts.push(plans);
-        plans = rest;
+    if threads == 1 {
+        return items.into_iter().map(f).collect();
     }
-    parts.push(plans);
-    let fitted: Vec<Result<Vec<Recipe>, WorkloadError>> = std::thread::scope(|scope| {
+    let chunk = items.len().div_ceil(threads).max(1);
+    let mut items = items;
+    let mut parts: Vec<Vec<T>> = Vec::new();
+    while items.len() > chunk {
+        let rest = items.split_off(chunk);
+        parts.push(items);
+        items = rest;
+    }
+    parts.push(items);
+    let f = &f;
+    let done: Vec<Result<Vec<U>, WorkloadError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = parts
             .into_iter()
-            .map(|part| {
-                scope.spawn(move || {
-                    part.into_iter()
-                        .map(|mut p| {
-                            let prompt_tokens = texts.fit(&mut p.segments, p.target)?;
-                            Ok(Recipe {
-                                segments: p.segments,
-                                prompt_tokens,
-                                max_tokens: p.max_tokens,
-                                prefix_group: p.prefix_group,
-                            })
-                        })
-                        .collect()
-                })
-            })
+            .map(|part| scope.spawn(move || part.into_iter().map(f).collect()))
             .collect();
         handles
             .into_iter()
@@ -288,7 +313,7 @@ pub fn fit_all(texts: &Texts, plans: Vec<PromptPlan>) -> Result<Vec<Recipe>, Wor
             .collect()
     });
     let mut out = Vec::new();
-    for part in fitted {
+    for part in done {
         out.extend(part?);
     }
     Ok(out)
@@ -299,7 +324,6 @@ mod tests {
     use super::*;
     use crate::record::request::VOCABULARY;
     use std::sync::Arc;
-    use tokenizer::TokenCounter;
 
     fn counter() -> Arc<TokenCounter> {
         let path = concat!(

@@ -33,9 +33,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 
-use crate::record::client::{BodyError, ResponseBody, SendError, Transport};
+use crate::record::client::{BodyError, Head, ResponseBody, SendError, Transport};
 use crate::record::exchange::{run_one, Ending, FailReason, Observation};
 use crate::record::request::prompt_hash;
 use crate::record::runner::{Finished, Shared};
@@ -240,6 +242,10 @@ pub fn load_multi_turn(path: &Path) -> Result<Dataset, WorkloadError> {
 pub struct SessionSet {
     /// The dataset.
     pub dataset: Arc<Dataset>,
+    /// The order conversations are played in: session `s` plays conversation
+    /// `order[s mod conversations]` (file order, or a seeded permutation for
+    /// the points of a rate sweep).
+    pub order: Vec<usize>,
     /// Scheduled start of each session, ms since t0 (ascending).
     pub starts_ms: Arc<Vec<f64>>,
     /// Row index of each session's first turn; one more entry at the end
@@ -249,6 +255,10 @@ pub struct SessionSet {
     pub think_ms: f64,
     /// `max_tokens` of each row, when `--output-tokens` is set.
     pub max_tokens: Vec<Option<u32>>,
+    /// The output length distribution the draws came from.
+    pub output: Option<super::lengths::LengthDist>,
+    /// The seed of those draws.
+    pub seed: u64,
     /// Counts client-side prompt tokens, when a tokenizer is given.
     pub counter: Option<Arc<TokenCounter>>,
 }
@@ -263,23 +273,71 @@ impl SessionSet {
         seed: u64,
         counter: Option<Arc<TokenCounter>>,
     ) -> SessionSet {
+        let order = (0..dataset.conversations.len()).collect();
+        SessionSet::laid_out(
+            dataset,
+            order,
+            Arc::new(starts_ms),
+            think_ms,
+            output.copied(),
+            seed,
+            counter,
+        )
+    }
+
+    fn laid_out(
+        dataset: Arc<Dataset>,
+        order: Vec<usize>,
+        starts_ms: Arc<Vec<f64>>,
+        think_ms: f64,
+        output: Option<super::lengths::LengthDist>,
+        seed: u64,
+        counter: Option<Arc<TokenCounter>>,
+    ) -> SessionSet {
         let mut offsets = Vec::with_capacity(starts_ms.len() + 1);
         let mut total = 0;
         for s in 0..starts_ms.len() {
             offsets.push(total);
-            total += dataset.conversations[s % dataset.conversations.len()]
-                .turns
-                .len();
+            total += dataset.conversations[order[s % order.len()]].turns.len();
         }
         offsets.push(total);
         SessionSet {
-            max_tokens: super::output_draws(output, seed, total),
+            max_tokens: super::output_draws(output.as_ref(), seed, total),
             dataset,
-            starts_ms: Arc::new(starts_ms),
+            order,
+            starts_ms,
             offsets,
             think_ms,
+            output,
+            seed,
             counter,
         }
+    }
+
+    /// The same sessions playing the conversations in the order drawn by
+    /// `seed` (Fisher–Yates over ChaCha8 seeded with `seed`, stream 0, as
+    /// for a prompt list), so the points of a rate sweep do not send the
+    /// same conversations in the same order. Rows are laid out again.
+    pub fn in_seeded_order(&self, seed: u64) -> SessionSet {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut order: Vec<usize> = (0..self.dataset.conversations.len()).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.random_range(0..=i));
+        }
+        SessionSet::laid_out(
+            self.dataset.clone(),
+            order,
+            self.starts_ms.clone(),
+            self.think_ms,
+            self.output,
+            self.seed,
+            self.counter.clone(),
+        )
+    }
+
+    /// The index in the dataset of the conversation session `s` plays.
+    pub fn conversation_index(&self, s: usize) -> usize {
+        self.order[s % self.order.len()]
     }
 
     /// Sessions in the run.
@@ -294,7 +352,7 @@ impl SessionSet {
 
     /// The conversation session `s` plays.
     pub fn conversation(&self, s: usize) -> &Conversation {
-        &self.dataset.conversations[s % self.dataset.conversations.len()]
+        &self.dataset.conversations[self.conversation_index(s)]
     }
 
     /// The (session, 0-based turn) of row `index`.
@@ -316,11 +374,13 @@ impl SessionSet {
     pub fn labels(&self, index: usize) -> Labels {
         let mut labels = Labels::new();
         if let Some((s, k)) = self.locate(index) {
-            labels.insert("session".into(), Scalar::Number(s as f64));
+            // A string, as docs/contract.md §10.4 has it: a name to group
+            // by, not a quantity.
+            labels.insert("session".into(), Scalar::String(s.to_string()));
             labels.insert("turn".into(), Scalar::Number((k + 1) as f64));
             labels.insert(
                 "conversation".into(),
-                Scalar::Number((s % self.dataset.conversations.len()) as f64),
+                Scalar::Number(self.conversation_index(s) as f64),
             );
         }
         if let Some(Some(n)) = self.max_tokens.get(index) {
@@ -367,10 +427,10 @@ impl<B: ResponseBody> ResponseBody for CaptureBody<B> {
 
 impl<T: Transport> Transport for Capture<T> {
     type Body = CaptureBody<T::Body>;
-    async fn send(&self, body: Bytes) -> Result<(u16, Self::Body), SendError> {
-        let (status, inner) = self.inner.send(body).await?;
+    async fn send(&self, body: Bytes) -> Result<(Head, Self::Body), SendError> {
+        let (head, inner) = self.inner.send(body).await?;
         Ok((
-            status,
+            head,
             CaptureBody {
                 inner,
                 sink: self.sink.clone(),
@@ -403,7 +463,9 @@ struct ReplyDelta {
 /// (chat) or `text` (completions), in order. Unreadable events add nothing.
 pub fn reply_text(body: &[u8]) -> String {
     let mut out = String::new();
-    let mut parser = SseParser::new();
+    // The capture holds at most MAX_REPLY_BYTES, so no event can pass this
+    // bound, and an event the request path refused failed the turn already.
+    let mut parser = SseParser::with_limit(MAX_REPLY_BYTES);
     let mut on_event = |event: crate::record::sse::Event<'_>| {
         if let Ok(chunk) = serde_json::from_slice::<ReplyChunk>(event.data) {
             for c in chunk.choices {
@@ -416,9 +478,9 @@ pub fn reply_text(body: &[u8]) -> String {
             }
         }
     };
-    parser.push(body, &mut on_event);
+    let _ = parser.push(body, &mut on_event);
     // A body cut by the capture limit may end without a blank line.
-    parser.push(b"\n\n", &mut on_event);
+    let _ = parser.push(b"\n\n", &mut on_event);
     out
 }
 
@@ -442,6 +504,19 @@ async fn wait_until<T>(shared: &Shared<T>, at_ms: f64) -> Option<f64> {
 fn report<T>(shared: &Shared<T>, index: usize, finished: Finished) {
     // The receiver lives until every sender is gone.
     let _ = shared.results.send((index, finished));
+}
+
+/// The row of turn `index`, never sent because it was not yet eligible when
+/// observation stopped at `at_ms` (or its session never started): in flight,
+/// labelled `notEligible`, arriving at `at_ms`.
+pub(crate) fn not_eligible_row(set: &SessionSet, index: usize, at_ms: f64) -> Finished {
+    unsent_row(
+        set,
+        index,
+        at_ms,
+        Ending::InFlight,
+        ("notEligible", Scalar::Bool(true)),
+    )
 }
 
 fn unsent_row(
@@ -500,16 +575,19 @@ pub(crate) async fn run_session<T: Transport>(shared: Shared<T>, set: Arc<Sessio
             inner: shared.transport.clone(),
             sink: Arc::new(Mutex::new(Vec::new())),
         };
-        shared.note_send(eligible_ms);
-        let (obs, ending) = run_one(
+        shared.note_send(Some(eligible_ms));
+        let (mut obs, ending) = run_one(
             &capture,
             body,
             &shared.clock,
             eligible_ms,
             shared.config.timeout,
             shared.cancel.clone(),
+            shared.config.max_event_bytes,
         )
         .await;
+        let sent: Vec<&str> = history.iter().map(|(_, t)| t.as_str()).collect();
+        shared.label_error(&mut obs, &sent);
         shared.note_ending(&ending);
         let mut labels = set.labels(index);
         if let Some(c) = &set.counter {
@@ -689,7 +767,7 @@ mod tests {
         assert_eq!(set.think_before(0, 1), 100.0);
         assert_eq!(set.think_before(1, 1), 7.0);
         assert_eq!(set.labels(4)["turn"], Scalar::Number(2.0));
-        assert_eq!(set.labels(4)["session"], Scalar::Number(1.0));
+        assert_eq!(set.labels(4)["session"], Scalar::String("1".into()));
     }
 
     #[test]

@@ -1,0 +1,180 @@
+//! `goodput compare A B`: flags, the calls into the library, printing and
+//! the exit status.
+
+use std::io::Write;
+
+use clap::ValueEnum;
+
+use super::exit::{EXIT_NO, EXIT_OK};
+use super::flags::{confidence_flag, LimitArgs};
+use super::output::{emit, json_bytes};
+use super::release::{release_options, CostArgs};
+use crate::analyze::{judge_and_count, Analysis, AnalyzeOptions};
+use crate::compare::{adopt_gates, compare, CompareError, Figure};
+use crate::error::Error;
+use crate::intervals::Confidence;
+use crate::io::read_limited;
+use crate::receipt::release::attach;
+use crate::review::verify;
+use crate::trace::{self, Limits, Trace};
+
+/// The exit statuses of `goodput compare`.
+pub const COMPARE_EXIT_HELP: &str = "\
+Exit status:
+  0  the comparison was printed (and, with --fail-if-worse, B is not worse
+     beyond noise on any listed figure)
+  1  --fail-if-worse: B is worse than A beyond noise on a listed figure
+     (in any block: all rows or a class)
+  2  a trace was rejected or unreadable, a receipt does not verify against its
+     trace, the contracts differ (gates, equality, window, warm-up, grace,
+     classes; --judge-under A re-judges B under A's gates), or a flag is wrong
+
+Figures: goodput, pass_share, failure_share, p95_ttft, p99_ttft, p95_tpot,
+p99_tpot, p95_e2e, p99_e2e. Differences are B - A: shares by Newcombe's hybrid
+score interval, goodput/s and percentiles by the MOVER on their exact Poisson
+and order-statistic intervals.";
+
+/// Whose contract to judge both runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum JudgeUnder {
+    /// Run A's gates and equality rule.
+    #[value(name = "A", alias = "a")]
+    A,
+}
+
+/// Flags of `goodput compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline trace (A).
+    pub a: String,
+    /// The trace compared with it (B).
+    pub b: String,
+    /// A's published receipt: it must verify against trace A; its limits are used.
+    #[arg(long, value_name = "FILE")]
+    pub receipt_a: Option<String>,
+    /// B's published receipt: it must verify against trace B; its limits are used.
+    #[arg(long, value_name = "FILE")]
+    pub receipt_b: Option<String>,
+    /// Re-judge B under A's gates and equality rule instead of refusing when they differ.
+    #[arg(long, value_enum, value_name = "A")]
+    pub judge_under: Option<JudgeUnder>,
+    /// Two-sided confidence level of every interval, in [0.5, 0.9999].
+    #[arg(long, value_name = "LEVEL", default_value_t = Confidence::DEFAULT)]
+    pub confidence: f64,
+    /// Exit 1 when B is worse than A beyond noise on any of these figures (comma-separated).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub fail_if_worse: Vec<Figure>,
+    /// Print the comparison as JSON (`goodput schema compare`).
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print the comparison as Markdown, for a pull request.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Input limits (for each trace given without a receipt).
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// GPUs and price for both runs' per-GPU and cost figures.
+    #[command(flatten)]
+    pub cost: CostArgs,
+}
+
+/// Runs `goodput compare`.
+pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let confidence = confidence_flag(args.confidence)?;
+    let limits = args.limits.limits()?;
+    let trace_a = load(&args.a, args.receipt_a.as_deref(), limits)?;
+    let mut trace_b = load(&args.b, args.receipt_b.as_deref(), limits)?;
+    let judged_under_a = args.judge_under.is_some();
+    if judged_under_a {
+        adopt_gates(&trace_a, &mut trace_b);
+    }
+    let release = release_options(None, Some(&args.cost))?;
+    let mut a = judge(trace_a, confidence)?;
+    let mut b = judge(trace_b, confidence)?;
+    for run in [&mut a, &mut b] {
+        attach(&mut run.receipt, &run.trace, &run.judgements, &release)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+    }
+    let comparison = compare(&a.receipt, &b.receipt, judged_under_a)?;
+    let worse = comparison.worse_on(&args.fail_if_worse);
+    if args.json {
+        emit(stdout, &json_bytes(&comparison, "comparison")?)?;
+    } else {
+        let mut text = if args.markdown {
+            crate::render::compare::render_markdown(&comparison)
+        } else {
+            crate::render::compare::render_text(&comparison)
+        };
+        for (side, run) in [("A", &a.receipt), ("B", &b.receipt)] {
+            if let Some(cost) = &run.cost {
+                text.push_str(&format!("\n{side}\n"));
+                text.push_str(&crate::render::diagnosis::cost(
+                    cost,
+                    run.contract.resources.as_ref(),
+                ));
+            }
+        }
+        if !args.fail_if_worse.is_empty() {
+            text.push_str(&gate_line(&worse));
+        }
+        emit(stdout, text.as_bytes())?;
+    }
+    Ok(if worse.is_empty() { EXIT_OK } else { EXIT_NO })
+}
+
+fn gate_line(worse: &[(String, String)]) -> String {
+    if worse.is_empty() {
+        "\nPASS: B is not worse than A beyond noise on any listed figure.\n".to_owned()
+    } else {
+        let list: Vec<String> = worse.iter().map(|(b, f)| format!("{f} ({b})")).collect();
+        format!(
+            "\nFAIL: B is worse than A beyond noise on {}.\n",
+            list.join(", ")
+        )
+    }
+}
+
+/// Reads a trace; with a receipt, first checks that the receipt is exactly
+/// what the trace gives, and reads the trace within the receipt's limits.
+fn load(path: &str, receipt: Option<&str>, limits: Limits) -> Result<Trace, Error> {
+    let (bytes, limits) = match receipt {
+        None => (read_limited(path, limits.max_bytes)?, limits),
+        Some(receipt) => {
+            let claimed = verify::read_receipt(&read_limited(receipt, super::MAX_RECEIPT_BYTES)?)?;
+            let bytes = read_limited(path, claimed.limits.max_bytes)?;
+            let report = verify::verify(&claimed, &bytes);
+            if !report.agrees() {
+                let first = report
+                    .recompute_failed
+                    .clone()
+                    .or_else(|| {
+                        report
+                            .differences
+                            .first()
+                            .map(|d| format!("{} differs", d.path))
+                    })
+                    .unwrap_or_else(|| "the trace's sha256 differs".to_owned());
+                return Err(CompareError::ReceiptDisagrees {
+                    receipt: receipt.to_owned(),
+                    trace: path.to_owned(),
+                    first,
+                }
+                .into());
+            }
+            (bytes, claimed.limits)
+        }
+    };
+    trace::load(&bytes, limits).map_err(|rejection| Error::RejectedFile {
+        path: path.to_owned(),
+        rejection,
+    })
+}
+
+fn judge(trace: Trace, confidence: Confidence) -> Result<Analysis, Error> {
+    let options = AnalyzeOptions {
+        limits: trace.limits,
+        rows: false,
+        strict: false,
+    };
+    Ok(judge_and_count(trace, options, confidence)?)
+}

@@ -1,0 +1,256 @@
+//! Flag values that several commands read the same way: input limits, SLO
+//! classes (`--slo`), request rates (`--request-rate`). Durations are in
+//! [`super::duration`].
+
+use std::ffi::OsString;
+
+use crate::error::Error;
+use crate::trace::{Gates, Limits};
+
+/// Input limits shared by every command that reads a trace. A flag wins; with
+/// no flag, `GOODPUT_MAX_ROWS` / `GOODPUT_MAX_BYTES` set the limit (so a long
+/// recording does not need the flags on every command); with neither, the
+/// defaults (docs/contract.md §4.1). The limits in force are recorded in the
+/// receipt either way.
+#[derive(Debug, Default, clap::Args)]
+pub struct LimitArgs {
+    /// Most rows accepted (inclusive) [default: $GOODPUT_MAX_ROWS, else 500]; recorded in the receipt.
+    #[arg(long, value_name = "N")]
+    pub max_rows: Option<u64>,
+    /// Most bytes accepted (inclusive), checked before parsing [default:
+    /// $GOODPUT_MAX_BYTES, else 65536]; recorded in the receipt.
+    #[arg(long, value_name = "N")]
+    pub max_bytes: Option<u64>,
+}
+
+impl LimitArgs {
+    /// The limits in force: the flags, else the environment, else the defaults.
+    pub(crate) fn limits(&self) -> Result<Limits, Error> {
+        resolve_limits(self.max_rows, self.max_bytes, |name| std::env::var_os(name))
+    }
+}
+
+/// The limits in force given the flags and a way to read a variable: a flag
+/// wins over its variable, a variable over the default. An empty variable
+/// counts as unset; any other value must be a whole number, or the command
+/// stops (exit 2) with a message naming the variable.
+pub fn resolve_limits(
+    max_rows: Option<u64>,
+    max_bytes: Option<u64>,
+    var: impl Fn(&str) -> Option<OsString>,
+) -> Result<Limits, Error> {
+    let pick = |flag: Option<u64>, name: &str, default: u64| -> Result<u64, Error> {
+        if let Some(n) = flag {
+            return Ok(n);
+        }
+        let Some(value) = var(name).filter(|v| !v.is_empty()) else {
+            return Ok(default);
+        };
+        value
+            .to_str()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "{name}={} is not a whole number >= 0 (unset it, or give the flag instead)",
+                    value.to_string_lossy()
+                ))
+            })
+    };
+    Ok(Limits {
+        max_rows: pick(max_rows, Limits::ROWS_VARIABLE, Limits::DEFAULT_MAX_ROWS)?,
+        max_bytes: pick(max_bytes, Limits::BYTES_VARIABLE, Limits::DEFAULT_MAX_BYTES)?,
+    })
+}
+
+/// The class declared when no `--slo` is given, as flag text: the trace
+/// writer's placeholder class ([`crate::trace::write::DEFAULT_CLASS`] with
+/// [`crate::trace::write::DEFAULT_GATES`]); declare your own SLOs for real
+/// evidence.
+pub const DEFAULT_SLO: &str = "default:ttft=1000,tpot=50,e2e=10000";
+
+/// Parses one `--slo NAME:ttft=MS,tpot=MS,e2e=MS`.
+pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
+    let (name, gates) = text
+        .split_once(':')
+        .ok_or_else(|| format!("--slo `{text}`: expected NAME:ttft=MS,tpot=MS,e2e=MS"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("--slo `{text}`: the class needs a name"));
+    }
+    let mut out = Gates {
+        ttft_ms: None,
+        tpot_ms: None,
+        e2e_ms: None,
+    };
+    for part in gates.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("--slo `{text}`: `{part}` should be GATE=MS"))?;
+        let value = match value.trim() {
+            "none" | "null" => None,
+            v => match v.parse::<f64>() {
+                Ok(x) if x.is_finite() && x >= 0.0 => Some(x),
+                _ => return Err(format!("--slo `{text}`: `{v}` is not a number of ms >= 0")),
+            },
+        };
+        let slot = match key.trim() {
+            "ttft" => &mut out.ttft_ms,
+            "tpot" => &mut out.tpot_ms,
+            "e2e" | "e2el" => &mut out.e2e_ms,
+            other => {
+                return Err(format!(
+                    "--slo `{text}`: unknown gate `{other}` (use ttft, tpot, e2e)"
+                ))
+            }
+        };
+        *slot = value;
+    }
+    Ok((name.to_owned(), out))
+}
+
+/// One `--request-rate` value: the number, and the text as written (a sweep
+/// names its output files with the text, so `2.5` stays `2.5`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rate {
+    /// Requests per second.
+    pub per_s: f64,
+    /// The value as written on the command line, trimmed.
+    pub text: String,
+}
+
+/// Parses one `--request-rate` value (range checks come with the schedule).
+pub fn parse_rate(text: &str) -> Result<Rate, String> {
+    let text = text.trim();
+    text.parse::<f64>()
+        .map(|per_s| Rate {
+            per_s,
+            text: text.to_owned(),
+        })
+        .map_err(|_| format!("`{text}` is not a number of requests per second"))
+}
+
+/// Checks `--confidence` (exit 2 when out of range).
+pub fn confidence_flag(level: f64) -> Result<crate::intervals::Confidence, Error> {
+    crate::intervals::Confidence::new(level).map_err(|e| Error::Usage(format!("--confidence: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::write::{DEFAULT_CLASS, DEFAULT_GATES};
+
+    #[test]
+    fn slo_flags_parse_with_unnamed_gates_as_none() {
+        assert_eq!(
+            parse_slo("interactive:ttft=1000,tpot=50,e2e=10000"),
+            Ok((
+                "interactive".into(),
+                Gates {
+                    ttft_ms: Some(1000.0),
+                    tpot_ms: Some(50.0),
+                    e2e_ms: Some(10000.0)
+                }
+            ))
+        );
+        assert_eq!(
+            parse_slo("batch:ttft=5000, tpot=none"),
+            Ok((
+                "batch".into(),
+                Gates {
+                    ttft_ms: Some(5000.0),
+                    tpot_ms: None,
+                    e2e_ms: None
+                }
+            ))
+        );
+        assert!(parse_slo("nocolon").is_err());
+        assert!(parse_slo(":ttft=1").is_err());
+        assert!(parse_slo("a:ttft=-1").is_err());
+        assert!(parse_slo("a:latency=1").is_err());
+        assert!(parse_slo("a:ttft=NaN").is_err());
+    }
+
+    #[test]
+    fn the_default_slo_text_is_the_writers_placeholder_class() {
+        assert_eq!(
+            parse_slo(DEFAULT_SLO),
+            Ok((DEFAULT_CLASS.to_owned(), DEFAULT_GATES))
+        );
+        assert_eq!(
+            DEFAULT_GATES,
+            Gates {
+                ttft_ms: Some(1000.0),
+                tpot_ms: Some(50.0),
+                e2e_ms: Some(10000.0)
+            }
+        );
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.into())
+    }
+
+    #[test]
+    fn a_flag_wins_over_its_variable_and_a_variable_over_the_default() {
+        let limits = |rows, bytes, vars: &[(&str, &str)]| {
+            resolve_limits(rows, bytes, env(vars)).map_err(|e| e.to_string())
+        };
+        assert_eq!(limits(None, None, &[]), Ok(Limits::default()));
+        let both = [
+            ("GOODPUT_MAX_ROWS", "2000"),
+            ("GOODPUT_MAX_BYTES", "700000"),
+        ];
+        assert_eq!(
+            limits(None, None, &both),
+            Ok(Limits {
+                max_rows: 2000,
+                max_bytes: 700_000
+            })
+        );
+        assert_eq!(
+            limits(Some(3), None, &both),
+            Ok(Limits {
+                max_rows: 3,
+                max_bytes: 700_000
+            })
+        );
+        assert_eq!(
+            limits(None, Some(10), &both),
+            Ok(Limits {
+                max_rows: 2000,
+                max_bytes: 10
+            })
+        );
+        // Empty counts as unset; junk names the variable.
+        assert_eq!(
+            limits(None, None, &[("GOODPUT_MAX_ROWS", "")]),
+            Ok(Limits::default())
+        );
+        let junk = limits(None, None, &[("GOODPUT_MAX_BYTES", "64k")]).unwrap_err();
+        assert!(junk.contains("GOODPUT_MAX_BYTES=64k"), "{junk}");
+        // A flag given makes a bad variable irrelevant.
+        assert_eq!(
+            limits(Some(1), Some(2), &[("GOODPUT_MAX_BYTES", "64k")]),
+            Ok(Limits {
+                max_rows: 1,
+                max_bytes: 2
+            })
+        );
+    }
+
+    #[test]
+    fn rates_keep_their_text_and_junk_is_refused() {
+        assert_eq!(
+            parse_rate(" 2.5 "),
+            Ok(Rate {
+                per_s: 2.5,
+                text: "2.5".to_owned()
+            })
+        );
+        assert!(parse_rate("fast").is_err());
+    }
+}

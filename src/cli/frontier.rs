@@ -1,0 +1,134 @@
+//! `goodput frontier`: read and analyze each trace of a sweep (with the same
+//! limits and code as `goodput analyze`), build the [`Frontier`], and print
+//! it as a table, Markdown or JSON; `--svg FILE` also draws it.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::analyze::{analyze_owned_at, AnalyzeOptions};
+use crate::error::Error;
+use crate::frontier::{frontier, Frontier, FrontierError, DEFAULT_ATTAINMENT};
+use crate::intervals::Confidence;
+use crate::io::{read_limited, ReadError};
+use crate::receipt::Receipt;
+use crate::render::frontier as render;
+use crate::trace::{Limits, Rejection};
+
+use super::exit::EXIT_OK;
+use super::flags::LimitArgs;
+use super::output::{emit, json_bytes, write_file};
+
+/// Exit statuses of `goodput frontier`, shown in `--help`.
+pub const FRONTIER_EXIT_HELP: &str = "\
+Exit status:
+  0  the frontier was computed (whatever it shows)
+  2  a trace was rejected or unreadable (the message names it; raise --max-rows /
+     --max-bytes, or GOODPUT_MAX_ROWS / GOODPUT_MAX_BYTES, for long recordings), --attainment is not in (0, 1], --class
+     names no class of some trace, or the SVG could not be written
+
+Points are sorted by measured offered load (cohort / window s). The knee is the
+last rate before goodput stops rising for good (each later rate adds at most
+0.1 × its extra offered load as goodput) while the extra load shows up as
+completions, p95 TTFT growing faster than load, or failed + censored work. The
+capacity is the highest offered rate whose pass share is at least --attainment,
+interpolated linearly to the crossing (DistServe's per-GPU goodput). Full rules:
+docs/frontier.md.";
+
+/// Flags of `goodput frontier`.
+#[derive(Debug, clap::Args)]
+pub struct FrontierArgs {
+    /// The traces of the sweep, one per offered rate (any order).
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<String>,
+    /// Pass-share target of the capacity, in (0, 1].
+    #[arg(long, value_name = "F", default_value_t = DEFAULT_ATTAINMENT)]
+    pub attainment: f64,
+    /// Use this class's figures instead of all rows.
+    #[arg(long, value_name = "NAME")]
+    pub class: Option<String>,
+    /// Print the frontier as JSON (`goodput-frontier/1`).
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print the frontier as a Markdown table.
+    #[arg(long, conflicts_with = "csv")]
+    pub markdown: bool,
+    /// Print the points as CSV (one line per trace, the JSON points' fields as columns).
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// Also draw goodput/s and completed/s (top) and p95 TTFT (bottom) against
+    /// offered/s into FILE, atomically.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Input limits, per trace.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Two-sided confidence level of the interval bars, in [0.5, 0.9999].
+    #[arg(long, value_name = "LEVEL", default_value_t = Confidence::DEFAULT)]
+    pub confidence: f64,
+}
+
+/// Reads and analyzes one trace; a rejection names the file.
+fn receipt_of(path: &str, limits: Limits, confidence: Confidence) -> Result<Receipt, Error> {
+    let rejected = |rejection| Error::RejectedFile {
+        path: path.to_owned(),
+        rejection,
+    };
+    let bytes = match read_limited(path, limits.max_bytes) {
+        Ok(b) => b,
+        Err(ReadError::TooLarge {
+            limit,
+            size: Some(size),
+            ..
+        }) => return Err(rejected(Rejection::too_large(size, limit))),
+        Err(e) => return Err(e.into()),
+    };
+    let options = AnalyzeOptions {
+        limits,
+        rows: false,
+        strict: false,
+    };
+    analyze_owned_at(bytes, options, confidence)
+        .map(|a| a.receipt)
+        .map_err(rejected)
+}
+
+/// Builds the frontier of the named traces (the part of the command that
+/// reads files; tests call [`frontier`] on receipts directly).
+pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
+    // Flags first: a bad target is exit 2 before any file is read.
+    if !(args.attainment > 0.0 && args.attainment <= 1.0) {
+        return Err(Error::Usage(
+            FrontierError::BadAttainment(args.attainment).to_string(),
+        ));
+    }
+    let confidence = super::flags::confidence_flag(args.confidence)?;
+    let limits = args.limits.limits()?;
+    let mut receipts = Vec::with_capacity(args.traces.len());
+    for path in &args.traces {
+        receipts.push((path.clone(), receipt_of(path, limits, confidence)?));
+    }
+    frontier(&receipts, args.class.as_deref(), args.attainment)
+        .map_err(|e| Error::Usage(e.to_string()))
+}
+
+/// `goodput frontier`.
+pub fn run(args: FrontierArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let f = load(&args)?;
+    if let Some(path) = &args.svg {
+        write_file(path, render::svg(&f).as_bytes())?;
+    }
+    let bytes = if args.json {
+        json_bytes(&f, "frontier")?
+    } else if args.csv {
+        crate::render::csv::frontier_points(&f).map_err(|e| Error::Write {
+            path: "CSV".to_owned(),
+            source: e.into(),
+        })?
+    } else if args.markdown {
+        render::markdown(&f).into_bytes()
+    } else {
+        render::text(&f).into_bytes()
+    };
+    emit(stdout, &bytes)?;
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,124 @@
+//! `goodput gate`: admit or refuse a run against explicit criteria.
+
+use std::io::Write;
+
+use crate::error::Error;
+use crate::review::exact::Decimal;
+use crate::review::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
+
+use super::exit::{EXIT_NO, EXIT_OK};
+use super::flags::LimitArgs;
+use super::input::load;
+use super::output::{emit, json_bytes};
+use super::release::{release_options, RecoveryArgs};
+use crate::receipt::release::attach;
+use crate::review::release_gate::{parse_class_limits, ClassLimits};
+
+/// Exit statuses of `goodput gate`, shown in `--help`.
+pub const GATE_EXIT_HELP: &str = "\
+Exit status:
+  0  ADMIT: every criterion holds
+  1  REFUSE: at least one criterion fails (each is printed with its value and limit)
+  2  the trace was rejected or unreadable, or a flag is out of range
+
+Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
+(default 0.05); censored share <= ceiling (default 0.05); p95 TTFT / TPOT / E2E
+<= the limits given; recovery after the burst phase <= --max-recovery-s;
+--class-limits adds the same criteria for other classes; the run is open-loop (a
+closed-loop run is refused unless --allow-closed-loop). A figure that cannot be
+measured (empty cohort, no completed rows, no recovery) fails its criterion.
+Each class that lost requests gets a diagnosis line (counts, then a reading).
+The goodput, share and p95 TTFT / E2E flags are decimals compared exactly as
+written (equal to the requirement refuses; docs/contract.md §9.2).";
+
+/// Flags of `goodput gate`.
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// The trace file (`-` reads standard input).
+    pub trace: String,
+    /// Required goodput, requests per window second; the measured rate must exceed it × (1 + margin).
+    #[arg(long, value_name = "R")]
+    pub min_goodput: Decimal,
+    /// Judge this class instead of all rows.
+    #[arg(long, value_name = "NAME")]
+    pub class: Option<String>,
+    /// Safety margin on the required goodput (0.2 = 20 % headroom).
+    #[arg(long, value_name = "F", default_value = "0")]
+    pub margin: Decimal,
+    /// Most failed / cohort allowed.
+    #[arg(long, value_name = "F", default_value = DEFAULT_MAX_FAILURE_SHARE)]
+    pub max_failure_share: Decimal,
+    /// Most censored / cohort allowed.
+    #[arg(long, value_name = "F", default_value = DEFAULT_MAX_CENSORED_SHARE)]
+    pub max_censored_share: Decimal,
+    /// Most nearest-rank p95 TTFT allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p95_ttft_ms: Option<Decimal>,
+    /// Most nearest-rank p95 E2E allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p95_e2e_ms: Option<Decimal>,
+    /// Most nearest-rank p95 TPOT allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p95_tpot_ms: Option<f64>,
+    /// Most recovery time after the burst phase, s (fails when the run never
+    /// recovers or the trace has no burst phase).
+    #[arg(long, value_name = "S")]
+    pub max_recovery_s: Option<f64>,
+    /// Limits of one class, `CLASS:KEY=V,…` (keys goodput, failure-share,
+    /// censored-share, ttft, tpot, e2e as p95 ms, recovery in s); repeatable,
+    /// one per class, all checked in the same run.
+    #[arg(long = "class-limits", value_name = "CLASS:LIMITS", value_parser = parse_class_limits)]
+    pub class_limits: Vec<ClassLimits>,
+    /// How recovery is measured.
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
+    /// Reject the trace (exit 2) at its first invalid row.
+    #[arg(long)]
+    pub strict: bool,
+    /// Admit a closed-loop run (`--max-concurrency` recordings) anyway; by
+    /// default it is refused, since the server paced its own load.
+    #[arg(long)]
+    pub allow_closed_loop: bool,
+    /// Print the decision as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Input limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// `goodput gate`.
+pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let criteria = Criteria {
+        min_goodput_per_s: args.min_goodput,
+        margin: args.margin,
+        max_failure_share: args.max_failure_share,
+        max_censored_share: args.max_censored_share,
+        max_p95_ttft_ms: args.max_p95_ttft_ms,
+        max_p95_e2e_ms: args.max_p95_e2e_ms,
+        class: args.class,
+        max_p95_tpot_ms: args.max_p95_tpot_ms,
+        max_recovery_s: args.max_recovery_s,
+        class_limits: args.class_limits,
+        allow_closed_loop: args.allow_closed_loop,
+    };
+    // Flags first: a bad flag is exit 2 before any work.
+    criteria.check().map_err(|e| Error::Usage(e.to_string()))?;
+    let release = release_options(Some(&args.recovery), None)?;
+    let mut analysis = load(&args.trace, args.limits.limits()?, args.strict)?;
+    attach(
+        &mut analysis.receipt,
+        &analysis.trace,
+        &analysis.judgements,
+        &release,
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
+    let decision =
+        gate::decide(&analysis.receipt, &criteria).map_err(|e| Error::Usage(e.to_string()))?;
+    if args.json {
+        emit(stdout, &json_bytes(&decision, "decision")?)?;
+    } else {
+        emit(stdout, crate::render::gate::render(&decision).as_bytes())?;
+    }
+    Ok(if decision.admit { EXIT_OK } else { EXIT_NO })
+}

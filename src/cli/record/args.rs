@@ -1,0 +1,213 @@
+//! The flags of `goodput record` and its `--help` epilogue.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::record::request::Api;
+use crate::record::schedule::ArrivalProcess;
+use crate::record::workload::lengths::LengthDist;
+
+use crate::cli::duration::parse_duration;
+use crate::cli::flags::{parse_rate, Rate};
+
+/// Exit statuses of `goodput record`, shown in `--help`.
+pub const RECORD_EXIT_HELP: &str = "\
+Exit status:
+  0    the trace was written (when most requests failed for one reason, the
+       summary's first line says so)
+  2    usage error, unreadable prompt file, the output cannot be written, or
+       the preflight found the server unreachable, TLS failing, 401/403 or
+       404 (all checked before any request of the run is sent and before any
+       trace is written; no partial file is ever left)
+  130  interrupted (Ctrl-C): scheduling stopped, unfinished requests were written
+       in_flight, the window was cut at the interrupt, and the trace was written
+       (in a rate sweep: the current point's trace; earlier points' traces stay)
+
+A rate list (--request-rate 5,10,20) is a sweep: one recording per rate, in order,
+seed + index each, --out a template containing {rate}, --cooldown between points;
+every point is checked before anything is sent. See docs/frontier.md.
+
+--phases replaces --request-rate and --duration: one open-loop schedule whose
+rate changes at each phase boundary (the warm-up runs at the first phase's
+rate). See docs/recorder.md.
+
+The API key is read from the environment (OPENAI_API_KEY, or --api-key-env NAME)
+and is never written; neither are header values (-H, --header-env): the trace
+records header names only. --extra-body and --insecure are written into the
+trace's workload. Prompts are never written: rows carry their length and a
+short hash. https:// goes through rustls (HTTP/1.1), trusting the system's
+roots unless --cacert FILE or --insecure is given.";
+
+/// Parses `--input-tokens MEAN[:STD[:MIN:MAX]]`.
+fn parse_input_tokens(text: &str) -> Result<LengthDist, String> {
+    LengthDist::parse("--input-tokens", text)
+}
+
+/// Parses `--output-tokens MEAN[:STD[:MIN:MAX]]`.
+fn parse_output_tokens(text: &str) -> Result<LengthDist, String> {
+    LengthDist::parse("--output-tokens", text)
+}
+
+/// The default pause between two points of a rate sweep.
+pub const DEFAULT_COOLDOWN: &str = "10s";
+
+/// Flags of `goodput record`. Names follow `vllm bench serve` where the
+/// meaning is the same.
+#[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases", "replay"])))]
+#[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len", "input_tokens", "replay"])))]
+pub struct RecordArgs {
+    /// Server URL: a base (`http://host:8000`, the --api path is appended),
+    /// a base ending in `/v1`, or a full endpoint URL.
+    #[arg(long, value_name = "URL")]
+    pub url: String,
+    /// The `model` field of every request.
+    #[arg(long, value_name = "NAME")]
+    pub model: String,
+    /// Open loop: requests per second, sent at scheduled instants whatever the server does.
+    /// A comma-separated list (`5,10,20,40`) is a rate sweep: one recording per
+    /// rate, in order, seed + index each, `--out` a template containing `{rate}`.
+    #[arg(long, value_name = "R[,R…]", value_delimiter = ',', value_parser = parse_rate)]
+    pub request_rate: Vec<Rate>,
+    /// Closed loop: C workers, each sending when its previous request ended
+    /// (finds the throughput ceiling; its latencies are not SLA evidence).
+    #[arg(long, value_name = "C", conflicts_with_all = ["request_rate", "arrival", "burstiness"])]
+    pub max_concurrency: Option<u32>,
+    /// Length of the measurement window (after the warm-up). With --replay,
+    /// the replayed span rounded up to the next whole second by default.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present_any = ["phases", "replay"], conflicts_with = "phases")]
+    pub duration: Option<Duration>,
+    /// Open loop in phases: `NAME:RATE/s:DURATION,…` (e.g.
+    /// `steady:10/s:60s,burst:40/s:10s,recover:10/s:60s`): one seeded
+    /// schedule whose rate changes at each phase boundary; the window is the
+    /// phases' total length; the trace declares the phases and labels each
+    /// row with its phase.
+    #[arg(long, value_name = "PHASES")]
+    pub phases: Option<String>,
+    /// Warm-up before the window; its arrivals are recorded and excluded.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+    /// Arrival process of the open loop.
+    #[arg(long, value_enum)]
+    pub arrival: Option<ArrivalProcess>,
+    /// Gamma shape (only with --arrival gamma; 1 = Poisson, below 1 = burstier).
+    #[arg(long, value_name = "B")]
+    pub burstiness: Option<f64>,
+    /// Seed of the schedule and of random prompts.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// An SLO class `NAME:ttft=MS,tpot=MS,e2e=MS` (an unnamed gate, or `none`,
+    /// means no gate); repeatable; the first is the default class.
+    /// Without any: `default:ttft=1000,tpot=50,e2e=10000`.
+    #[arg(long = "slo", value_name = "CLASS:GATES")]
+    pub slo: Vec<String>,
+    /// Whether a value equal to its gate passes (inclusive) or misses (strict).
+    #[arg(long, value_name = "RULE", default_value = "inclusive", value_parser = ["inclusive", "strict"])]
+    pub equality: String,
+    /// Endpoint family.
+    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    pub api: Api,
+    /// Prompts, one JSON string or {"prompt": …, "class": …} per line.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub prompts: Option<PathBuf>,
+    /// Multi-turn sessions: `sharegpt FILE` (whole conversations) or
+    /// `multi-turn FILE` (AIPerf's JSONL: session_id, turns[{text, delay}]).
+    /// Sessions start on the open-loop schedule; each later turn waits for
+    /// the previous answer plus its think time and carries the conversation
+    /// so far, the model's actual replies included.
+    #[arg(long, num_args = 2, value_names = ["KIND", "FILE"])]
+    pub dataset: Option<Vec<String>>,
+    /// Random prompts of N words (the default source, N = 128).
+    #[arg(long, value_name = "N")]
+    pub random_input_len: Option<u32>,
+    /// `max_tokens` of every request (default: the server's).
+    #[arg(long, value_name = "N", conflicts_with_all = ["output_tokens", "replay"])]
+    pub max_tokens: Option<u32>,
+    /// A Hugging Face tokenizer.json: prompt lengths become exact model
+    /// tokens, and rows carry the client's `promptTokens` (read from the
+    /// file; nothing is downloaded).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+    /// Random prompts of MEAN[:STD[:MIN:MAX]] tokens (normal, rounded,
+    /// clipped, seeded); exact with --tokenizer, else one filler word per token.
+    #[arg(long, value_name = "MEAN[:STD[:MIN:MAX]]", value_parser = parse_input_tokens)]
+    pub input_tokens: Option<LengthDist>,
+    /// Output length MEAN[:STD[:MIN:MAX]] tokens, sent as each request's
+    /// `max_tokens` (add --ignore-eos so the server produces all of them).
+    #[arg(long, value_name = "MEAN[:STD[:MIN:MAX]]", value_parser = parse_output_tokens)]
+    pub output_tokens: Option<LengthDist>,
+    /// Start every random prompt with one of --prefix-groups fixed prefixes
+    /// of N tokens (seeded choice); the prompt is the prefix plus
+    /// --input-tokens (or --random-input-len) more.
+    #[arg(long, value_name = "N", conflicts_with_all = ["prompts", "dataset", "replay"])]
+    pub prefix_tokens: Option<u32>,
+    /// Number of distinct shared prefixes (with --prefix-tokens; default 1).
+    #[arg(long, value_name = "K", requires = "prefix_tokens")]
+    pub prefix_groups: Option<u32>,
+    /// Replay a timestamped trace: `mooncake FILE` (JSONL: timestamp in ms,
+    /// input_length, output_length, hash_ids of 512-token blocks). Open loop
+    /// at the file's instants, shifted to the window start.
+    #[arg(long, num_args = 2, value_names = ["KIND", "FILE"],
+          conflicts_with_all = ["request_rate", "max_concurrency", "phases", "arrival", "burstiness"])]
+    pub replay: Option<Vec<String>>,
+    /// Stretch (> 1) or compress (< 1) the replayed trace's time.
+    #[arg(long, value_name = "F", requires = "replay")]
+    pub time_scale: Option<f64>,
+    /// Think time between a session's turns when the dataset gives none.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "dataset")]
+    pub think_time: Option<Duration>,
+    /// Ask the server to ignore end-of-sequence (a vLLM extension).
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Per-request timeout, counted from the scheduled arrival.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub timeout: Duration,
+    /// How long to keep observing after the window ends.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub grace: Duration,
+    /// Where to write the trace (atomically). In a rate sweep, a template:
+    /// `{rate}` is replaced by each rate as written (`trace-{rate}.json`).
+    #[arg(long, value_name = "FILE", default_value = "trace.json")]
+    pub out: PathBuf,
+    /// Pause between two points of a rate sweep, so the server drains.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = DEFAULT_COOLDOWN)]
+    pub cooldown: Duration,
+    /// The environment variable holding the API key.
+    #[arg(long, value_name = "NAME", default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+    /// GPUs behind the endpoint and the price of a GPU-hour, declared in the trace.
+    #[command(flatten)]
+    pub cost: crate::cli::release::CostArgs,
+    /// Never show the progress line (it is shown only when stderr is a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// A header sent with every request, `'Name: value'`; repeatable. The
+    /// value is never written or printed (the trace records the name).
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub header: Vec<String>,
+    /// A header whose value is read from the environment variable ENVVAR,
+    /// `'Name: ENVVAR'`; repeatable.
+    #[arg(long = "header-env", value_name = "'NAME: ENVVAR'")]
+    pub header_env: Vec<String>,
+    /// A JSON object merged into every request body (`'{"temperature": 0}'`);
+    /// written into the trace's workload. Keys the recorder sets are refused.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// https: trust only the PEM certificates in FILE (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https: accept any certificate (the trace says so: workload.insecure).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Skip the check of the server (GET /v1/models, else a one-token
+    /// request) made before the schedule starts.
+    #[arg(long)]
+    pub no_preflight: bool,
+    /// The most bytes one SSE line or event (or a 2xx body that is not a
+    /// stream) may hold; past it the request fails `event_too_large`
+    /// (`body_too_large`) and its connection is dropped. Bounds memory:
+    /// see docs/reliability.md.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::record::sse::DEFAULT_MAX_EVENT_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_event_bytes: u64,
+}

@@ -1,0 +1,37 @@
+//! `goodput record`: check the flags into a [`Plan`](crate::record::Plan)
+//! (output path probed before any request), run it
+//! ([`crate::record::record`]), write the trace through the trace writer and
+//! print the summary; with several rates, a rate sweep ([`sweep`]) of the
+//! same single recording.
+//!
+//! ```text
+//! args (flags) ─▶ plan (validated Plan) ─▶ single (run, write, summary)
+//!                  │                  └─▶ sweep (one single recording per rate)
+//!                  └─ workload (files read, every prompt prepared, nothing sent)
+//! ```
+
+pub mod args;
+pub mod plan;
+pub mod single;
+pub mod sweep;
+pub mod workload;
+
+use std::io::{IsTerminal, Write};
+
+use crate::error::Error;
+
+pub use self::args::{RecordArgs, RECORD_EXIT_HELP};
+
+use super::exit::EXIT_OK;
+
+/// `goodput record`: plan, run, write the trace, print the summary; with
+/// several rates, a sweep ([`sweep`]) of the same single recording.
+pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    if args.request_rate.len() > 1 {
+        return sweep::run(args, stdout);
+    }
+    let plan = plan::plan(&args)?;
+    crate::record::preflight(&plan)?;
+    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    single::record_one(&plan, progress, stdout).map(|_| EXIT_OK)
+}

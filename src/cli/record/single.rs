@@ -1,0 +1,70 @@
+//! One recording: run a validated plan against the network, write its trace
+//! atomically through the trace writer, print the summary. A single `record`
+//! and every point of a rate sweep go through [`record_one`].
+
+use std::io::Write;
+use std::sync::Arc;
+
+use crate::error::Error;
+use crate::record::runner::RunOutcome;
+use crate::record::{build_trace, summary, Plan, Progress, ProgressSink, Written};
+
+use crate::cli::output::emit;
+
+/// One recording of a validated plan: run it against the real network, write
+/// the trace and the summary. A single `record` and every point of a sweep go
+/// through here. Ctrl-C ends it with [`Error::Interrupted`] after writing.
+pub fn record_one(plan: &Plan, progress: bool, stdout: &mut dyn Write) -> Result<Written, Error> {
+    let sink: Option<ProgressSink> = progress.then(|| Arc::new(progress_line) as ProgressSink);
+    let outcome = crate::record::record(plan, sink)?;
+    write_trace(plan, &outcome, stdout)
+}
+
+/// Writes the trace atomically and the summary to `stdout`; an interrupted
+/// run returns [`Error::Interrupted`] after writing (exit 130).
+fn write_trace(
+    plan: &Plan,
+    outcome: &RunOutcome,
+    stdout: &mut dyn Write,
+) -> Result<Written, Error> {
+    let doc = build_trace(plan, outcome);
+    let path = plan.out.display().to_string();
+    let bytes = doc.write_atomic(&plan.out).map_err(|source| Error::Write {
+        path: path.clone(),
+        source,
+    })?;
+    let figures = summary::figures(&doc.rows, plan.open_loop());
+    let interrupted = outcome.interrupted_at_ms.is_some();
+    let text = crate::render::record::render(&figures, &path, bytes, interrupted, doc.tokens);
+    emit(stdout, text.as_bytes())?;
+    if interrupted {
+        return Err(Error::Interrupted {
+            path,
+            rows: doc.rows.len(),
+        });
+    }
+    Ok(Written {
+        rows: doc.rows.len(),
+        bytes,
+    })
+}
+
+/// The progress line on standard error (a terminal only): redrawn in place
+/// with each sample, erased when the run ends (`None`).
+fn progress_line(sample: Option<Progress>) {
+    match sample {
+        Some(p) => {
+            eprint!(
+                "\r\x1b[K{:7.1}s  sent {}  in flight {}  completed {}  failed {}  send lag {:.3} ms",
+                p.elapsed_s,
+                p.sent,
+                p.sent.saturating_sub(p.completed + p.failed),
+                p.completed,
+                p.failed,
+                p.send_lag_ms
+            );
+            let _ = std::io::stderr().flush();
+        }
+        None => eprint!("\r\x1b[K"),
+    }
+}

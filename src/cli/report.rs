@@ -1,0 +1,78 @@
+//! `goodput report`: analyze a trace, render the HTML page
+//! ([`crate::report::page`]), write it atomically and print where it went.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::analyze::{analyze_owned_at, AnalyzeOptions};
+use crate::error::Error;
+use crate::io::read_limited;
+use crate::report::page;
+
+use super::exit::EXIT_OK;
+use super::flags::LimitArgs;
+use super::output::{emit, write_file};
+use super::release::{release_options, CostArgs, RecoveryArgs};
+use crate::receipt::release::attach;
+
+/// The exit statuses of `goodput report`, shown by `--help`.
+pub const REPORT_EXIT_HELP: &str = "\
+Exit status:
+  0  the report was written (its path is printed)
+  2  the input was rejected (the message names the JSON pointer of the first problem),
+     could not be read, or the report could not be written
+
+The page is self-contained (inline CSS and SVG, no script, nothing fetched) and
+deterministic: the same trace gives the same bytes.";
+
+/// Flags of `goodput report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// The trace file (`-` reads standard input).
+    pub trace: String,
+    /// Where to write the HTML page, atomically (temporary file, then rename).
+    #[arg(long, value_name = "FILE", default_value = "report.html")]
+    pub out: PathBuf,
+    /// Input limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Two-sided confidence level of the intervals shown beside the figures, in [0.5, 0.9999].
+    #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
+    pub confidence: f64,
+    /// How recovery after the burst phase is measured.
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
+    /// GPUs and price for the per-GPU and cost figures.
+    #[command(flatten)]
+    pub cost: CostArgs,
+}
+
+/// Runs `goodput report`: analyze, run the default one-at-a-time sweep over
+/// all classes, render, write atomically, print the path written.
+pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let limits = args.limits.limits()?;
+    let confidence = super::flags::confidence_flag(args.confidence)?;
+    let release = release_options(Some(&args.recovery), Some(&args.cost))?;
+    let bytes = read_limited(&args.trace, limits.max_bytes)?;
+    let mut analysis = analyze_owned_at(
+        bytes,
+        AnalyzeOptions {
+            limits,
+            rows: false,
+            strict: false,
+        },
+        confidence,
+    )?;
+    attach(
+        &mut analysis.receipt,
+        &analysis.trace,
+        &analysis.judgements,
+        &release,
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
+    let html = page(&analysis).map_err(|e| Error::Usage(e.to_string()))?;
+    write_file(&args.out, html.as_bytes())?;
+    let line = format!("wrote {}\n", args.out.display());
+    emit(stdout, line.as_bytes())?;
+    Ok(EXIT_OK)
+}

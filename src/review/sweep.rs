@@ -1,0 +1,734 @@
+//! Sensitivity sweep (docs/contract.md §7.11): does the conclusion hang on one threshold?
+//!
+//! The sweep recomputes the pass count of an already validated and judged
+//! trace under neighbouring gates: each gate multiplied by a factor
+//! (`gate × factor`; a `null` gate stays `null`). The declared result comes
+//! first and is marked `hypothetical: false`; every alternative is
+//! `hypothetical: true`. A sweep never replaces the primary result.
+//!
+//! **One definition of pass.** Every comparison goes through
+//! [`verdict::missed`](crate::verdict::missed) with scaled gates, the function
+//! `analyze` itself uses, so an alternative's pass count is by construction what
+//! `analyze` would count on the same trace with its gates multiplied.
+//!
+//! **Cost.** Only completed cohort rows (pass or miss) can change verdict when
+//! gates move; cohort, window and therefore every denominator stay fixed. Each
+//! such row is put, per metric, into the bucket of the smallest factor whose
+//! scaled gate it meets (factors are sorted; meeting is monotone in the gate
+//! because gates are ≥ 0 and factors > 0). A 3-D histogram of those bucket
+//! triples with prefix sums answers "how many rows meet all three scaled gates"
+//! for any factor triple in O(1): the whole sweep costs O(rows × factors) plus
+//! O(factors³), never a re-parse or a re-validation.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::trace::{Contract, Equality, Gates, Trace};
+use crate::verdict::{missed, Judgement, Measured, MissSet, Verdict};
+
+/// The factors of the default sweep: each gate scaled one at a time.
+pub const DEFAULT_FACTORS: [f64; 7] = [0.5, 0.8, 0.9, 1.1, 1.25, 1.5, 2.0];
+/// The most distinct factors a sweep takes (a grid of 16 is 4,096 alternatives).
+pub const MAX_FACTORS: usize = 16;
+/// A passing row "sits near" a gate when its value is at least
+/// `gate × (1 − NEAR_GATE_SHARE)`.
+pub const NEAR_GATE_SHARE: f64 = 0.05;
+
+/// Why a sweep cannot be run as asked (a usage error, exit status 2).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SweepError {
+    /// A factor that is not a positive finite number.
+    #[error("--factors: {0} is not a positive finite number")]
+    BadFactor(f64),
+    /// An empty factor list.
+    #[error("--factors: give at least one factor, e.g. --factors 0.9,1.1")]
+    NoFactors,
+    /// Too many distinct factors.
+    #[error("--factors: {0} distinct factors given, at most {MAX_FACTORS} are allowed")]
+    TooManyFactors(usize),
+    /// `--class` names no declared class.
+    #[error("--class: {name:?} is not a class of this trace (classes: {known})")]
+    UnknownClass {
+        /// The name given.
+        name: String,
+        /// The declared classes, comma-separated.
+        known: String,
+    },
+}
+
+/// The multipliers applied to the three gates of every class in scope.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Factors {
+    /// Multiplier of the TTFT gate.
+    pub ttft: f64,
+    /// Multiplier of the TPOT gate.
+    pub tpot: f64,
+    /// Multiplier of the E2E gate.
+    pub e2e: f64,
+}
+
+impl Factors {
+    /// The declared gates: every factor 1.
+    pub const DECLARED: Factors = Factors {
+        ttft: 1.0,
+        tpot: 1.0,
+        e2e: 1.0,
+    };
+
+    /// `gates` with each non-null gate multiplied by its factor (plain
+    /// multiplication, so anyone can reproduce the hypothetical contract).
+    pub fn scale(&self, gates: &Gates) -> Gates {
+        Gates {
+            ttft_ms: gates.ttft_ms.map(|g| g * self.ttft),
+            tpot_ms: gates.tpot_ms.map(|g| g * self.tpot),
+            e2e_ms: gates.e2e_ms.map(|g| g * self.e2e),
+        }
+    }
+
+    fn all(f: f64) -> Factors {
+        Factors {
+            ttft: f,
+            tpot: f,
+            e2e: f,
+        }
+    }
+}
+
+/// What to sweep: which class (all classes when `None`) and which factor
+/// triples, in the order they are printed after the declared entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPlan {
+    /// The one class whose gates move and whose figures are reported; `None`
+    /// moves every class at once and reports all rows.
+    pub class: Option<String>,
+    /// The alternatives (the declared triple 1, 1, 1 is always added first).
+    pub alternatives: Vec<Factors>,
+}
+
+/// Checks and de-duplicates a factor list (first occurrence order kept).
+pub fn check_factors(factors: &[f64]) -> Result<Vec<f64>, SweepError> {
+    let mut out: Vec<f64> = Vec::with_capacity(factors.len());
+    for &f in factors {
+        if !(f.is_finite() && f > 0.0) {
+            return Err(SweepError::BadFactor(f));
+        }
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    if out.is_empty() {
+        return Err(SweepError::NoFactors);
+    }
+    if out.len() > MAX_FACTORS {
+        return Err(SweepError::TooManyFactors(out.len()));
+    }
+    Ok(out)
+}
+
+impl SweepPlan {
+    /// Each gate scaled by each factor, one gate at a time (the others as
+    /// declared): TTFT alternatives first, then TPOT, then E2E. A factor of 1
+    /// would repeat the declared entry and is skipped.
+    pub fn one_at_a_time(class: Option<String>, factors: &[f64]) -> Result<SweepPlan, SweepError> {
+        let factors = check_factors(factors)?;
+        let mut alternatives = Vec::with_capacity(3 * factors.len());
+        for metric in 0..3 {
+            for &f in factors.iter().filter(|&&f| f != 1.0) {
+                let mut x = Factors::DECLARED;
+                match metric {
+                    0 => x.ttft = f,
+                    1 => x.tpot = f,
+                    _ => x.e2e = f,
+                }
+                alternatives.push(x);
+            }
+        }
+        Ok(SweepPlan {
+            class,
+            alternatives,
+        })
+    }
+
+    /// Every combination of the factors across the three gates (TTFT
+    /// outermost, E2E innermost); the all-ones triple is the declared entry.
+    pub fn grid(class: Option<String>, factors: &[f64]) -> Result<SweepPlan, SweepError> {
+        let factors = check_factors(factors)?;
+        let mut alternatives = Vec::with_capacity(factors.len().pow(3));
+        for &ttft in &factors {
+            for &tpot in &factors {
+                for &e2e in &factors {
+                    let x = Factors { ttft, tpot, e2e };
+                    if x != Factors::DECLARED {
+                        alternatives.push(x);
+                    }
+                }
+            }
+        }
+        Ok(SweepPlan {
+            class,
+            alternatives,
+        })
+    }
+}
+
+/// One line of a sweep: the figures of the scope under one set of gates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SweepEntry {
+    /// `false` for the declared gates (always the first entry), `true` for every alternative.
+    pub hypothetical: bool,
+    /// The class whose gates move and whose figures these are; null: every class moves and the figures are for all rows.
+    pub class: Option<String>,
+    /// The multipliers applied to the declared gates.
+    pub factors: Factors,
+    /// The gates in force in every class (classes out of scope keep their declared gates).
+    pub classes: BTreeMap<String, Gates>,
+    /// Cohort rows of the scope: the denominator of `passShare`, the same under every gate.
+    pub cohort: u64,
+    /// Rows that pass under these gates.
+    pub pass: u64,
+    /// pass / window s.
+    pub goodput_per_s: f64,
+    /// pass / cohort; null for an empty cohort.
+    pub pass_share: Option<f64>,
+    /// pass − declared pass.
+    pub delta_pass: i64,
+    /// goodputPerS − declared goodputPerS.
+    pub delta_goodput_per_s: f64,
+    /// passShare − declared passShare; null for an empty cohort.
+    pub delta_pass_share: Option<f64>,
+    /// How close the declared result is to changing (declared entry only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragility: Option<Fragility>,
+}
+
+/// How close the declared result sits to a gate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Fragility {
+    /// The equality rule the thresholds below are read with.
+    pub equality: Equality,
+    /// Passing rows within 5 % below a gate.
+    pub near_gate: NearGate,
+    /// Per metric, the smallest single-gate change that changes the pass count.
+    pub tipping: Tipping,
+}
+
+/// Passing rows whose value is at least `gate × (1 − share)` for some gate.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NearGate {
+    /// The relative distance counted as near (0.05).
+    pub share: f64,
+    /// Passing rows near at least one gate (each row once).
+    pub rows: u64,
+    /// Passing rows near their TTFT gate.
+    pub ttft: u64,
+    /// Passing rows near their TPOT gate.
+    pub tpot: u64,
+    /// Passing rows near their E2E gate.
+    pub e2e: u64,
+}
+
+/// The tipping points of the three gates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Tipping {
+    /// TTFT gate.
+    pub ttft: TippingMetric,
+    /// TPOT gate.
+    pub tpot: TippingMetric,
+    /// E2E gate.
+    pub e2e: TippingMetric,
+}
+
+/// The nearest change of one gate, downward and upward, that moves the pass count.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TippingMetric {
+    /// Tightening: null when no tightening can drop a row (no passing row is gated on this metric, or the gate is 0).
+    pub down: Option<TippingPoint>,
+    /// Loosening: null when no loosening can add a row (no row misses on this metric alone, or the gate is 0).
+    pub up: Option<TippingPoint>,
+}
+
+/// Where a gate must move for the pass count to change.
+///
+/// Down: with `inclusive`, pass falls once the gate is below `thresholdMs`;
+/// with `strict`, once it is at or below it. Up: with `inclusive`, pass rises
+/// once the gate reaches `thresholdMs`; with `strict`, once it is above it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TippingPoint {
+    /// The class whose row flips first (the nearest across the scope).
+    pub class: String,
+    /// That class's declared gate, ms.
+    pub gate_ms: f64,
+    /// The value of the first row(s) to flip, ms.
+    pub threshold_ms: f64,
+    /// thresholdMs / gateMs.
+    pub factor: f64,
+    /// (factor − 1) × 100.
+    pub change_pct: f64,
+    /// Rows of that class sitting exactly at the threshold, which flip together.
+    pub rows: u64,
+    /// Id of the first of them in trace order.
+    pub row_id: Option<String>,
+}
+
+/// The metrics in their fixed order.
+const METRICS: [Metric; 3] = [Metric::Ttft, Metric::Tpot, Metric::E2e];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Metric {
+    Ttft,
+    Tpot,
+    E2e,
+}
+
+impl Metric {
+    fn value(self, m: &Measured) -> Option<f64> {
+        match self {
+            Metric::Ttft => Some(m.ttft_ms),
+            Metric::Tpot => m.tpot_ms,
+            Metric::E2e => Some(m.e2e_ms),
+        }
+    }
+
+    fn gate(self, g: &Gates) -> Option<f64> {
+        match self {
+            Metric::Ttft => g.ttft_ms,
+            Metric::Tpot => g.tpot_ms,
+            Metric::E2e => g.e2e_ms,
+        }
+    }
+
+    fn only_miss(self, m: MissSet) -> bool {
+        let (a, b, c) = (m.ttft, m.tpot, m.e2e);
+        match self {
+            Metric::Ttft => a && !b && !c,
+            Metric::Tpot => !a && b && !c,
+            Metric::E2e => !a && !b && c,
+        }
+    }
+}
+
+/// The extreme row of a class on one metric (largest passing value, or
+/// smallest value among rows that miss on this metric alone).
+#[derive(Clone, Copy, Debug)]
+struct Extreme {
+    value: f64,
+    rows: u64,
+    first_row: usize,
+}
+
+fn note_extreme(slot: &mut Option<Extreme>, value: f64, row: usize, larger_wins: bool) {
+    match slot {
+        None => {
+            *slot = Some(Extreme {
+                value,
+                rows: 1,
+                first_row: row,
+            })
+        }
+        Some(e) if e.value == value => e.rows += 1,
+        Some(e) => {
+            if (value > e.value) == larger_wins {
+                *e = Extreme {
+                    value,
+                    rows: 1,
+                    first_row: row,
+                };
+            }
+        }
+    }
+}
+
+/// Runs a sweep on a validated trace and its judgements (one per row, in
+/// order, as `judge_trace` returns them). The declared entry comes first.
+///
+/// One pass over the rows ([`scan_rows`]) fills the bucket histogram and
+/// notes what fragility needs; prefix sums then turn the histogram into a
+/// table of pass counts ([`PassTable`]); every entry is read from that table.
+pub fn sweep(
+    trace: &Trace,
+    judgements: &[Judgement],
+    plan: &SweepPlan,
+) -> Result<Vec<SweepEntry>, SweepError> {
+    let scope = Scope::of(&trace.contract, plan.class.as_deref())?;
+    let mut scan = scan_rows(trace, judgements, scope, factor_axis(plan));
+    scan.table.accumulate();
+    let mut declared = entry(trace, plan, scope, &scan, &Factors::DECLARED, None);
+    declared.fragility = Some(fragility(trace, &scan));
+    let alternatives: Vec<SweepEntry> = plan
+        .alternatives
+        .iter()
+        .map(|f| entry(trace, plan, scope, &scan, f, Some(&declared)))
+        .collect();
+    let mut entries = Vec::with_capacity(plan.alternatives.len() + 1);
+    entries.push(declared);
+    entries.extend(alternatives);
+    Ok(entries)
+}
+
+/// Which rows a sweep counts and whose gates it moves: every class, or one.
+#[derive(Clone, Copy, Debug)]
+struct Scope(Option<usize>);
+
+impl Scope {
+    /// The scope of `class` (every class when `None`); an unknown name is an error.
+    fn of(contract: &Contract, class: Option<&str>) -> Result<Scope, SweepError> {
+        let Some(name) = class else {
+            return Ok(Scope(None));
+        };
+        match contract.class_index(name) {
+            Some(c) => Ok(Scope(Some(c))),
+            None => Err(SweepError::UnknownClass {
+                name: name.to_owned(),
+                known: contract
+                    .classes
+                    .keys()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// Whether a row of `class` (or a class index) is in scope.
+    fn contains(self, class: Option<usize>) -> bool {
+        match self.0 {
+            None => true,
+            Some(s) => class == Some(s),
+        }
+    }
+}
+
+/// The factor axis: every factor the plan uses, plus 1 (the declared gates),
+/// sorted and without repeats.
+fn factor_axis(plan: &SweepPlan) -> Vec<f64> {
+    let mut axis: Vec<f64> = plan
+        .alternatives
+        .iter()
+        .flat_map(|f| [f.ttft, f.tpot, f.e2e])
+        .chain([1.0])
+        .collect();
+    axis.sort_by(f64::total_cmp);
+    axis.dedup();
+    axis
+}
+
+/// The 3-D table over the factor axis. While rows are added, cell
+/// `(t, p, e)` counts the rows whose TTFT, TPOT and E2E buckets are `t`, `p`,
+/// `e`; after [`PassTable::accumulate`], it counts the rows whose buckets are
+/// all at or below `(t, p, e)`: the rows that meet all three gates scaled by
+/// `axis[t]`, `axis[p]`, `axis[e]`.
+struct PassTable {
+    axis: Vec<f64>,
+    cells: Vec<u64>,
+}
+
+impl PassTable {
+    fn new(axis: Vec<f64>) -> PassTable {
+        let k = axis.len();
+        PassTable {
+            axis,
+            cells: vec![0u64; k * k * k],
+        }
+    }
+
+    fn at(&self, a: usize, b: usize, c: usize) -> usize {
+        let k = self.axis.len();
+        (a * k + b) * k + c
+    }
+
+    /// Counts a row by its buckets; a row above a gate even at the largest
+    /// factor (bucket `k`) passes no alternative and is not counted.
+    fn add(&mut self, [t, p, e]: [usize; 3]) {
+        let k = self.axis.len();
+        if t < k && p < k && e < k {
+            let i = self.at(t, p, e);
+            self.cells[i] += 1;
+        }
+    }
+
+    /// Prefix sums along each axis in turn.
+    fn accumulate(&mut self) {
+        let k = self.axis.len();
+        for a in 0..k {
+            for b in 0..k {
+                for c in 1..k {
+                    let (to, from) = (self.at(a, b, c), self.at(a, b, c - 1));
+                    self.cells[to] += self.cells[from];
+                }
+            }
+        }
+        for a in 0..k {
+            for b in 1..k {
+                for c in 0..k {
+                    let (to, from) = (self.at(a, b, c), self.at(a, b - 1, c));
+                    self.cells[to] += self.cells[from];
+                }
+            }
+        }
+        for a in 1..k {
+            for b in 0..k {
+                for c in 0..k {
+                    let (to, from) = (self.at(a, b, c), self.at(a - 1, b, c));
+                    self.cells[to] += self.cells[from];
+                }
+            }
+        }
+    }
+
+    /// Rows that pass under `f` (after [`PassTable::accumulate`]).
+    fn pass(&self, f: &Factors) -> u64 {
+        let index = |f: f64| self.axis.iter().position(|&x| x == f).unwrap_or(0);
+        self.cells[self.at(index(f.ttft), index(f.tpot), index(f.e2e))]
+    }
+}
+
+/// Per class and metric: (largest passing value, smallest value among rows
+/// that miss on this metric alone).
+type ClassExtremes = [(Option<Extreme>, Option<Extreme>); 3];
+
+/// What one pass over the rows collects.
+struct RowScan {
+    table: PassTable,
+    /// Cohort rows in scope: the denominator, the same under every gate.
+    cohort: u64,
+    near: NearGate,
+    /// Indexed by class.
+    extremes: Vec<ClassExtremes>,
+}
+
+/// The one pass over the judged rows: counts the cohort, puts every completed
+/// cohort row into the histogram by its buckets, and notes near-gate rows
+/// and extremes for fragility.
+fn scan_rows(trace: &Trace, judgements: &[Judgement], scope: Scope, axis: Vec<f64>) -> RowScan {
+    let contract = &trace.contract;
+    let equality = contract.equality;
+    let class_gates: Vec<&Gates> = contract.classes.values().collect();
+    // scaled[class][i]: the class's gates with every gate times axis[i].
+    let scaled: Vec<Vec<Gates>> = class_gates
+        .iter()
+        .map(|g| axis.iter().map(|&f| Factors::all(f).scale(g)).collect())
+        .collect();
+    let mut scan = RowScan {
+        table: PassTable::new(axis),
+        cohort: 0,
+        near: NearGate {
+            share: NEAR_GATE_SHARE,
+            rows: 0,
+            ttft: 0,
+            tpot: 0,
+            e2e: 0,
+        },
+        extremes: vec![[(None, None); 3]; class_gates.len()],
+    };
+    for (row, j) in judgements.iter().enumerate() {
+        if !scope.contains(j.class) {
+            continue;
+        }
+        let (m, declared_miss) = match &j.verdict {
+            Verdict::Censored { .. } | Verdict::Failed { .. } => {
+                scan.cohort += 1;
+                continue;
+            }
+            Verdict::Invalid(_) | Verdict::Excluded(_) => continue,
+            Verdict::Pass(m) => (m, None),
+            Verdict::Miss(m, set) => (m, Some(*set)),
+        };
+        scan.cohort += 1;
+        let Some(c) = j.class else { continue };
+        let (Some(gates), Some(scaled)) = (class_gates.get(c), scaled.get(c)) else {
+            continue;
+        };
+        scan.table.add(buckets(m, scaled, equality));
+        let ex = &mut scan.extremes[c];
+        match declared_miss {
+            None => note_passing(m, gates, row, ex, &mut scan.near),
+            Some(set) => note_missing(m, set, row, ex),
+        }
+    }
+    scan
+}
+
+/// Per metric, the smallest axis index whose scaled gate the row meets
+/// (`scaled.len()` when it meets none).
+fn buckets(m: &Measured, scaled: &[Gates], equality: Equality) -> [usize; 3] {
+    let k = scaled.len();
+    let mut bucket = [k; 3];
+    for (i, g) in scaled.iter().enumerate() {
+        let miss = missed(m, g, equality);
+        for (b, hit) in bucket.iter_mut().zip([miss.ttft, miss.tpot, miss.e2e]) {
+            if *b == k && !hit {
+                *b = i;
+            }
+        }
+        if bucket.iter().all(|&b| b < k) {
+            break;
+        }
+    }
+    bucket
+}
+
+/// A passing row: a candidate for each metric's largest passing value, and
+/// counted as near a gate when within [`NEAR_GATE_SHARE`] below it.
+fn note_passing(
+    m: &Measured,
+    gates: &Gates,
+    row: usize,
+    ex: &mut ClassExtremes,
+    near: &mut NearGate,
+) {
+    let mut any = false;
+    for (mi, metric) in METRICS.iter().enumerate() {
+        if let (Some(v), Some(g)) = (metric.value(m), metric.gate(gates)) {
+            note_extreme(&mut ex[mi].0, v, row, true);
+            if v >= g * (1.0 - NEAR_GATE_SHARE) {
+                any = true;
+                match metric {
+                    Metric::Ttft => near.ttft += 1,
+                    Metric::Tpot => near.tpot += 1,
+                    Metric::E2e => near.e2e += 1,
+                }
+            }
+        }
+    }
+    near.rows += u64::from(any);
+}
+
+/// A row that misses: a candidate for the smallest value of the one metric
+/// it misses on, when it misses on one metric alone.
+fn note_missing(m: &Measured, set: MissSet, row: usize, ex: &mut ClassExtremes) {
+    for (mi, metric) in METRICS.iter().enumerate() {
+        if metric.only_miss(set) {
+            if let Some(v) = metric.value(m) {
+                note_extreme(&mut ex[mi].1, v, row, false);
+            }
+        }
+    }
+}
+
+/// One sweep line: the figures of the scope under the gates scaled by `f`,
+/// with deltas against `declared` (none for the declared line itself).
+fn entry(
+    trace: &Trace,
+    plan: &SweepPlan,
+    scope: Scope,
+    scan: &RowScan,
+    f: &Factors,
+    declared: Option<&SweepEntry>,
+) -> SweepEntry {
+    let contract = &trace.contract;
+    let cohort = scan.cohort;
+    let pass = scan.table.pass(f);
+    let goodput_per_s = pass as f64 / contract.window_s();
+    let pass_share = (cohort > 0).then(|| pass as f64 / cohort as f64);
+    let classes = contract
+        .classes
+        .iter()
+        .enumerate()
+        .map(|(c, (name, g))| {
+            let gates = if scope.contains(Some(c)) {
+                f.scale(g)
+            } else {
+                *g
+            };
+            (name.clone(), gates)
+        })
+        .collect();
+    let (delta_pass, delta_goodput_per_s, delta_pass_share) = match declared {
+        None => (0, 0.0, pass_share.map(|_| 0.0)),
+        Some(d) => (
+            pass as i64 - d.pass as i64,
+            goodput_per_s - d.goodput_per_s,
+            pass_share.zip(d.pass_share).map(|(a, b)| a - b),
+        ),
+    };
+    SweepEntry {
+        hypothetical: declared.is_some(),
+        class: plan.class.clone(),
+        factors: *f,
+        classes,
+        cohort,
+        pass,
+        goodput_per_s,
+        pass_share,
+        delta_pass,
+        delta_goodput_per_s,
+        delta_pass_share,
+        fragility: None,
+    }
+}
+
+/// The declared result's fragility: near-gate rows and, per metric, the
+/// nearest tipping points down and up across the classes.
+fn fragility(trace: &Trace, scan: &RowScan) -> Fragility {
+    let tipping_metric = |mi: usize| {
+        let mut down: Option<TippingPoint> = None;
+        let mut up: Option<TippingPoint> = None;
+        for (c, ex) in scan.extremes.iter().enumerate() {
+            if let Some(p) = tipping_point(trace, c, mi, ex[mi].0) {
+                // Tightening: the class whose largest passing value is nearest the gate.
+                if down.as_ref().is_none_or(|d| p.factor > d.factor) {
+                    down = Some(p);
+                }
+            }
+            if let Some(p) = tipping_point(trace, c, mi, ex[mi].1) {
+                if up.as_ref().is_none_or(|u| p.factor < u.factor) {
+                    up = Some(p);
+                }
+            }
+        }
+        TippingMetric { down, up }
+    };
+    Fragility {
+        equality: trace.contract.equality,
+        near_gate: scan.near,
+        tipping: Tipping {
+            ttft: tipping_metric(0),
+            tpot: tipping_metric(1),
+            e2e: tipping_metric(2),
+        },
+    }
+}
+
+/// Where class `c`'s gate on metric `mi` must move for the row(s) of `e` to
+/// flip; `None` when there is no such row, no gate, or a gate of 0 (0 × any
+/// factor is still 0: no scaling moves it).
+fn tipping_point(trace: &Trace, c: usize, mi: usize, e: Option<Extreme>) -> Option<TippingPoint> {
+    let (name, gates) = trace.contract.classes.iter().nth(c)?;
+    let g = METRICS[mi].gate(gates)?;
+    let e = e?;
+    if g <= 0.0 {
+        return None;
+    }
+    let factor = e.value / g;
+    Some(TippingPoint {
+        class: name.to_string(),
+        gate_ms: g,
+        threshold_ms: e.value,
+        factor,
+        change_pct: (factor - 1.0) * 100.0,
+        rows: e.rows,
+        row_id: trace
+            .rows
+            .get(e.first_row)
+            .and_then(|r| r.id.get())
+            .map(|s| s.to_string()),
+    })
+}
+
+/// Recovers the plan of a recorded sweep (class and factor triples), so
+/// `verify` can recompute a receipt's `sweep` exactly.
+pub fn plan_of(entries: &[SweepEntry]) -> SweepPlan {
+    SweepPlan {
+        class: entries.first().and_then(|e| e.class.clone()),
+        alternatives: entries.iter().skip(1).map(|e| e.factors).collect(),
+    }
+}

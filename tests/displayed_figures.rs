@@ -77,7 +77,10 @@ fn a_share_that_is_not_exactly_one_or_zero_never_reads_100_or_0_percent() {
         page.contains(r#"data-col="failureShare">0.04 % (0.01 %–0.2 %)<"#),
         "failureShare interval cell"
     );
-    assert!(!page.contains("100.0 %"), "no share of 2,499/2,500 reads 100.0 %");
+    assert!(
+        !page.contains("100.0 %"),
+        "no share of 2,499/2,500 reads 100.0 %"
+    );
 }
 
 #[test]

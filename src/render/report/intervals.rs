@@ -1,12 +1,12 @@
 //! The headline figures with their intervals, as people read them:
-//! "58.5 % (49.1 %–67.3 %)". Used by the HTML report's "Intervals" table.
+//! "58.5 % (49.1 %–67.3 %)": the HTML report's "How sure" section.
 
 use std::fmt::Write;
 
+use super::html::escape;
 use crate::intervals::{percent, Interval, QuantileInterval};
 use crate::receipt::{Block, Receipt};
 use crate::render::figures;
-use crate::render::report::escape;
 
 /// A share with its interval, e.g. `58.5 % (49.1 %–67.3 %)`; `—` for an
 /// empty cohort. Each figure goes through [`percent`](crate::render::figures::percent),

@@ -32,6 +32,7 @@
 mod header;
 mod histograms;
 mod html;
+mod intervals;
 mod invalid;
 mod lanes;
 mod page;
@@ -58,7 +59,7 @@ pub fn render(analysis: &Analysis, sweep: &[SweepEntry]) -> String {
     page::head(&mut o, r);
     header::section(&mut o, r);
     summary::section(&mut o, r);
-    o.push_str(&crate::render::intervals::report_section(r));
+    o.push_str(&intervals::report_section(r));
     lanes::section(&mut o, analysis);
     histograms::section(&mut o, analysis);
     reasons::section(&mut o, r);

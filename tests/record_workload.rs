@@ -575,3 +575,104 @@ fn workload_options_are_refused_in_closed_loop_and_sessions_need_chat() {
     assert_eq!(code, 2);
     assert!(message.contains("--api chat"), "{message}");
 }
+
+#[test]
+fn a_prompt_file_is_counted_by_the_tokenizer_and_a_different_server_count_shows() {
+    // The fixture counts "the model says hello" as 9 tokens and "seven north
+    // music" as 3 (see src/tokenizer.rs, taken with the Python tokenizers
+    // package); the sim without a tokenizer counts words: 4 and 3. Constant
+    // 4/s over 1 s: rows 0 and 2 get the first prompt (server − client =
+    // 4 − 9 = −5), rows 1 and 3 the second (3 − 3 = 0): equal on 2 of 4,
+    // min −5, mean (−5 − 5 + 0 + 0) / 4 = −2.5, max 0.
+    let server = sim(2.0, vec![], false);
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().join("p.jsonl");
+    std::fs::write(
+        &prompts,
+        "\"the model says hello\"\n\"seven north music\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("t.json");
+    let tok = fixture_tokenizer();
+    let (code, stdout, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "4",
+            "--arrival",
+            "constant",
+            "--duration",
+            "1s",
+            "--prompts",
+            prompts.to_str().unwrap(),
+            "--tokenizer",
+            tok.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(trace["workload"]["promptLengths"], "file");
+    assert_eq!(trace["workload"]["tokenizerSha256"], sha256_of(&tok));
+    let got: Vec<(Option<f64>, Option<f64>)> = rows(&trace)
+        .iter()
+        .map(|r| (label(r, "promptTokens"), label(r, "serverPromptTokens")))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(9.0), Some(4.0)),
+            (Some(3.0), Some(3.0)),
+            (Some(9.0), Some(4.0)),
+            (Some(3.0), Some(3.0))
+        ]
+    );
+    assert!(
+        stdout.contains(
+            "prompt tokens: server = client on 2 of 4 rows; server − client min -5, mean -2.50, max 0"
+        ),
+        "{stdout}"
+    );
+    // Without --tokenizer the trace says lengths are not model tokens.
+    let (code, stdout, trace) = record(
+        &server.url(),
+        &out,
+        &["--request-rate", "4", "--duration", "0.5s"],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(trace["workload"]["promptLengths"], "approximate");
+}
+
+#[test]
+fn extra_body_cannot_set_max_tokens_beside_a_flag_that_sets_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let file = mooncake(dir.path(), 3);
+    let replay = [
+        "--replay",
+        "mooncake",
+        file.to_str().unwrap(),
+        "--extra-body",
+        r#"{"max_tokens": 5}"#,
+    ];
+    let rate = [
+        "--request-rate",
+        "1",
+        "--duration",
+        "1s",
+        "--output-tokens",
+        "64",
+        "--extra-body",
+        r#"{"max_tokens": 5}"#,
+    ];
+    for (args, flag) in [(&replay[..], "--replay"), (&rate[..], "--output-tokens")] {
+        let (code, message, trace) = record("http://127.0.0.1:9", &out, args);
+        assert_eq!(code, 2, "{message}");
+        assert_eq!(
+            message,
+            format!(
+                "usage: --extra-body: `max_tokens` is also set by {flag}; give it in one place only"
+            )
+        );
+        assert_eq!(trace, Value::Null);
+    }
+}

@@ -771,11 +771,217 @@ mod tests {
     }
 
     #[test]
+    fn a_sweep_point_plays_the_conversations_in_its_own_seeded_order() {
+        let conversations: Vec<Conversation> = (1..=6)
+            .map(|n| Conversation {
+                turns: vec![
+                    Turn {
+                        text: format!("c{n}"),
+                        delay_ms: None
+                    };
+                    n
+                ],
+            })
+            .collect();
+        let d = Arc::new(Dataset {
+            kind: "multi-turn",
+            conversations,
+            sha256: String::new(),
+        });
+        let set = SessionSet::new(d, vec![0.0; 6], 0.0, None, 0, None);
+        assert_eq!(set.order, vec![0, 1, 2, 3, 4, 5]);
+        let a = set.in_seeded_order(1);
+        let b = set.in_seeded_order(2);
+        for s in [&a, &b] {
+            let mut sorted = s.order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, set.order, "a permutation");
+            // Conversation n has n turns: the layout follows the new order,
+            // and each row names the file's conversation it plays.
+            let mut offset = 0;
+            for session in 0..6 {
+                let c = s.order[session];
+                assert_eq!(s.offsets[session], offset);
+                assert_eq!(s.labels(offset)["conversation"], Scalar::Number(c as f64));
+                assert_eq!(s.turn_text(offset), format!("c{}", c + 1));
+                offset += c + 1;
+            }
+            assert_eq!(s.offsets[6], 21);
+        }
+        // 6! orders: two seeds giving the same one would be a 1-in-720 accident
+        // (checked: they differ), and the same seed always gives the same.
+        assert_ne!(a.order, b.order);
+        assert_eq!(a.order, set.in_seeded_order(1).order);
+    }
+
+    #[test]
     fn the_reply_is_the_content_of_every_chunk_in_order() {
         let body = b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n\
 data: {\"choices\":[{\"delta\":{\"content\":\" the\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\" model\"}}]}\n\n\
 data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n";
         assert_eq!(reply_text(body), " the model");
         assert_eq!(reply_text(b"data: {\"choices\":[{\"text\":\"x\"}]}"), "x");
+    }
+
+    /// A server that answers every chat request with `re:<its last user
+    /// message>`, streamed in two chunks, and keeps every body it received.
+    #[derive(Default)]
+    struct Echo {
+        bodies: Mutex<Vec<serde_json::Value>>,
+    }
+
+    struct EchoBody(std::collections::VecDeque<Bytes>);
+
+    impl ResponseBody for EchoBody {
+        async fn next_frame(&mut self) -> Result<Option<Bytes>, BodyError> {
+            Ok(self.0.pop_front())
+        }
+    }
+
+    impl Transport for Echo {
+        type Body = EchoBody;
+        async fn send(&self, body: Bytes) -> Result<(Head, EchoBody), SendError> {
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let last = v["messages"].as_array().unwrap().last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            self.bodies.lock().unwrap().push(v);
+            let chunk = |c: &str| {
+                Bytes::from(format!(
+                    "data: {{\"choices\":[{{\"delta\":{{\"content\":{}}}}}]}}\n\n",
+                    serde_json::to_string(c).unwrap()
+                ))
+            };
+            let frames = vec![
+                chunk("re:"),
+                chunk(&last),
+                Bytes::from_static(
+                    b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n",
+                ),
+            ];
+            Ok((
+                Head {
+                    status: 200,
+                    event_stream: true,
+                },
+                EchoBody(frames.into()),
+            ))
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_turn_carries_the_conversation_with_the_models_actual_replies() {
+        use crate::record::request::{Api, BodyTemplate, PromptSource};
+        use crate::record::runner::{run, Counters, Load, RunConfig};
+
+        let turn = |text: &str, delay_ms| Turn {
+            text: text.into(),
+            delay_ms,
+        };
+        let dataset = Arc::new(Dataset {
+            kind: "multi-turn",
+            conversations: vec![
+                Conversation {
+                    turns: vec![turn("a1", None), turn("a2", Some(15.0)), turn("a3", None)],
+                },
+                Conversation {
+                    turns: vec![turn("b1", None), turn("b2", None)],
+                },
+            ],
+            sha256: String::new(),
+        });
+        // Sessions at 0 and 10 ms play conversations a and b; think time 5 ms
+        // where the dataset gives none.
+        let set = Arc::new(SessionSet::new(
+            dataset,
+            vec![0.0, 10.0],
+            5.0,
+            None,
+            0,
+            None,
+        ));
+        let config = Arc::new(RunConfig {
+            load: Load::Sessions { set: set.clone() },
+            window_end_ms: 100.0,
+            grace_ms: 2_000.0,
+            timeout: std::time::Duration::from_secs(2),
+            prompts: PromptSource::Sessions(set),
+            template: BodyTemplate {
+                api: Api::Chat,
+                model: "m".into(),
+                max_tokens: None,
+                ignore_eos: false,
+                extra: Default::default(),
+            },
+            max_event_bytes: crate::record::sse::DEFAULT_MAX_EVENT_BYTES,
+            secrets: Default::default(),
+        });
+        let echo = Arc::new(Echo::default());
+        let t0 = tokio::time::Instant::now() + std::time::Duration::from_millis(5);
+        let outcome = run(
+            echo.clone(),
+            config,
+            t0,
+            Arc::new(Counters::default()),
+            Box::pin(std::future::pending()),
+        )
+        .await;
+
+        // Every history, user and assistant in turn, is what was said before:
+        // the model's reply to "a1" is "re:a1", and so on.
+        let said = |v: &serde_json::Value| -> Vec<(String, String)> {
+            v["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    (
+                        m["role"].as_str().unwrap().to_owned(),
+                        m["content"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let mut seen: Vec<Vec<(String, String)>> =
+            echo.bodies.lock().unwrap().iter().map(said).collect();
+        seen.sort();
+        let conv = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(r, c)| ((*r).to_owned(), (*c).to_owned()))
+                .collect()
+        };
+        let mut want = vec![
+            conv(&[("user", "a1")]),
+            conv(&[("user", "a1"), ("assistant", "re:a1"), ("user", "a2")]),
+            conv(&[
+                ("user", "a1"),
+                ("assistant", "re:a1"),
+                ("user", "a2"),
+                ("assistant", "re:a2"),
+                ("user", "a3"),
+            ]),
+            conv(&[("user", "b1")]),
+            conv(&[("user", "b1"), ("assistant", "re:b1"), ("user", "b2")]),
+        ];
+        want.sort();
+        assert_eq!(seen, want);
+
+        // Rows: a1 a2 a3 b1 b2; a turn arrives at the previous completion
+        // plus its think time (15 ms from the dataset, else 5 ms), and is
+        // never sent before that.
+        assert_eq!(outcome.results.len(), 5);
+        let done = |i: usize| match outcome.results[i].as_ref().unwrap().ending {
+            Ending::Completed { completed_ms } => completed_ms,
+            ref e => panic!("row {i}: {e:?}"),
+        };
+        for (row, prev, think) in [(1, 0, 15.0), (2, 1, 5.0), (4, 3, 5.0)] {
+            let f = outcome.results[row].as_ref().unwrap();
+            assert_eq!(f.arrival_ms, done(prev) + think, "row {row}");
+            assert!(f.obs.sent_ms.unwrap() >= f.arrival_ms, "row {row}");
+        }
+        assert_eq!(outcome.results[0].as_ref().unwrap().arrival_ms, 0.0);
+        assert_eq!(outcome.results[3].as_ref().unwrap().arrival_ms, 10.0);
     }
 }

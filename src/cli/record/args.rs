@@ -31,6 +31,15 @@ every point is checked before anything is sent. See docs/frontier.md.
 rate changes at each phase boundary (the warm-up runs at the first phase's
 rate). See docs/recorder.md.
 
+Workloads (see docs/recorder.md): --tokenizer tokenizer.json makes prompt
+lengths exact model tokens; --input-tokens and --output-tokens draw lengths;
+--prefix-tokens and --prefix-groups share prefixes; --replay mooncake FILE
+replaces --request-rate with the file's timestamps (--time-scale F);
+--dataset sharegpt FILE (or multi-turn FILE) plays whole conversations as
+sessions started on the schedule, each turn waiting for the previous answer
+(--think-time). Every prompt is prepared before the first request is sent,
+and every option is declared in the trace's workload.
+
 The API key is read from the environment (OPENAI_API_KEY, or --api-key-env NAME)
 and is never written; neither are header values (-H, --header-env): the trace
 records header names only. --extra-body and --insecure are written into the

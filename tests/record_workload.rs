@@ -385,6 +385,10 @@ fn session_turns_wait_for_the_answer_and_carry_the_history() {
     assert_eq!(trace["workload"]["sessions"], 5.0);
     assert_eq!(trace["workload"]["conversations"], 2.0);
     assert_eq!(trace["workload"]["datasetSha256"], sha256_of(&file));
+    assert_eq!(trace["workload"]["turnArrival"], "eligible");
+    assert_eq!(trace["workload"]["promptLengths"], "file");
+    assert_eq!(trace["workload"]["thinkTimeS"], 0.02);
+    assert_eq!(trace["boundary"]["arrival"], "scheduled");
     for (s, turns) in by_session(&trace) {
         let c = (s % 2) as usize;
         assert_eq!(turns.len(), USER_WORDS[c].len());

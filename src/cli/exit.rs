@@ -37,7 +37,8 @@ impl Error {
             | Error::RejectedFile { .. }
             | Error::Import { .. }
             | Error::Listen { .. }
-            | Error::Compare(_) => EXIT_ERROR,
+            | Error::Compare(_)
+            | Error::Spool(_) => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }
     }

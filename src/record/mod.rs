@@ -20,10 +20,13 @@
 
 pub mod client;
 pub mod exchange;
+pub mod frame;
+pub mod recover;
 pub mod request;
 pub mod row;
 pub mod runner;
 pub mod schedule;
+pub mod spool;
 pub mod sse;
 pub mod summary;
 
@@ -36,11 +39,12 @@ use std::time::Duration;
 use hyper::Uri;
 
 use crate::error::Error;
-use crate::trace::write::{round_us, TraceDoc, TraceRow, TRACE_SCHEMA};
-use crate::trace::{Equality, Gates, Labels, Scalar, Warmup, Window};
+use crate::trace::write::{TraceDoc, TraceRow};
+use crate::trace::{Equality, Gates, Labels};
 
 use self::client::{HyperTransport, Transport};
-use self::runner::{Counters, Interrupt, Load, RunConfig, RunOutcome};
+use self::frame::{Frame, PromptMeta, Stop};
+use self::runner::{Collector, Counters, Interrupt, Load, RunConfig, RunOutcome};
 
 /// A validated recording plan.
 #[derive(Debug, Clone)]
@@ -103,7 +107,7 @@ pub type ProgressSink = Arc<dyn Fn(Option<Progress>) + Send + Sync>;
 
 /// Turns a finished run into the trace document (pure).
 pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
-    let open_loop = plan.open_loop();
+    let frame = Frame::of(plan);
     let tokens = row::token_mode(
         outcome
             .results
@@ -116,104 +120,40 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
         .iter()
         .enumerate()
         .map(|(index, slot)| match slot {
-            Some(f) => row::assemble(
-                &row::RowMeta {
-                    index,
-                    class: f.class.clone(),
-                    arrival_ms: f.arrival_ms,
-                    open_loop,
-                    prompt_chars: f.prompt_chars,
-                    prompt_hash: f.prompt_hash.clone(),
-                },
-                &f.obs,
-                &f.ending,
-                tokens,
+            Some(f) => frame.ended_row(index, f, tokens),
+            None => frame.unsent_row(
+                index,
+                outcome.arrivals_ms.get(index).copied().unwrap_or(0.0),
+                &PromptMeta::of(&plan.run.prompts.prompt(index)),
             ),
-            None => {
-                let prompt = plan.run.prompts.prompt(index);
-                row::not_sent(&row::RowMeta {
-                    index,
-                    class: prompt.class,
-                    arrival_ms: outcome.arrivals_ms.get(index).copied().unwrap_or(0.0),
-                    open_loop,
-                    prompt_chars: prompt.text.chars().count() as u64,
-                    prompt_hash: request::prompt_hash(&prompt.text),
-                })
-            }
         })
         .collect();
-
-    let start_ms = plan.warmup_ms;
-    let planned_end_ms = plan.run.window_end_ms;
-    let (end_ms, horizon_ms) = match outcome.interrupted_at_ms {
-        // Cut the window at the interrupt: rates are per observed second and
-        // nothing after the interrupt is claimed. Interrupted during warm-up,
-        // the window is an empty 1 ms: no row arrives in it.
-        Some(t) if t < planned_end_ms => {
-            let end = if t > start_ms {
-                round_us(t)
-            } else {
-                start_ms + 1.0
-            };
-            (end, end)
-        }
-        Some(t) => (planned_end_ms, round_us(t).max(planned_end_ms)),
-        None => (planned_end_ms, planned_end_ms + plan.run.grace_ms),
-    };
-    let mut workload = plan.workload.clone();
-    workload.insert("scheduled".into(), Scalar::Number(rows.len() as f64));
-    if outcome.keep_alive_retries > 0 {
-        workload.insert(
-            "keepAliveRetries".into(),
-            Scalar::Number(outcome.keep_alive_retries as f64),
-        );
-    }
-    if let Some(t) = outcome.interrupted_at_ms {
-        workload.insert("interrupted".into(), Scalar::Bool(true));
-        workload.insert("interruptedAtMs".into(), Scalar::Number(round_us(t)));
-        workload.insert(
-            "plannedScheduled".into(),
-            Scalar::Number(outcome.planned as f64),
-        );
-        workload.insert("plannedWindowEndMs".into(), Scalar::Number(planned_end_ms));
-    }
-    let mut boundary = Labels::new();
-    let arrival = if open_loop {
-        "scheduled"
-    } else {
-        "closed-loop"
-    };
-    boundary.insert("arrival".into(), Scalar::String(arrival.into()));
-    boundary.insert("tokens".into(), Scalar::String("client".into()));
-    boundary.insert("clock".into(), Scalar::String("monotonic".into()));
-    TraceDoc {
-        schema: TRACE_SCHEMA,
-        window: Window {
-            start_ms,
-            end_ms,
-            horizon_ms: Some(horizon_ms),
-        },
-        warmup: (start_ms > 0.0).then_some(Warmup {
-            start_ms: 0.0,
-            end_ms: start_ms,
-        }),
-        equality: plan.equality,
-        classes: plan.classes.clone(),
-        default_class: plan.default_class.clone(),
-        tokens,
-        boundary,
-        workload,
-        rows,
-    }
+    frame.document(&Stop::of(outcome), tokens, rows)
 }
 
 /// Runs a plan against a transport, with `interrupt` as the Ctrl-C signal.
-/// Builds its own runtime; returns the outcome (used by [`record`] and the tests).
+/// Builds its own runtime; returns the outcome with every result in memory
+/// (used by the tests).
 pub fn execute<T: Transport>(
     plan: &Plan,
     transport: T,
     interrupt: impl FnOnce() -> Interrupt,
     progress: Option<ProgressSink>,
+) -> Result<RunOutcome, Error> {
+    let mut results: Vec<Option<runner::Finished>> = Vec::new();
+    let mut outcome = execute_into(plan, transport, interrupt, progress, &mut results)?;
+    results.resize_with(outcome.rows, || None);
+    outcome.results = results;
+    Ok(outcome)
+}
+
+/// [`execute`], handing each ending to `collector` as it comes (the spool).
+pub fn execute_into<T: Transport>(
+    plan: &Plan,
+    transport: T,
+    interrupt: impl FnOnce() -> Interrupt,
+    progress: Option<ProgressSink>,
+    collector: &mut dyn Collector,
 ) -> Result<RunOutcome, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -227,7 +167,15 @@ pub fn execute<T: Transport>(
         let ticker = progress
             .clone()
             .map(|sink| tokio::spawn(sample_progress(counters.clone(), t0, sink)));
-        let outcome = runner::run(transport, config, t0, counters.clone(), interrupt()).await;
+        let outcome = runner::run_into(
+            transport,
+            config,
+            t0,
+            counters.clone(),
+            interrupt(),
+            collector,
+        )
+        .await;
         if let Some(t) = ticker {
             t.abort();
             if let Some(sink) = &progress {
@@ -259,13 +207,18 @@ async fn sample_progress(counters: Arc<Counters>, t0: tokio::time::Instant, sink
 
 /// Runs a validated plan against the real network, with Ctrl-C as the
 /// interrupt: scheduling stops, unfinished requests are kept (they become
-/// `in_flight` rows) and the outcome says when it was interrupted. A single
+/// `in_flight` rows) and the outcome says when it was interrupted. Every
+/// ending goes to `collector` as it comes (`record` spools them). A single
 /// `record` and every point of a rate sweep go through here.
-pub fn record(plan: &Plan, progress: Option<ProgressSink>) -> Result<RunOutcome, Error> {
+pub fn record(
+    plan: &Plan,
+    progress: Option<ProgressSink>,
+    collector: &mut dyn Collector,
+) -> Result<RunOutcome, Error> {
     let transport =
         HyperTransport::new(plan.uri.clone(), plan.api_key.as_deref()).map_err(Error::Usage)?;
     let retries = transport.retries();
-    let mut outcome = execute(
+    let mut outcome = execute_into(
         plan,
         transport,
         || {
@@ -277,6 +230,7 @@ pub fn record(plan: &Plan, progress: Option<ProgressSink>) -> Result<RunOutcome,
             })
         },
         progress,
+        collector,
     )?;
     outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
     Ok(outcome)

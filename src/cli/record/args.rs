@@ -33,16 +33,16 @@ pub const DEFAULT_COOLDOWN: &str = "10s";
 /// Flags of `goodput record`. Names follow `vllm bench serve` where the
 /// meaning is the same.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency"])))]
+#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "recover"])))]
 #[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len"])))]
 pub struct RecordArgs {
     /// Server URL: a base (`http://host:8000`, the --api path is appended),
     /// a base ending in `/v1`, or a full endpoint URL.
-    #[arg(long, value_name = "URL")]
-    pub url: String,
+    #[arg(long, value_name = "URL", required_unless_present = "recover")]
+    pub url: Option<String>,
     /// The `model` field of every request.
-    #[arg(long, value_name = "NAME")]
-    pub model: String,
+    #[arg(long, value_name = "NAME", required_unless_present = "recover")]
+    pub model: Option<String>,
     /// Open loop: requests per second, sent at scheduled instants whatever the server does.
     /// A comma-separated list (`5,10,20,40`) is a rate sweep: one recording per
     /// rate, in order, seed + index each, `--out` a template containing `{rate}`.
@@ -53,8 +53,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "C", conflicts_with_all = ["request_rate", "arrival", "burstiness"])]
     pub max_concurrency: Option<u32>,
     /// Length of the measurement window (after the warm-up).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Duration,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present = "recover")]
+    pub duration: Option<Duration>,
     /// Warm-up before the window; its arrivals are recorded and excluded.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
@@ -112,4 +112,10 @@ pub struct RecordArgs {
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Turn the spool of a recording that died (`TRACE.spool`, left beside
+    /// its --out) into a trace at --out: ended requests as they were,
+    /// dispatched ones in flight, due ones not sent, the window cut at the
+    /// last instant the spool proves. Sends nothing.
+    #[arg(long, value_name = "SPOOL", conflicts_with_all = ["url", "model", "duration", "warmup", "seed", "slo"])]
+    pub recover: Option<PathBuf>,
 }

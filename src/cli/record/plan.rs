@@ -67,11 +67,15 @@ fn ms(d: Duration) -> f64 {
 /// Validates the flags into a plan, reading prompt files and checking the
 /// output path; sends nothing.
 pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
-    let uri = endpoint_uri(&args.url, args.api).map_err(usage)?;
-    if args.duration.is_zero() {
+    let required = |what: &str| usage(format!("{what} is required"));
+    let url = args.url.as_deref().ok_or_else(|| required("--url"))?;
+    let model = args.model.clone().ok_or_else(|| required("--model"))?;
+    let duration = args.duration.ok_or_else(|| required("--duration"))?;
+    let uri = endpoint_uri(url, args.api).map_err(usage)?;
+    if duration.is_zero() {
         return Err(usage("--duration must be longer than 0"));
     }
-    if ms(args.duration) + ms(args.grace) > crate::trace::model::MAX_SPAN_MS {
+    if ms(duration) + ms(args.grace) > crate::trace::model::MAX_SPAN_MS {
         return Err(usage(
             "--duration plus --grace must be at most 24 h (a trace's window and horizon span at most a day)",
         ));
@@ -138,7 +142,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     }
 
     let warmup_ms = ms(args.warmup);
-    let window_end_ms = warmup_ms + ms(args.duration);
+    let window_end_ms = warmup_ms + ms(duration);
     let mut workload = Labels::new();
     let mut put = |k: &str, v: Scalar| {
         workload.insert(k.to_owned(), v);
@@ -182,7 +186,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         }
     };
     put("seed", Scalar::Number(args.seed as f64));
-    put("model", Scalar::String(args.model.clone()));
+    put("model", Scalar::String(model.clone()));
     put("api", Scalar::String(args.api.as_str().into()));
     put("endpoint", Scalar::String(uri.path().to_owned()));
     if let Some(n) = args.max_tokens {
@@ -192,7 +196,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         put("ignoreEos", Scalar::Bool(true));
     }
     put("prompts", Scalar::String(prompts.describe()));
-    put("durationS", Scalar::Number(args.duration.as_secs_f64()));
+    put("durationS", Scalar::Number(duration.as_secs_f64()));
     put("warmupS", Scalar::Number(args.warmup.as_secs_f64()));
     put("graceS", Scalar::Number(args.grace.as_secs_f64()));
     put("timeoutS", Scalar::Number(args.timeout.as_secs_f64()));
@@ -209,6 +213,13 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         .ok()
         .filter(|k| !k.is_empty());
     check_writable(&args.out)?;
+    let spool = crate::record::spool::spool_path(&args.out);
+    if spool.exists() {
+        return Err(crate::record::spool::SpoolError::Exists {
+            path: spool.display().to_string(),
+        }
+        .into());
+    }
     Ok(Plan {
         uri,
         run: RunConfig {
@@ -219,7 +230,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             prompts,
             template: BodyTemplate {
                 api: args.api,
-                model: args.model.clone(),
+                model,
                 max_tokens: args.max_tokens,
                 ignore_eos: args.ignore_eos,
             },

@@ -76,6 +76,9 @@ pub enum Error {
     /// the file and, for a bad line, the line).
     #[error("spool: {0}")]
     Spool(#[from] crate::record::spool::SpoolError),
+    /// `merge` refuses the shards given (the message names the file).
+    #[error("cannot merge: {0}")]
+    Merge(#[from] crate::merge::MergeError),
     /// `compare` refuses two runs judged under different contracts.
     #[error("cannot compare: {0}")]
     Compare(#[from] crate::compare::CompareError),

@@ -38,7 +38,8 @@ impl Error {
             | Error::Import { .. }
             | Error::Listen { .. }
             | Error::Compare(_)
-            | Error::Spool(_) => EXIT_ERROR,
+            | Error::Spool(_)
+            | Error::Merge(_) => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }
     }

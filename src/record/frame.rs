@@ -19,7 +19,7 @@ use crate::trace::{Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window};
 use super::exchange::{Ending, Observation};
 use super::request::{prompt_hash, Prompt};
 use super::row::{self, RowMeta};
-use super::runner::{Finished, RunOutcome};
+use super::runner::{Finished, RunOutcome, ShardClock};
 use super::Plan;
 
 /// Which shard of a shared schedule a recording is (`record --shard K/N`).
@@ -88,21 +88,6 @@ pub struct Frame {
     pub shard: Option<ShardTag>,
 }
 
-/// A shard's clock as it measured itself (see `docs/recorder.md`, "Shards").
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShardClock {
-    /// The shard's wall clock at its first dispatch minus (start instant +
-    /// that dispatch's monotonic time since t0), ms: how far the shard's
-    /// monotonic timeline sits from the shared start, by its own wall clock.
-    pub offset_ms: f64,
-    /// Wall-clock rate minus monotonic rate over the run, parts per million.
-    pub skew_ppm: f64,
-    /// How late after the start instant the shard was ready to send, ms (0
-    /// when it was early, as it should be).
-    pub start_late_ms: f64,
-}
-
 /// How observation of a run stopped: known only at its end (or, for a
 /// recovered spool, from the spool).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -128,7 +113,7 @@ impl Stop {
             planned: outcome.planned,
             keep_alive_retries: outcome.keep_alive_retries,
             recovered: false,
-            shard_clock: None,
+            shard_clock: outcome.shard_clock,
         }
     }
 }
@@ -145,7 +130,7 @@ impl Frame {
             default_class: plan.default_class.clone(),
             workload: plan.workload.clone(),
             open_loop: plan.open_loop(),
-            shard: None,
+            shard: plan.shard,
         }
     }
 

@@ -43,7 +43,7 @@ use crate::trace::write::{TraceDoc, TraceRow};
 use crate::trace::{Equality, Gates, Labels};
 
 use self::client::{HyperTransport, Transport};
-use self::frame::{Frame, PromptMeta, Stop};
+use self::frame::{Frame, PromptMeta, ShardTag, Stop};
 use self::runner::{Collector, Counters, Interrupt, Load, RunConfig, RunOutcome};
 
 /// A validated recording plan.
@@ -67,6 +67,12 @@ pub struct Plan {
     pub out: PathBuf,
     /// The API key, if any (never written anywhere).
     pub api_key: Option<String>,
+    /// This recording is one shard of a shared schedule (`--shard K/N`):
+    /// its load holds only that shard's requests.
+    pub shard: Option<ShardTag>,
+    /// t0 is this wall-clock instant, ms since the Unix epoch (`--start-at`),
+    /// shared by every shard; `None`: a few ms after the start.
+    pub start_at_unix_ms: Option<f64>,
 }
 
 impl Plan {
@@ -162,8 +168,16 @@ pub fn execute_into<T: Transport>(
     let counters = Arc::new(Counters::default());
     let config = Arc::new(plan.run.clone());
     let transport = Arc::new(transport);
-    let outcome = runtime.block_on(async {
-        let t0 = tokio::time::Instant::now() + Duration::from_millis(5);
+    let mut start_late_ms = None;
+    let mut outcome = runtime.block_on(async {
+        let t0 = match plan.start_at_unix_ms {
+            Some(start) => {
+                let (t0, late) = anchor(start);
+                start_late_ms = Some(late);
+                t0
+            }
+            None => tokio::time::Instant::now() + Duration::from_millis(5),
+        };
         let ticker = progress
             .clone()
             .map(|sink| tokio::spawn(sample_progress(counters.clone(), t0, sink)));
@@ -182,11 +196,51 @@ pub fn execute_into<T: Transport>(
                 sink(None);
             }
         }
-        outcome
+        (outcome, t0)
     });
+    if let (Some(start), Some(late)) = (plan.start_at_unix_ms, start_late_ms) {
+        let mono_ms = tokio::time::Instant::now()
+            .saturating_duration_since(outcome.1)
+            .as_secs_f64()
+            * 1000.0;
+        let offset_ms = (unix_ms_now() - start) - mono_ms;
+        outcome.0.shard_clock = Some(runner::ShardClock {
+            offset_ms,
+            skew_ppm: if mono_ms > 0.0 {
+                offset_ms / mono_ms * 1e6
+            } else {
+                0.0
+            },
+            start_late_ms: late,
+        });
+    }
+    let outcome = outcome.0;
     // Requests still draining a body after cancellation are dropped here.
     runtime.shutdown_timeout(Duration::from_millis(200));
     Ok(outcome)
+}
+
+/// The wall clock, ms since the Unix epoch.
+fn unix_ms_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// The monotonic instant at which the wall clock reads `start_unix_ms`, and
+/// how late (ms; negative = early) this process is for it. A late start puts
+/// t0 in the past: the schedule is not shifted, and the overdue requests
+/// leave at once, each with its send lag.
+fn anchor(start_unix_ms: f64) -> (tokio::time::Instant, f64) {
+    let mono = tokio::time::Instant::now();
+    let late_ms = unix_ms_now() - start_unix_ms;
+    let gap = Duration::from_secs_f64(late_ms.abs() / 1000.0);
+    let t0 = if late_ms <= 0.0 {
+        mono + gap
+    } else {
+        mono.checked_sub(gap).unwrap_or(mono)
+    };
+    (t0, late_ms)
 }
 
 async fn sample_progress(counters: Arc<Counters>, t0: tokio::time::Instant, sink: ProgressSink) {

@@ -93,6 +93,28 @@ pub struct RunOutcome {
     /// Rows the trace gets (`results.len()` when the results were kept in
     /// memory; with a spool, `results` is empty and this counts).
     pub rows: usize,
+    /// A run started at a shared instant (`--start-at`): its clock figures
+    /// (filled in by the caller that placed t0; `None` here).
+    pub shard_clock: Option<ShardClock>,
+}
+
+/// A shard's clock as it measured itself (`docs/recorder.md`, "Shards").
+/// Clock disagreement between machines cannot be seen from inside one: it
+/// is the hosts' wall-clock offset (NTP's business), and shifts every time
+/// of that shard alike.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardClock {
+    /// At the end of the run, (wall clock − start instant) − (monotonic time
+    /// since t0), ms: how far the monotonic timeline every time is measured
+    /// on drifted from the shard's wall clock over the run.
+    pub offset_ms: f64,
+    /// That drift per elapsed time, parts per million.
+    pub skew_ppm: f64,
+    /// The shard's wall clock when it was ready to send, minus the start
+    /// instant, ms: negative when early (as it should be); positive when
+    /// late, and then its first requests carry that lag.
+    pub start_late_ms: f64,
 }
 
 /// Where a run's requests go as they end. The in-memory collector is a
@@ -337,6 +359,7 @@ pub async fn run_into<T: Transport>(
         planned,
         keep_alive_retries: 0,
         rows,
+        shard_clock: None,
     }
 }
 

@@ -112,10 +112,22 @@ pub struct RecordArgs {
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Record shard K of N of the one seeded schedule: only the requests i
+    /// with i mod N = K, at their scheduled instants from --start-at (which it
+    /// needs). K may be `auto`: the JOB_COMPLETION_INDEX of a Kubernetes
+    /// Indexed Job. Merge the shards' traces with `goodput merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// t0 of the schedule, shared by every shard: an RFC 3339 instant
+    /// (2026-12-01T06:40:00Z) or Unix epoch seconds. Started late, the
+    /// recorder sends the overdue requests at once, each with its send lag;
+    /// the schedule is never shifted.
+    #[arg(long, value_name = "T")]
+    pub start_at: Option<String>,
     /// Turn the spool of a recording that died (`TRACE.spool`, left beside
     /// its --out) into a trace at --out: ended requests as they were,
     /// dispatched ones in flight, due ones not sent, the window cut at the
     /// last instant the spool proves. Sends nothing.
-    #[arg(long, value_name = "SPOOL", conflicts_with_all = ["url", "model", "duration", "warmup", "seed", "slo"])]
+    #[arg(long, value_name = "SPOOL", conflicts_with_all = ["url", "model", "duration", "warmup", "seed", "slo", "shard", "start_at"])]
     pub recover: Option<PathBuf>,
 }

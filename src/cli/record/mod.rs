@@ -12,6 +12,7 @@
 pub mod args;
 pub mod plan;
 pub mod recover;
+pub mod shard;
 pub mod single;
 pub mod sweep;
 
@@ -30,6 +31,11 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         return recover::run(&args, stdout);
     }
     if args.request_rate.len() > 1 {
+        if args.shard.is_some() || args.start_at.is_some() {
+            return Err(Error::Usage(
+                "--shard and --start-at take one --request-rate, not a sweep".into(),
+            ));
+        }
         return sweep::run(args, stdout);
     }
     let plan = plan::plan(&args)?;

@@ -20,6 +20,9 @@ use crate::cli::flags::{parse_slo, DEFAULT_SLO};
 use crate::cli::output::check_writable;
 
 use super::args::RecordArgs;
+use super::shard::{parse_shard, parse_start_at, INDEX_ENV};
+use crate::record::frame::ShardTag;
+use sha2::{Digest, Sha256};
 
 /// A usage error (exit 2).
 pub(crate) fn usage(message: impl Into<String>) -> Error {
@@ -103,7 +106,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         _ => Equality::Inclusive,
     };
 
-    let prompts = if let Some(path) = &args.prompts {
+    let mut prompts = if let Some(path) = &args.prompts {
         PromptSource::List(Arc::new(
             request::load_jsonl(path).map_err(|e| usage(e.to_string()))?,
         ))
@@ -141,6 +144,14 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         }
     }
 
+    let (shard, start_at_unix_ms) = shard_and_start(args)?;
+    if let Some(s) = shard {
+        prompts = PromptSource::Strided {
+            inner: Box::new(prompts),
+            stride: s.count,
+            offset: s.index,
+        };
+    }
     let warmup_ms = ms(args.warmup);
     let window_end_ms = warmup_ms + ms(duration);
     let mut workload = Labels::new();
@@ -156,8 +167,18 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 (_, None) => 1.0,
                 (_, Some(_)) => return Err(usage("--burstiness applies only to --arrival gamma")),
             };
-            let arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
+            let mut arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
                 .map_err(|e| usage(e.to_string()))?;
+            if let Some(s) = shard {
+                // Every shard draws the whole schedule and keeps its share.
+                put("scheduleSize", Scalar::Number(arrivals.len() as f64));
+                put("scheduleHash", Scalar::String(schedule_hash(&arrivals)));
+                arrivals = arrivals
+                    .into_iter()
+                    .skip(s.index)
+                    .step_by(s.count)
+                    .collect();
+            }
             put("arrival", Scalar::String(process.as_str().into()));
             put("ratePerS", Scalar::Number(rate));
             // Poisson is gamma with shape 1; constant has no burstiness.
@@ -167,6 +188,11 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             Load::Open {
                 arrivals_ms: Arc::new(arrivals),
             }
+        }
+        ([], Some(_)) if shard.is_some() => {
+            return Err(usage(
+                "--shard splits an open-loop schedule: give --request-rate, not --max-concurrency",
+            ))
         }
         ([], Some(c)) if c > 0 => {
             put("arrival", Scalar::String("closed".into()));
@@ -185,6 +211,12 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             ))
         }
     };
+    if let Some(s) = shard {
+        put("shards", Scalar::Number(s.count as f64));
+    }
+    if let Some(t) = start_at_unix_ms {
+        put("startAtUnixMs", Scalar::Number(t));
+    }
     put("seed", Scalar::Number(args.seed as f64));
     put("model", Scalar::String(model.clone()));
     put("api", Scalar::String(args.api.as_str().into()));
@@ -242,7 +274,43 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         workload,
         out: args.out.clone(),
         api_key,
+        shard,
+        start_at_unix_ms,
     })
+}
+
+/// `--shard` and `--start-at`, checked together (a shard needs the shared
+/// start); K = `auto` reads the Indexed Job's index from the environment.
+fn shard_and_start(args: &RecordArgs) -> Result<(Option<ShardTag>, Option<f64>), Error> {
+    let index_env = std::env::var(INDEX_ENV).ok();
+    let shard = args
+        .shard
+        .as_deref()
+        .map(|s| parse_shard(s, index_env.as_deref()))
+        .transpose()
+        .map_err(usage)?;
+    let start = args
+        .start_at
+        .as_deref()
+        .map(parse_start_at)
+        .transpose()
+        .map_err(usage)?;
+    if shard.is_some() && start.is_none() {
+        return Err(usage(
+            "--shard needs --start-at T, the instant every shard counts the schedule from",
+        ));
+    }
+    Ok((shard, start))
+}
+
+/// A short fingerprint of a schedule (sha256 of its instants' bits, 12 hex
+/// digits): shards of one schedule carry the same one, which `merge` checks.
+fn schedule_hash(arrivals_ms: &[f64]) -> String {
+    let mut h = Sha256::new();
+    for a in arrivals_ms {
+        h.update(a.to_bits().to_le_bytes());
+    }
+    h.finalize()[..6].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

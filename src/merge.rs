@@ -177,8 +177,28 @@ fn whole(x: f64) -> Option<usize> {
     (x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x < 1e12).then_some(x as usize)
 }
 
+/// The JSON pointer of a place serde reached.
+fn pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    path.iter()
+        .map(|segment| match segment {
+            Segment::Seq { index } => format!("/{index}"),
+            Segment::Map { key } => format!("/{}", crate::trace::pointer::escape(key)),
+            Segment::Enum { variant } => format!("/{}", crate::trace::pointer::escape(variant)),
+            Segment::Unknown => "/?".to_owned(),
+        })
+        .collect()
+}
+
+/// A value as the trace writes it (`8`, not `8.0`), for messages.
 fn show<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "?".into())
+    match serde_json::to_value(value) {
+        Ok(mut v) => {
+            crate::render::json::normalize_numbers(&mut v);
+            v.to_string()
+        }
+        Err(_) => "?".into(),
+    }
 }
 
 impl Shard {
@@ -187,7 +207,7 @@ impl Shard {
         let doc: ShardDoc =
             serde_path_to_error::deserialize(de).map_err(|e| MergeError::NotATrace {
                 path: path.to_owned(),
-                message: format!("at /{}: {}", e.path().to_string().replace('.', "/"), e.inner()),
+                message: format!("at {}: {}", pointer(e.path()), e.inner()),
             })?;
         if doc.schema != TRACE_SCHEMA {
             return Err(MergeError::NotATrace {

@@ -13,7 +13,10 @@
 //! Pass: ratio ≥ 0.99 in every run and median p99 send lag ≤ 1 ms. Targets:
 //! ≥ 2,000 requests/s and ≤ 5 ms CPU per 1,000 tokens.
 //!
-//! Environment: `GOODPUT_BENCH_RATES=500,1000,…` and `GOODPUT_BENCH_SECS=2`.
+//! Environment: `GOODPUT_BENCH_RATES=500,1000,…`, `GOODPUT_BENCH_SECS=2`,
+//! `GOODPUT_BENCH_TOKENS=64` (output tokens per request) and
+//! `GOODPUT_BENCH_BIN=PATH` (another `goodput` binary to measure, e.g. a
+//! build of an earlier commit, against the same in-process sim).
 
 use std::process::Command;
 use std::time::Instant;
@@ -118,6 +121,12 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2.0);
+    let tokens: u32 = std::env::var("GOODPUT_BENCH_TOKENS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64);
+    let binary = std::env::var("GOODPUT_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_goodput").to_owned());
     let config = SimConfig {
         engine: EngineParams {
             max_batch: 4096,
@@ -125,7 +134,7 @@ fn main() {
             decode_step_ms: 0.02,
             decode_ms_per_seq: 0.0,
         },
-        output_tokens: (64.0, 0.0),
+        output_tokens: (tokens as f64, 0.0),
         faults: vec![],
         seed: 0,
         model_name: "sim".into(),
@@ -139,7 +148,7 @@ fn main() {
     let server = SimServer::start(config, 1).expect("start the sim");
     let dir = tempfile::tempdir().expect("temp dir");
     println!(
-        "sim at {} (near-zero latency, 64 output tokens); {secs} s per rate, Poisson arrivals",
+        "sim at {} (near-zero latency, {tokens} output tokens); {secs} s per rate, Poisson arrivals",
         server.url()
     );
     println!(
@@ -165,7 +174,7 @@ fn main() {
         for run in 0..REPEATS {
             let out = dir.path().join(format!("bench-{rate}-{run}.json"));
             let before = children_cpu_s();
-            let status = Command::new(env!("CARGO_BIN_EXE_goodput"))
+            let status = Command::new(&binary)
                 .args([
                     "record",
                     "--url",
@@ -186,7 +195,7 @@ fn main() {
                     "--timeout",
                     "5s",
                     "--max-tokens",
-                    "64",
+                    &tokens.to_string(),
                     "--ignore-eos",
                 ])
                 .args(["--random-input-len", "32", "--seed", &run.to_string()])

@@ -264,7 +264,11 @@ impl Shard {
             ("warmup", show(&a.warmup), show(&b.warmup)),
             ("equality", show(&a.equality), show(&b.equality)),
             ("classes", show(&a.classes), show(&b.classes)),
-            ("defaultClass", show(&a.default_class), show(&b.default_class)),
+            (
+                "defaultClass",
+                show(&a.default_class),
+                show(&b.default_class),
+            ),
         ];
         for (what, theirs, ours) in pairs {
             if theirs != ours {

@@ -52,7 +52,10 @@ fn env_source<'a>(job: &'a Yaml, name: &str) -> Option<(&'a str, &'a str)> {
     container(job)["env"].as_vec()?.iter().find_map(|e| {
         (e["name"].as_str() == Some(name)).then(|| {
             let r = &e["valueFrom"]["configMapKeyRef"];
-            (r["name"].as_str().unwrap_or(""), r["key"].as_str().unwrap_or(""))
+            (
+                r["name"].as_str().unwrap_or(""),
+                r["key"].as_str().unwrap_or(""),
+            )
         })
     })
 }
@@ -104,7 +107,10 @@ fn the_indexed_job_runs_n_shards_from_one_start_and_seed_into_the_shared_volume(
     // never from anything that differs between pods.
     assert_eq!(flag(&a, "start-at"), Some("$(START_AT)"));
     assert_eq!(flag(&a, "seed"), Some("$(SEED)"));
-    assert_eq!(env_source(&job, "START_AT"), Some(("goodput-run", "start-at")));
+    assert_eq!(
+        env_source(&job, "START_AT"),
+        Some(("goodput-run", "start-at"))
+    );
     assert_eq!(env_source(&job, "SEED"), Some(("goodput-run", "seed")));
     // Each pod writes its own file on the shared volume.
     let out = flag(&a, "out").unwrap();

@@ -156,7 +156,14 @@ fn the_trace_from_the_spool_is_byte_identical_to_the_in_memory_trace() {
     let cases: [(&[&str], bool, u64); 4] = [
         (&["--request-rate", "300", "--duration", "2s"], false, 1),
         (
-            &["--request-rate", "300", "--duration", "2s", "--warmup", "0.5s"],
+            &[
+                "--request-rate",
+                "300",
+                "--duration",
+                "2s",
+                "--warmup",
+                "0.5s",
+            ],
             true,
             2,
         ),
@@ -302,8 +309,7 @@ fn recover(spool_file: &Path, out: &Path) -> (i32, String, Value) {
 }
 
 #[test]
-fn recovery_keeps_ended_rows_puts_dispatched_ones_in_flight_and_cuts_at_the_last_proven_instant()
-{
+fn recovery_keeps_ended_rows_puts_dispatched_ones_in_flight_and_cuts_at_the_last_proven_instant() {
     let dir = tempfile::tempdir().unwrap();
     // Request 0 completed at 120.5 ms; a mark at 150 ms had 2 dispatched;
     // request 1 failed at 260.25 ms; the last line was torn by the kill.
@@ -474,7 +480,9 @@ fn sigkill_at_seeded_random_instants_leaves_a_spool_that_recovers_every_row() {
     let dir = tempfile::tempdir().unwrap();
     for attempt in 0..3 {
         let delay_ms: f64 = rng.random_range(300.0..2600.0);
-        eprintln!("GOODPUT_KILL_SEED={seed}: attempt {attempt}: SIGKILL {delay_ms:.1} ms after spawn");
+        eprintln!(
+            "GOODPUT_KILL_SEED={seed}: attempt {attempt}: SIGKILL {delay_ms:.1} ms after spawn"
+        );
         let out = dir.path().join(format!("k{attempt}.json"));
         let mut child = spawn_record(
             &server.url(),
@@ -606,7 +614,11 @@ fn resident_memory_at_the_end_of_a_long_run_is_within_ten_percent_of_a_tenth_of_
     let early = sample(at(0.1));
     let late = sample(at(0.99));
     let output = child.wait_with_output().expect("the recorder ends");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     eprintln!(
         "RSS at {:.0} s: {early} KiB; at {:.0} s: {late} KiB ({:+.1} %)",
         secs * 0.1,
@@ -617,7 +629,10 @@ fn resident_memory_at_the_end_of_a_long_run_is_within_ten_percent_of_a_tenth_of_
         late as f64 <= early as f64 * 1.10,
         "RSS grew from {early} KiB to {late} KiB"
     );
-    assert!(!spool::spool_path(&out).exists(), "the spool is removed after the trace");
+    assert!(
+        !spool::spool_path(&out).exists(),
+        "the spool is removed after the trace"
+    );
     let trace: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     assert!(rows(&trace).len() as f64 > 200.0 * secs * 0.9);
 }

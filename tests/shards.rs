@@ -202,7 +202,10 @@ fn one_two_and_four_shards_merge_to_the_arrivals_and_verdicts_of_one_process() {
         let merged_path = dir.path().join(format!("merged-{shards}.json"));
         let (code, text) = merge(&files, &merged_path);
         assert_eq!(code, 0, "{text}");
-        assert!(text.contains(&format!("merged {shards} shards: {n} rows")), "{text}");
+        assert!(
+            text.contains(&format!("merged {shards} shards: {n} rows")),
+            "{text}"
+        );
         let merged = read(&merged_path);
         assert_eq!(merged["boundary"]["shards"], shards);
         for k in 0..shards {
@@ -354,7 +357,10 @@ fn merge_interleaves_hand_made_shards_and_declares_their_clocks() {
     let ids: Vec<&str> = rows(&m).iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(
         ids,
-        ["r0-s0", "r1-s1", "r2-s2", "r3-s0", "r4-s1", "r5-s2", "r6-s0", "r7-s1", "r8-s2", "r9-s0"]
+        [
+            "r0-s0", "r1-s1", "r2-s2", "r3-s0", "r4-s1", "r5-s2", "r6-s0", "r7-s1", "r8-s2",
+            "r9-s0"
+        ]
     );
     let b = &m["boundary"];
     assert_eq!(b["shards"], 3);

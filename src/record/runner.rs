@@ -363,6 +363,19 @@ pub async fn run_into<T: Transport>(
     }
 }
 
+/// Asks the kernel to wake this thread on time: Linux lets a normal
+/// thread's timers fire up to 50 µs late (timer slack) to batch wake-ups,
+/// which is all of the budget of a 1 ms p99 send lag at a few thousand
+/// requests a second.
+fn precise_timers() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and only changes this
+    // thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+}
+
 /// Walks the schedule; returns when it is done or told to stop. `issued`
 /// counts the requests handed to `spawn`.
 fn dispatch(
@@ -372,6 +385,7 @@ fn dispatch(
     issued: &AtomicUsize,
     mut spawn: impl FnMut(usize, f64),
 ) {
+    precise_timers();
     for (index, &arrival) in arrivals_ms.iter().enumerate() {
         let due = clock.at(arrival).into_std();
         loop {

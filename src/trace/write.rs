@@ -172,9 +172,9 @@ impl TraceDoc {
         let envelope = self.to_bytes()?;
         // The canonical form ends with the (last) rows member, empty here.
         const EMPTY_TAIL: &[u8] = b"[]\n}\n";
-        let head = envelope
-            .strip_suffix(EMPTY_TAIL)
-            .ok_or_else(|| std::io::Error::other("the trace envelope does not end with its rows"))?;
+        let head = envelope.strip_suffix(EMPTY_TAIL).ok_or_else(|| {
+            std::io::Error::other("the trace envelope does not end with its rows")
+        })?;
         out.write_all(head)?;
         let mut n = head.len();
         let mut count = 0usize;
@@ -198,7 +198,11 @@ impl TraceDoc {
             }
             count += 1;
         }
-        let tail: &[u8] = if count == 0 { EMPTY_TAIL } else { b"\n  ]\n}\n" };
+        let tail: &[u8] = if count == 0 {
+            EMPTY_TAIL
+        } else {
+            b"\n  ]\n}\n"
+        };
         out.write_all(tail)?;
         Ok(n + tail.len())
     }

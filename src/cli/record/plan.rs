@@ -310,7 +310,10 @@ fn schedule_hash(arrivals_ms: &[f64]) -> String {
     for a in arrivals_ms {
         h.update(a.to_bits().to_le_bytes());
     }
-    h.finalize()[..6].iter().map(|b| format!("{b:02x}")).collect()
+    h.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -99,7 +99,20 @@ fn rfc3339_unix_ms(t: &str) -> Option<f64> {
         return None;
     }
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     if day < 1 || day > month_days[(month - 1) as usize] {
         return None;
     }
@@ -146,7 +159,10 @@ mod tests {
 
     #[test]
     fn shard_flags_take_k_from_the_job_index_when_auto() {
-        assert_eq!(parse_shard("1/4", None), Ok(ShardTag { index: 1, count: 4 }));
+        assert_eq!(
+            parse_shard("1/4", None),
+            Ok(ShardTag { index: 1, count: 4 })
+        );
         assert_eq!(
             parse_shard("auto/4", Some("3")),
             Ok(ShardTag { index: 3, count: 4 })
@@ -176,7 +192,10 @@ mod tests {
         assert_eq!(parse_start_at("1970-01-01T00:00:01z"), Ok(1000.0));
         assert_eq!(parse_start_at("1764547200"), Ok(1_764_547_200_000.0));
         assert_eq!(parse_start_at("1764547200.5"), Ok(1_764_547_200_500.0));
-        assert_eq!(parse_start_at("2024-02-29T00:00:00Z"), Ok(19_782.0 * 86_400_000.0));
+        assert_eq!(
+            parse_start_at("2024-02-29T00:00:00Z"),
+            Ok(19_782.0 * 86_400_000.0)
+        );
         for bad in [
             "2026-02-29T00:00:00Z",
             "2026-13-01T00:00:00Z",

@@ -6,8 +6,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::record::runner::RunOutcome;
 use crate::record::frame::Stop;
+use crate::record::runner::RunOutcome;
 use crate::record::spool::{self, Built, SpoolError, SpoolWriter};
 use crate::record::{Plan, Progress, ProgressSink, Written};
 
@@ -52,12 +52,8 @@ fn report(
 ) -> Result<Written, Error> {
     let path = plan.out.display().to_string();
     let interrupted = outcome.interrupted_at_ms.is_some();
-    let text = crate::render::record::render(
-        &built.figures,
-        &path,
-        built.written.bytes,
-        interrupted,
-    );
+    let text =
+        crate::render::record::render(&built.figures, &path, built.written.bytes, interrupted);
     emit(stdout, text.as_bytes())?;
     if interrupted {
         return Err(Error::Interrupted {

@@ -169,8 +169,8 @@ fn the_image_is_multi_stage_and_runs_as_a_non_root_user() {
     assert!(text.contains("COPY --from=build"));
     let user = text
         .lines()
-        .filter_map(|l| l.strip_prefix("USER "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("USER "))
         .expect("a USER line");
     let uid = user.split(':').next().unwrap();
     assert!(uid != "root" && uid != "0", "USER {user}");

@@ -378,7 +378,8 @@ fn merge_refuses_what_is_not_the_n_shards_of_one_recording_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let good: Vec<Value> = (0..2).map(|k| shard_doc(k, 2, 9)).collect();
     let out = dir.path().join("m.json");
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<Value>)>, &str)> = vec![
+    type Tamper = Box<dyn Fn(&mut Vec<Value>)>;
+    let cases: Vec<(&str, Tamper, &str)> = vec![
         (
             "another seed",
             Box::new(|s| s[1]["workload"]["seed"] = json!(8)),

@@ -53,7 +53,8 @@ pub struct TraceDoc {
     pub boundary: Labels,
     /// How the load was generated (never the API key, never the prompts).
     pub workload: Labels,
-    /// Exactly one row per scheduled request, ids `r0`, `r1`, … in schedule order.
+    /// Exactly one row per scheduled request, ids `r0`, `r1`, … in schedule
+    /// order (`r<i>-s<K>` when recorded by shard K of a split schedule).
     pub rows: Vec<TraceRow>,
 }
 
@@ -73,7 +74,7 @@ pub enum RowStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TraceRow {
-    /// `r<index in the schedule>`.
+    /// `r<index in the schedule>` (`r<i>-s<K>` from shard K).
     pub id: String,
     /// The SLO class, when the prompt source named one.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -5,7 +5,8 @@
 //! A merge is refused, naming the file, unless the shards are exactly the
 //! N shards of one recording:
 //! - the same document apart from the shard's own figures: window, warm-up,
-//!   horizon, equality, gates, token mode, every `workload` label (seed,
+//!   horizon, equality, gates, token mode, phases, resources, every
+//!   `workload` label (seed, TLS, header names, extra body,
 //!   rate, arrival process, schedule hash and size, start instant, shard
 //!   count…) but `scheduled`, every `boundary` label but the shard's
 //!   number and clock figures; an interrupted or recovered shard has a cut
@@ -26,7 +27,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::trace::write::{TraceDoc, TraceRow, TRACE_SCHEMA};
-use crate::trace::{Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources, Scalar, TokenCount, Warmup, Window};
 
 /// A shard's own `boundary` labels: they differ between shards by design.
 const SHARD_OWN: [&str; 4] = ["shard", "shardOffsetMs", "shardSkewPpm", "shardStartLateMs"];
@@ -140,9 +141,10 @@ pub enum MergeError {
     Nothing,
 }
 
-/// A shard's trace as read back.
+/// A shard's trace as read back (every member the recorder writes; a member
+/// it does not know is refused rather than dropped from the merge).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ShardDoc {
     schema: String,
     window: Window,
@@ -154,6 +156,10 @@ struct ShardDoc {
     tokens: TokenCount,
     boundary: Labels,
     workload: Labels,
+    #[serde(default)]
+    phases: Vec<Phase>,
+    #[serde(default)]
+    resources: Option<Resources>,
     rows: Vec<TraceRow>,
 }
 
@@ -258,7 +264,7 @@ impl Shard {
             ours,
         };
         let (a, b) = (&self.doc, &first.doc);
-        let pairs: [(&str, String, String); 6] = [
+        let pairs: [(&str, String, String); 8] = [
             ("boundary.shards", show(&self.count), show(&first.count)),
             ("window", show(&a.window), show(&b.window)),
             ("warmup", show(&a.warmup), show(&b.warmup)),
@@ -269,6 +275,8 @@ impl Shard {
                 show(&a.default_class),
                 show(&b.default_class),
             ),
+            ("phases", show(&a.phases), show(&b.phases)),
+            ("resources", show(&a.resources), show(&b.resources)),
         ];
         for (what, theirs, ours) in pairs {
             if theirs != ours {
@@ -415,6 +423,8 @@ fn assemble(shards: Vec<Shard>) -> TraceDoc {
         tokens: head.tokens,
         boundary,
         workload,
+        phases: head.phases,
+        resources: head.resources,
         rows,
     }
 }

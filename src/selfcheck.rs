@@ -9,10 +9,11 @@
 
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::receipt::{Block, Receipt};
-use crate::record::sse::{classify, SseParser};
+use crate::record::sse::{classify, EventTooLarge, SseParser, DEFAULT_MAX_EVENT_BYTES};
 use crate::render::json::to_canonical_json;
 use crate::render::text;
 use crate::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
+use crate::review::verify::{read_receipt, verify};
 use crate::trace::Limits;
 
 /// Limits the checks run under: the defaults' row count raised so generated
@@ -59,7 +60,8 @@ fn counts_add_up(name: &str, b: &Block) -> Result<(), String> {
     Ok(())
 }
 
-/// Trace bytes → full analysis, rendering and sweep. Returns the receipt when
+/// Trace bytes → full analysis, rendering, sweep and verification of the
+/// trace's own receipt (see [`verifies`]). Returns the receipt when
 /// the trace was accepted, `None` when it was rejected with a proper one-line
 /// message.
 pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
@@ -113,7 +115,61 @@ pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
         Some(declared) if declared.pass == receipt.results.all.counts.pass => {}
         _ => return Err("the sweep's declared line differs from the receipt".to_owned()),
     }
+    // A reviewer must be able to check every honest receipt: the receipt as
+    // written, read back and recomputed from the same bytes, says VERIFIED,
+    // with per-row verdicts and raised limits (this one), with an embedded
+    // sweep, and plain under the default limits when those admit the trace.
+    verifies("with --rows and raised limits", receipt, bytes)?;
+    let plain = AnalyzeOptions {
+        rows: false,
+        ..options
+    };
+    let mut swept = analyze_bytes(bytes, plain)
+        .map_err(|e| format!("an analysis without rows rejected what one with rows accepted: {e}"))?
+        .receipt;
+    swept.sweep = Some(entries);
+    verifies("with --sweep", &swept, bytes)?;
+    let defaults = AnalyzeOptions {
+        limits: Limits::default(),
+        ..plain
+    };
+    if let Ok(analysis) = analyze_bytes(bytes, defaults) {
+        verifies("plain, default limits", &analysis.receipt, bytes)?;
+    }
     Ok(Some(analysis.receipt))
+}
+
+/// The receipt, written as `goodput analyze --out` writes it, read back as
+/// `goodput verify` reads it and recomputed from `bytes`: no difference.
+pub fn verifies(what: &str, receipt: &Receipt, bytes: &[u8]) -> Result<(), String> {
+    let written =
+        to_canonical_json(receipt).map_err(|e| format!("receipt does not render: {e}"))?;
+    let claimed =
+        read_receipt(&written).map_err(|e| format!("{what}: own receipt unreadable: {e}"))?;
+    let report = verify(&claimed, bytes);
+    if report.agrees() {
+        return Ok(());
+    }
+    let first: Vec<String> = report
+        .differences
+        .iter()
+        .take(3)
+        .map(|d| format!("{}: {:?} vs {:?}", d.path, d.receipt, d.recomputed))
+        .collect();
+    Err(format!(
+        "{what}: verify of the trace's own receipt says NOT VERIFIED ({} differences{}; {}){}",
+        report.differences.len(),
+        report
+            .recompute_failed
+            .as_deref()
+            .map_or(String::new(), |r| format!(", {r}")),
+        first.join("; "),
+        if report.sha256_matches {
+            ""
+        } else {
+            " (sha256 differs)"
+        },
+    ))
 }
 
 /// A fuzz input for the importers: the first byte picks the tool (vLLM,
@@ -169,10 +225,15 @@ pub fn check_sse_input(data: &[u8]) -> Result<(), String> {
     check_sse_split(&rest[cut_bytes..], &cuts)
 }
 
-/// The SSE parser's events, and their classification, for `bytes` fed whole
-/// and fed in the pieces cut at `cuts` (positions, taken modulo the length).
+/// The bounds [`check_sse_split`] runs the parser under: the default, and
+/// two small ones that fuzz inputs (a few KiB) reach, so that where the
+/// parser stops is checked as well as what it emits.
+pub const SSE_CHECK_LIMITS: [usize; 3] = [DEFAULT_MAX_EVENT_BYTES, 64, 8];
+
+/// The SSE parser's events, their classification, and whether it stopped at
+/// its bound, for `bytes` fed whole and fed in the pieces cut at `cuts`
+/// (positions, taken modulo the length), under each of [`SSE_CHECK_LIMITS`].
 pub fn check_sse_split(bytes: &[u8], cuts: &[usize]) -> Result<(), String> {
-    let whole = sse_events(&[bytes]);
     let mut positions: Vec<usize> = cuts
         .iter()
         .map(|c| {
@@ -191,26 +252,32 @@ pub fn check_sse_split(bytes: &[u8], cuts: &[usize]) -> Result<(), String> {
         start = p;
     }
     parts.push(&bytes[start..]);
-    let split = sse_events(&parts);
-    if whole != split {
-        return Err(format!(
-            "events depend on the split: whole {} events, split {} events",
-            whole.len(),
-            split.len()
-        ));
+    for limit in SSE_CHECK_LIMITS {
+        let (whole, whole_end) = sse_events(limit, &[bytes]);
+        let (split, split_end) = sse_events(limit, &parts);
+        if whole != split || whole_end != split_end {
+            return Err(format!(
+                "events depend on the split (bound {limit} bytes): whole {} events ({whole_end:?}), split {} events ({split_end:?})",
+                whole.len(),
+                split.len()
+            ));
+        }
     }
     Ok(())
 }
 
-fn sse_events(parts: &[&[u8]]) -> Vec<(Vec<u8>, bool, String)> {
-    let mut parser = SseParser::new();
+type SseEvents = Vec<(Vec<u8>, bool, String)>;
+
+fn sse_events(limit: usize, parts: &[&[u8]]) -> (SseEvents, Result<(), EventTooLarge>) {
+    let mut parser = SseParser::with_limit(limit);
     let mut out = Vec::new();
+    let mut end = Ok(());
     for part in parts {
-        parser.push(part, |e| {
+        end = parser.push(part, |e| {
             out.push((e.data.to_vec(), e.error, format!("{:?}", classify(e))));
         });
     }
-    out
+    (out, end)
 }
 
 #[cfg(test)]
@@ -260,6 +327,47 @@ mod tests {
         assert!(counts_add_up("all", &b)
             .unwrap_err()
             .contains("without a missed metric"));
+    }
+
+    #[test]
+    fn verification_catches_a_receipt_one_ulp_off() {
+        let options = AnalyzeOptions {
+            limits: FUZZ_LIMITS,
+            rows: false,
+            strict: false,
+        };
+        let mut receipt = analyze_bytes(TRACE.as_bytes(), options).unwrap().receipt;
+        assert_eq!(verifies("plain", &receipt, TRACE.as_bytes()), Ok(()));
+        // Two cohort rows in a one-second window: 2 per second, one ULP off.
+        let rate = &mut receipt.results.all.rates.offered_per_s;
+        assert_eq!(*rate, 2.0);
+        *rate = f64::from_bits(rate.to_bits() + 1);
+        let broken = verifies("plain", &receipt, TRACE.as_bytes()).unwrap_err();
+        assert!(broken.contains("1 differences"), "{broken}");
+        assert!(
+            broken.contains("/results/all/rates/offeredPerS"),
+            "{broken}"
+        );
+    }
+
+    #[test]
+    fn an_sse_event_at_the_bound_and_one_byte_over_split_anywhere() {
+        // Under the bound of 64: a 64-byte line, then a 65-byte one.
+        let at = format!("data: {}\n\n", "a".repeat(58));
+        let over = format!("data: {}\n\n", "b".repeat(59));
+        let stream = format!("{at}{over}data: c\n\n");
+        let bytes = stream.as_bytes();
+        for cut in 0..=bytes.len() {
+            assert_eq!(check_sse_split(bytes, &[cut]), Ok(()));
+            assert_eq!(check_sse_split(bytes, &[cut, cut + 1, 66, 67]), Ok(()));
+        }
+        // What the check compares: one event, then the stop.
+        let (events, end) = sse_events(64, &[bytes]);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].0, "a".repeat(58).into_bytes());
+        assert_eq!(end, Err(EventTooLarge { limit: 64 }));
+        let (events, end) = sse_events(DEFAULT_MAX_EVENT_BYTES, &[bytes]);
+        assert_eq!((events.len(), end), (3, Ok(())));
     }
 
     #[test]

@@ -114,7 +114,11 @@ fn vllm_rows_keep_every_request_with_vllms_own_latencies() {
         * 1000.0;
     assert!((rows[1].arrival_ms - gap_ms).abs() < 1e-3);
     let w = o.imported.trace.window;
-    assert_eq!((w.start_ms, w.end_ms), (0.0, 4795.939));
+    // The window is vLLM's `duration` to the bit: (endMs - startMs) / 1000 is
+    // 4.795939 exactly (4795.939 / 1000 is not: it is one ulp off).
+    assert_eq!(w.start_ms, 0.0);
+    assert_eq!((w.end_ms - w.start_ms) / 1000.0, 4.795939);
+    assert_ne!(4795.939_f64 / 1000.0, 4.795939);
     assert_eq!(
         o.imported.trace.boundary["arrival"],
         goodput::trace::Scalar::String("sent".into())
@@ -174,7 +178,7 @@ fn aiperf_rows_split_warmup_from_profiling_and_read_units() {
 }
 
 #[test]
-fn aiperf_goodput_is_reproduced_once_its_one_token_rule_is_applied() {
+fn aiperf_goodput_is_reproduced_with_its_token_counts_and_one_token_rule() {
     let o = aiperf();
     let summary = source_json("aiperf_profile_export_aiperf.json");
     let theirs = summary["goodput"]["avg"].as_f64().unwrap();
@@ -186,9 +190,8 @@ fn aiperf_goodput_is_reproduced_once_its_one_token_rule_is_applied() {
         all.rates.completed_per_s,
         summary["request_throughput"]["avg"].as_f64().unwrap()
     ));
-    // Goodput passes 10; AIPerf counted 7 good: the difference is exactly the
-    // three passing one-token outputs, which AIPerf cannot judge on
-    // inter_token_latency and therefore never counts as good.
+    // By the server's usage counts (e.g. 16 where AIPerf's tokenizer counts 26)
+    // TPOT is about 20 ms and only the three one-token outputs pass.
     let verdicts = o.receipt.rows.as_ref().expect("per-row verdicts");
     let one_token_pass = o
         .imported
@@ -198,18 +201,27 @@ fn aiperf_goodput_is_reproduced_once_its_one_token_rule_is_applied() {
         .zip(verdicts)
         .filter(|(r, v)| r.output_tokens == Some(1) && v.verdict == "pass")
         .count() as u64;
-    assert_eq!((all.counts.pass, one_token_pass, good), (10, 3, 7));
-    assert_eq!(all.counts.pass - one_token_pass, good);
+    assert_eq!((all.counts.pass, one_token_pass), (3, 3));
+    assert!(!same_figure(all.rates.goodput_per_s, theirs));
+    // By AIPerf's own counts 10 pass; AIPerf counted 7 good: the difference is
+    // exactly the three passing one-token outputs, which AIPerf cannot judge
+    // on inter_token_latency and therefore never counts as good.
+    let c = o
+        .comparison
+        .fidelity
+        .tokens
+        .as_ref()
+        .and_then(|t| t.with_client_counts.as_ref())
+        .expect("judged with AIPerf's counts too");
+    assert_eq!((c.pass, c.one_token_pass, good), (10, 3, 7));
+    assert_eq!(c.pass - c.one_token_pass, good);
     assert!(same_figure(
-        (all.counts.pass - one_token_pass) as f64 / window_s,
+        (c.pass - c.one_token_pass) as f64 / window_s,
         theirs
     ));
-    assert!(!same_figure(all.rates.goodput_per_s, theirs));
-    assert!(o
-        .comparison
-        .differences
-        .iter()
-        .any(|d| d.starts_with("Goodput differs by the one-token rule alone")));
+    assert!(o.comparison.differences.iter().any(|d| d.starts_with(
+        "Goodput differs by the token counts and the one-token rule: aiperf reported"
+    )));
 }
 
 #[test]
@@ -225,7 +237,8 @@ fn aiperf_without_its_summary_uses_the_records_span_and_reports_no_goodput() {
     let w = o.imported.trace.window;
     // From the first profiling credit to the last response: shorter than AIPerf's phase.
     assert!(w.end_ms - w.start_ms < 4349.0 && w.end_ms - w.start_ms > 4200.0);
-    assert_eq!(o.receipt.results.all.counts.pass, 10);
+    // By usage counts only the three one-token outputs pass (see above).
+    assert_eq!(o.receipt.results.all.counts.pass, 3);
 }
 
 #[test]
@@ -537,4 +550,115 @@ fn a_large_import_prints_the_analyze_command_with_raised_limits() {
         &read("vllm_synthetic.json"),
         "(raise it with --max-input-bytes)",
     );
+}
+
+/// One AIPerf profiling record starting at `start_ms` (ns since an epoch).
+fn aiperf_record(id: &str, start_ms: u64, cancelled_at_ms: Option<u64>) -> String {
+    let ns = |ms: u64| 1_700_000_000_000_000_000u64 + ms * 1_000_000;
+    match cancelled_at_ms {
+        None => format!(
+            r#"{{"metadata":{{"x_request_id":"{id}","credit_issued_ns":{s},"request_start_ns":{s},"request_end_ns":{e},"benchmark_phase":"profiling","was_cancelled":false}},"metrics":{{"time_to_first_token":{{"value":10,"unit":"ms"}},"request_latency":{{"value":50,"unit":"ms"}},"usage_completion_tokens":{{"value":5,"unit":"tokens"}}}},"error":null}}"#,
+            s = ns(start_ms),
+            e = ns(start_ms + 50)
+        ),
+        Some(c) => format!(
+            r#"{{"metadata":{{"x_request_id":"{id}","credit_issued_ns":{s},"request_start_ns":{s},"request_end_ns":{e},"benchmark_phase":"profiling","was_cancelled":true,"cancellation_time_ns":{e}}},"metrics":{{}},"error":null}}"#,
+            s = ns(start_ms),
+            e = ns(c)
+        ),
+    }
+}
+
+#[test]
+fn aiperf_cancelled_profiling_requests_stay_in_the_cohort() {
+    // 10 profiling records 100 ms apart: q0–q7 complete (TTFT 10 ms, latency
+    // 50 ms), q8 (800 ms) and q9 (900 ms) are cancelled at 1000 ms, the end of
+    // --benchmark-duration. AIPerf counted 10 requests, 2 incomplete. The
+    // window [0, 1000) covers every send: cohort 10, pass 8, failed 2
+    // (cancelled), pass share 8 / 10 = 0.8.
+    let lines: Vec<String> = (0..10u64)
+        .map(|i| aiperf_record(&format!("q{i}"), i * 100, (i >= 8).then_some(1000)))
+        .collect();
+    let o = pipeline(
+        Source::Aiperf,
+        lines.join("\n").as_bytes(),
+        &options("aiperf:ttft=35,tpot=12.8"),
+        None,
+    )
+    .expect("imports");
+    let w = o.imported.trace.window;
+    assert_eq!((w.start_ms, w.end_ms), (0.0, 1000.0));
+    let all = &o.receipt.results.all;
+    let c = all.counts;
+    assert_eq!((c.cohort, c.pass, c.failed, c.excluded), (10, 8, 2, 0));
+    assert_eq!(all.rates.pass_share, Some(0.8));
+    assert_eq!(all.reasons.failure.get("cancelled"), Some(&2));
+    assert_eq!(o.imported.reported.requests, Some(10));
+    assert!(
+        !o.comparison
+            .differences
+            .iter()
+            .any(|d| d.contains("excluded by goodput as by")),
+        "{:?}",
+        o.comparison.differences
+    );
+}
+
+/// A `vllm bench serve` result with send times: `ttfts` (s), one ITL each,
+/// `duration` and `request_goodput` as given.
+fn vllm_doc(duration: f64, starts: &[f64], ttfts: &[f64], goodput: f64) -> Vec<u8> {
+    let n = ttfts.len();
+    serde_json::to_vec(&serde_json::json!({
+        "duration": duration,
+        "completed": n,
+        "request_throughput": n as f64 / duration,
+        "request_goodput": goodput,
+        "start_times": starts,
+        "ttfts": ttfts,
+        "itls": vec![vec![0.01]; n],
+        "output_lens": vec![2; n],
+        "errors": vec![""; n],
+    }))
+    .unwrap()
+}
+
+#[test]
+fn vllm_goodput_is_reproduced_with_a_raw_timer_duration() {
+    // 10 requests, every one passing (TTFT 0.1 s ≤ 0.25 s, E2E 0.11 s); vLLM
+    // divides by its raw timer difference: 10 / 4.7959394321 req/s.
+    let duration = 4.7959394321;
+    let starts: Vec<f64> = (0..10).map(|i| 1000.0 + 0.4 * i as f64).collect();
+    let doc = vllm_doc(duration, &starts, &[0.1; 10], 10.0 / duration);
+    let o =
+        pipeline(Source::Vllm, &doc, &options("vllm:ttft=250,e2e=4000"), None).expect("imports");
+    assert_eq!(o.receipt.results.all.counts.pass, 10);
+    let said = o.comparison.differences.join("\n");
+    assert!(said.contains("Goodput reproduced"), "{said}");
+    assert!(!said.contains("Goodput differs"), "{said}");
+}
+
+#[test]
+fn vllm_times_keep_their_precision_so_no_verdict_flips_near_a_gate() {
+    // TTFT gate 250 ms. vLLM: 0.2500004 s (0.4 µs over) is not good,
+    // 0.2499996 s (0.4 µs under) is. Rounded to the microsecond both would
+    // read 250.000 ms: a pass under "inclusive" for the first, a miss under
+    // "strict" for the second. Kept at full precision, each verdict stays.
+    let starts = [2000.123456789, 2000.523456789];
+    let ttfts = [0.2500004, 0.2499996];
+    let doc = vllm_doc(1.5, &starts, &ttfts, 1.0 / 1.5);
+    for equality in [Equality::Inclusive, Equality::Strict] {
+        let (name, gates) = parse_slo("vllm:ttft=250").unwrap();
+        let o = pipeline(
+            Source::Vllm,
+            &doc,
+            &ImportOptions::with_gates(&name, gates, equality),
+            None,
+        )
+        .expect("imports");
+        let rows = o.receipt.rows.as_ref().expect("rows");
+        let verdicts: Vec<&str> = rows.iter().map(|r| r.verdict.as_str()).collect();
+        assert_eq!(verdicts, ["miss", "pass"], "{equality:?}");
+        let ttft0 = rows[0].ttft_ms.unwrap();
+        assert!((ttft0 - 250.0004).abs() < 1e-9, "{ttft0}");
+    }
 }

@@ -28,18 +28,15 @@ use serde_json::Value;
 
 /// A plan from `goodput record` flags (nothing is sent).
 fn plan(out: &Path, extra: &[&str]) -> Plan {
-    let mut argv: Vec<String> = [
-        "goodput",
-        "record",
-        "--url",
-        "http://127.0.0.1:9",
-        "--model",
-        "m",
-        "--out",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    plan_at("http://127.0.0.1:9", out, extra)
+}
+
+/// A plan for the server at `url`.
+fn plan_at(url: &str, out: &Path, extra: &[&str]) -> Plan {
+    let mut argv: Vec<String> = ["goodput", "record", "--url", url, "--model", "m", "--out"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     argv.push(out.display().to_string());
     argv.extend(extra.iter().map(|s| s.to_string()));
     let cli = Cli::try_parse_from(&argv).expect("flags parse");
@@ -85,6 +82,11 @@ fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
                 usage_output_tokens: usage.then(|| rng.random_range(1..300)),
                 usage_prompt_tokens: (kind % 2 == 0).then(|| rng.random_range(1..900)),
                 finished: kind != 8,
+                error_head: None,
+                // The server's error text on some failed rows (the runner
+                // makes the label before the row reaches the collector).
+                error_text: (matches!(kind, 6 | 7) && rng.random_range(0..2u32) == 0)
+                    .then(|| format!("overloaded \"queue\" {}", rng.random_range(0..3u32))),
             };
             let ending = match kind {
                 1..=5 => Ending::Completed { completed_ms: end },
@@ -153,7 +155,7 @@ fn the_trace_from_the_spool_is_byte_identical_to_the_in_memory_trace() {
     )
     .unwrap();
     let prompts = prompts.display().to_string();
-    let cases: [(&[&str], bool, u64); 4] = [
+    let cases: [(&[&str], bool, u64); 6] = [
         (&["--request-rate", "300", "--duration", "2s"], false, 1),
         (
             &[
@@ -199,10 +201,48 @@ fn the_trace_from_the_spool_is_byte_identical_to_the_in_memory_trace() {
             true,
             4,
         ),
+        // A phased schedule (every row labelled with its phase, the trace
+        // declaring the phases) and resources.
+        (
+            &[
+                "--phases",
+                "steady:100/s:1s,burst:300/s:0.5s,recover:100/s:1s",
+                "--warmup",
+                "0.2s",
+                "--gpus",
+                "2",
+                "--gpu-hour-cost",
+                "2.5",
+            ],
+            false,
+            5,
+        ),
+        // https with --insecure, headers and an extra body: the workload's
+        // tls, insecure, headers and extraBody labels.
+        (
+            &[
+                "--request-rate",
+                "150",
+                "--duration",
+                "1s",
+                "-H",
+                "X-Team: never-in-the-trace",
+                "--insecure",
+                "--extra-body",
+                "{\"temperature\": 0, \"top_p\": 0.5}",
+            ],
+            true,
+            6,
+        ),
     ];
     for (n, (flags, chunks, seed)) in cases.into_iter().enumerate() {
         let out = dir.path().join(format!("t{n}.json"));
-        let p = plan(&out, flags);
+        let url = if n == 5 {
+            "https://127.0.0.1:9"
+        } else {
+            "http://127.0.0.1:9"
+        };
+        let p = plan_at(url, &out, flags);
         let mut outcome = random_outcome(&p, seed, chunks);
         if n == 3 {
             // An interrupt in the window, with keep-alive retries: the
@@ -230,6 +270,34 @@ fn the_trace_from_the_spool_is_byte_identical_to_the_in_memory_trace() {
             chunks,
             "case {n}: one completed row without usage makes the document count chunks"
         );
+        // The cases exercise what they are meant to (the bytes are compared
+        // above; here, that those members are in them at all).
+        let trace: Value = serde_json::from_str(&text).unwrap();
+        let labelled = |key: &str| {
+            rows(&trace)
+                .iter()
+                .filter(|r| r["labels"].get(key).is_some())
+                .count()
+        };
+        assert!(labelled("errorText") > 0, "case {n}: some errorText label");
+        if n == 4 {
+            assert_eq!(trace["phases"].as_array().map(Vec::len), Some(3));
+            assert_eq!(trace["resources"]["gpus"], 2);
+            // Every row after the 0.2 s warm-up arrives in a phase.
+            let in_window = rows(&trace)
+                .iter()
+                .filter(|r| f(&r["arrivalMs"]) >= 200.0)
+                .count();
+            assert_eq!(labelled("phase"), in_window);
+        }
+        if n == 5 {
+            assert_eq!(trace["workload"]["insecure"], true);
+            assert_eq!(trace["workload"]["headers"], "x-team");
+            assert!(trace["workload"]["extraBody"]
+                .as_str()
+                .is_some_and(|b| b.contains("top_p")));
+            assert!(!text.contains("never-in-the-trace"));
+        }
     }
 }
 
@@ -363,6 +431,89 @@ fn recovery_keeps_ended_rows_puts_dispatched_ones_in_flight_and_cuts_at_the_last
     assert_eq!(counts["pass"], 1);
     assert_eq!(counts["failed"], 1);
     assert_eq!(counts["censored"], 1);
+}
+
+#[test]
+fn recovery_keeps_every_spooled_row_as_the_in_memory_path_writes_it_with_every_trace_member() {
+    // A phased https run with headers, an extra body and resources, whose
+    // recorder died after handing over the endings of its first 60 %
+    // requests (in scrambled order) and a mark counting them dispatched.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("dead.json");
+    let p = plan_at(
+        "https://127.0.0.1:9",
+        &out,
+        &[
+            "--phases",
+            "steady:100/s:1s,burst:300/s:0.5s,recover:100/s:1s",
+            "--warmup",
+            "0.2s",
+            "--gpus",
+            "4",
+            "-H",
+            "X-Team: never-in-the-trace",
+            "--insecure",
+            "--extra-body",
+            "{\"temperature\": 0}",
+        ],
+    );
+    let outcome = random_outcome(&p, 11, false);
+    let memory: Value =
+        serde_json::from_slice(&build_trace(&p, &outcome).to_bytes().unwrap()).unwrap();
+    let spool_file = spool::spool_path(&out);
+    let mut writer = SpoolWriter::create(&spool_file, &spool::header(&p)).expect("create");
+    let kept = outcome.results.len() * 6 / 10;
+    let mut order: Vec<usize> = (0..kept).collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for k in (1..order.len()).rev() {
+        order.swap(k, rng.random_range(0..=k));
+    }
+    let mut spooled = std::collections::BTreeSet::new();
+    for &i in &order {
+        if let Some(f) = &outcome.results[i] {
+            writer.ended(i, f.clone());
+            spooled.insert(i);
+        }
+    }
+    let last_arrival = outcome.arrivals_ms[kept - 1];
+    writer.mark(last_arrival, kept);
+    writer.finish().unwrap();
+
+    let recovered = dir.path().join("recovered.json");
+    let (code, text, trace) = recover(&spool_file, &recovered);
+    assert_eq!(code, 0, "{text}");
+    let (mem_rows, rec_rows) = (rows(&memory), rows(&trace));
+    for &i in &spooled {
+        assert_eq!(rec_rows[i], mem_rows[i], "row {i} changed in recovery");
+    }
+    // Rows without an ending: in flight, and still labelled with their phase.
+    for (i, row) in rec_rows.iter().enumerate() {
+        if !spooled.contains(&i) {
+            assert_eq!(row["status"], "in_flight", "{row}");
+            assert_eq!(
+                row["labels"].get("phase"),
+                mem_rows[i]["labels"].get("phase")
+            );
+        }
+    }
+    assert!(rec_rows
+        .iter()
+        .any(|r| r["labels"].get("errorText").is_some()));
+    for key in ["phases", "resources"] {
+        assert_eq!(trace[key], memory[key], "{key}");
+    }
+    for key in ["tls", "insecure", "headers", "extraBody", "seed", "arrival"] {
+        assert_eq!(trace["workload"][key], memory["workload"][key], "{key}");
+    }
+    assert_eq!(trace["workload"]["recovered"], true);
+    assert!(!std::fs::read_to_string(&recovered)
+        .unwrap()
+        .contains("never-in-the-trace"));
+    // It validates.
+    assert_eq!(
+        receipt(&recovered)["results"]["all"]["counts"]["invalid"],
+        0
+    );
 }
 
 #[test]

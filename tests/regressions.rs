@@ -31,9 +31,11 @@ fn regressions(target: &str) -> Vec<PathBuf> {
 #[test]
 fn every_fixture_holds_the_fuzzing_invariants() {
     let mut checked = 0;
+    let reviewer = files(&common::fixture("reviewer"));
     for path in common::accepted_fixtures()
         .into_iter()
         .chain(common::rejected_fixtures())
+        .chain(reviewer)
     {
         let bytes = std::fs::read(&path).unwrap();
         goodput::selfcheck::check_trace_bytes(&bytes)
@@ -82,6 +84,7 @@ fn every_kept_import_input_and_every_import_fixture_holds_the_invariants() {
     let mut inputs: Vec<Vec<u8>> = Vec::new();
     for (tool, name) in [
         (0u8, "vllm_synthetic.json"),
+        (0, "vllm_benchmark_serving_0.8.4.json"),
         (1, "aiperf_profile_export.jsonl"),
         (2, "guidellm_benchmarks.json"),
         (2, "guidellm_max_duration_benchmarks.json"),

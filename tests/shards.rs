@@ -373,6 +373,118 @@ fn merge_interleaves_hand_made_shards_and_declares_their_clocks() {
     assert_eq!(counts["pass"], 10);
 }
 
+/// `shard_doc` with what a phased https run with headers, an extra body and
+/// resources writes: the trace's phases and resources, the workload's tls,
+/// headers and extraBody labels, each row's phase, and an errorText on a
+/// failed row (request 5, whichever shard holds it).
+fn rich_shard_doc(k: usize, n: usize, size: usize) -> Value {
+    let mut doc = shard_doc(k, n, size);
+    doc["phases"] = json!([
+        {"name": "steady", "startMs": 0, "endMs": 500, "ratePerS": 10},
+        {"name": "burst", "startMs": 500, "endMs": 1000, "ratePerS": 30}
+    ]);
+    doc["resources"] = json!({"gpus": 2, "gpuHourCost": 2.5});
+    let w = &mut doc["workload"];
+    w["tls"] = json!("system");
+    w["headers"] = json!("x-team");
+    w["extraBody"] = json!("{\"temperature\":0}");
+    for row in doc["rows"].as_array_mut().unwrap() {
+        let arrival = f(&row["arrivalMs"]);
+        row["labels"]["phase"] = json!(if arrival < 500.0 { "steady" } else { "burst" });
+        if row["id"].as_str().unwrap().starts_with("r5-") {
+            row["status"] = json!("failed");
+            row["reason"] = json!("http_503");
+            row["endedMs"] = json!(arrival + 3.0);
+            for key in ["firstTokenMs", "completedMs", "outputTokens"] {
+                row.as_object_mut().unwrap().remove(key);
+            }
+            row["labels"]["errorText"] = json!("overloaded, try later");
+        }
+    }
+    doc
+}
+
+#[test]
+fn a_merged_trace_keeps_phases_resources_and_labels_and_frontier_and_report_take_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two recordings of 10 and 20 requests over the same 1 s window, as 2
+    // and 4 shards: offered 10/s and 20/s.
+    let mut merged = Vec::new();
+    for (size, n) in [(10usize, 2usize), (20, 4)] {
+        let files: Vec<PathBuf> = (0..n)
+            .map(|k| {
+                write(
+                    dir.path(),
+                    &format!("rich-{size}-{k}.json"),
+                    &rich_shard_doc(k, n, size),
+                )
+            })
+            .collect();
+        let out = dir.path().join(format!("merged-{size}.json"));
+        let (code, text) = merge(&files, &out);
+        assert_eq!(code, 0, "{text}");
+        let m = read(&out);
+        let one = rich_shard_doc(0, n, size);
+        assert_eq!(m["phases"], one["phases"]);
+        assert_eq!(m["resources"], one["resources"]);
+        for key in ["tls", "headers", "extraBody"] {
+            assert_eq!(m["workload"][key], one["workload"][key], "{key}");
+        }
+        let all = rows(&m);
+        assert_eq!(all.len(), size);
+        assert_eq!(all[5]["labels"]["errorText"], "overloaded, try later");
+        assert_eq!(all[5]["reason"], "http_503");
+        for row in all {
+            let phase = if f(&row["arrivalMs"]) < 500.0 {
+                "steady"
+            } else {
+                "burst"
+            };
+            assert_eq!(row["labels"]["phase"], phase, "{row}");
+        }
+        // Every row passes its 100 ms TTFT gate (5 ms) but row 5, failed.
+        let counts = &receipt_with_rows(&out)["results"]["all"]["counts"];
+        assert_eq!(f(&counts["pass"]), (size - 1) as f64, "{counts}");
+        assert_eq!(counts["failed"], 1, "{counts}");
+        merged.push(out);
+    }
+
+    // frontier: a point per merged trace; cohort / window s = 10 and 20
+    // (arrivals 0, 10, … ms all fall in the 1 s window).
+    let mut argv = vec!["goodput".to_owned(), "frontier".into(), "--json".into()];
+    argv.extend(merged.iter().map(|p| p.display().to_string()));
+    let (code, text) = run_cli(&argv);
+    assert_eq!(code, 0, "{text}");
+    let fr: Value = serde_json::from_str(&text).expect("frontier JSON");
+    let offered: Vec<f64> = fr["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| f(&p["offeredPerS"]))
+        .collect();
+    assert_eq!(offered, [10.0, 20.0]);
+    let goodput: Vec<f64> = fr["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| f(&p["goodputPerS"]))
+        .collect();
+    assert_eq!(goodput, [9.0, 19.0]);
+
+    // report: one page, the phases' section included.
+    let html = dir.path().join("merged.html");
+    let (code, text) = run_cli(&[
+        "goodput".into(),
+        "report".into(),
+        merged[1].display().to_string(),
+        "--out".into(),
+        html.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{text}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("burst"), "the report shows the phases");
+}
+
 #[test]
 fn merge_refuses_what_is_not_the_n_shards_of_one_recording_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -433,6 +545,24 @@ fn merge_refuses_what_is_not_the_n_shards_of_one_recording_naming_the_file() {
             "b.json: shard 1 was interrupted (its window was cut at 512.5 ms)",
         ),
         (
+            "other phases",
+            Box::new(|s| {
+                s[1]["phases"] =
+                    json!([{"name": "all", "startMs": 0, "endMs": 1000, "ratePerS": 10}]);
+            }),
+            "b.json: phases differs",
+        ),
+        (
+            "other resources",
+            Box::new(|s| s[1]["resources"] = json!({"gpus": 8})),
+            "b.json: resources differs",
+        ),
+        (
+            "a member the merge does not know",
+            Box::new(|s| s[1]["futureMember"] = json!(1)),
+            "b.json: not a goodput trace",
+        ),
+        (
             "a trace that is not a shard",
             Box::new(|s| {
                 s[1]["boundary"].as_object_mut().unwrap().remove("shard");
@@ -462,4 +592,70 @@ fn merge_refuses_what_is_not_the_n_shards_of_one_recording_naming_the_file() {
     let (code, text) = merge(&only, &out);
     assert_eq!(code, 2);
     assert!(text.contains("shard 1 of 2 is missing (given: "), "{text}");
+}
+
+/// The plan `goodput record` makes of `flags` (nothing is sent).
+fn plan_of(flags: &[&str], out: &Path) -> goodput::record::Plan {
+    let mut argv: Vec<String> = [
+        "goodput",
+        "record",
+        "--url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--out",
+    ]
+    .map(String::from)
+    .to_vec();
+    argv.push(out.display().to_string());
+    argv.extend(flags.iter().map(|s| s.to_string()));
+    let cli = goodput::cli::Cli::try_parse_from(&argv).expect("flags parse");
+    let goodput::cli::Command::Record(args) = cli.command else {
+        panic!("not record")
+    };
+    goodput::cli::record::plan::plan(&args).expect("a valid plan")
+}
+
+fn arrivals(plan: &goodput::record::Plan) -> Vec<f64> {
+    match &plan.run.load {
+        goodput::record::runner::Load::Open { arrivals_ms } => arrivals_ms.as_ref().clone(),
+        goodput::record::runner::Load::Closed { .. } => panic!("open loop"),
+    }
+}
+
+#[test]
+fn the_shards_of_a_phased_schedule_hold_its_requests_i_mod_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let phased = [
+        "--phases",
+        "steady:50/s:1s,burst:200/s:0.5s,recover:50/s:1s",
+        "--seed",
+        "9",
+    ];
+    let whole = plan_of(&phased, &dir.path().join("whole.json"));
+    let all = arrivals(&whole);
+    assert!(all.len() > 150, "{}", all.len());
+    let n = 3;
+    let mut merged = vec![f64::NAN; all.len()];
+    let mut hashes = std::collections::BTreeSet::new();
+    for k in 0..n {
+        let mut flags = phased.to_vec();
+        let shard = format!("{k}/{n}");
+        flags.extend(["--shard", &shard, "--start-at", "2030-01-01T00:00:00Z"]);
+        let p = plan_of(&flags, &dir.path().join(format!("s{k}.json")));
+        assert_eq!(p.phases, whole.phases, "shard {k} declares the same phases");
+        assert_eq!(
+            p.workload.get("scheduleSize"),
+            Some(&goodput::trace::Scalar::Number(all.len() as f64))
+        );
+        hashes.insert(format!("{:?}", p.workload.get("scheduleHash")));
+        for (j, a) in arrivals(&p).into_iter().enumerate() {
+            merged[j * n + k] = a;
+        }
+    }
+    assert_eq!(hashes.len(), 1, "one schedule hash for every shard");
+    assert_eq!(
+        merged, all,
+        "the shards' requests interleave into the schedule"
+    );
 }

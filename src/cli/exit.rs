@@ -38,6 +38,7 @@ impl Error {
             | Error::Import { .. }
             | Error::Listen { .. }
             | Error::Compare(_)
+            | Error::Preflight(_)
             | Error::Spool(_)
             | Error::Merge(_) => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
@@ -60,7 +61,9 @@ impl Error {
                 limit,
                 size: None,
             }) => format!(
-                "rejected: {path} is over the limit of {limit} bytes (raise it with --max-bytes)"
+                "rejected: {path} is over the limit of {limit} bytes \
+                 (raise it with --max-bytes or {})",
+                crate::trace::Limits::BYTES_VARIABLE
             ),
             other => other.to_string(),
         }

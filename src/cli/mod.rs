@@ -17,6 +17,7 @@ pub mod merge;
 pub mod mutate;
 pub mod output;
 pub mod record;
+pub mod release;
 pub mod report;
 pub mod schema;
 pub mod sim;
@@ -91,7 +92,7 @@ pub enum Command {
     /// Is B better or worse than A beyond noise? Every headline figure with its interval.
     #[command(after_help = compare::COMPARE_EXIT_HELP)]
     Compare(compare::CompareArgs),
-    /// Print the JSON Schema of a trace, a receipt or a comparison.
+    /// Print the JSON Schema of a trace, a receipt, a comparison, or another command's `--json` output.
     Schema {
         /// Which schema.
         #[arg(value_enum)]

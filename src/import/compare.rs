@@ -3,6 +3,7 @@
 //! a sentence (failures in the denominator, one-token TPOT, percentile
 //! method, window, the tool's own gates).
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::receipt::{LatencySummary, Receipt};
@@ -12,13 +13,17 @@ use super::{Imported, Reported};
 
 /// The source tool's figures beside the receipt's, with every difference
 /// explained. Built by [`compare`]; rendered by `render::import`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Comparison {
     /// The source tool.
     pub tool: String,
     /// Its version, when known.
     pub version: Option<String>,
+    /// The shape of the tool's file that was detected (the trace's
+    /// `boundary.shape`), when the tool has several (vLLM's changed across
+    /// releases, and the shape decides the mapping).
+    pub shape: Option<String>,
     /// The gates the trace declares (`class: ttft=…,tpot=…,e2e=…`).
     pub gates: String,
     /// The equality rule.
@@ -27,10 +32,12 @@ pub struct Comparison {
     pub figures: Vec<FigurePair>,
     /// Why figures differ, one sentence each.
     pub differences: Vec<String>,
+    /// Token-count agreement and configured-vs-offered rate.
+    pub fidelity: super::fidelity::Fidelity,
 }
 
 /// One figure as the tool reported it and as the receipt gives it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FigurePair {
     /// What it is (`requests`, `goodput/s`, `TTFT p99 ms`, …).
@@ -126,17 +133,28 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
 
     let mut differences = Vec::new();
     let tool = r.tool.as_str();
-    let excluded = c.excluded;
-    if excluded > 0 {
+    // Only the warm-up is excluded by the tool as by goodput; a request
+    // outside the window is one the tool may have counted, so it is not
+    // said to agree.
+    let exclusion = &all.reasons.exclusion;
+    if exclusion.warmup > 0 {
         differences.push(format!(
-            "{excluded} request(s) arrived in the warm-up or outside the window: excluded by \
-             goodput as by {tool} (counts.excluded)."
+            "{} request(s) arrived in the warm-up: excluded by goodput as by {tool} \
+             (reasons.exclusion.warmup).",
+            exclusion.warmup
+        ));
+    }
+    if exclusion.outside_window > 0 {
+        differences.push(format!(
+            "{} request(s) arrived outside the window: excluded from goodput's cohort \
+             (reasons.exclusion.outside_window); compare with the requests {tool} counted.",
+            exclusion.outside_window
         ));
     }
     if c.failed > 0 {
-        let share = all.rates.failure_share.unwrap_or(0.0) * 100.0;
+        let share = crate::render::figures::percent(all.rates.failure_share.unwrap_or(0.0), 1);
         differences.push(format!(
-            "{} failed request(s) stay in goodput's cohort ({share:.1} % failure share) and \
+            "{} failed request(s) stay in goodput's cohort ({share} failure share) and \
              count against passShare; {tool} leaves failures out of its latency figures.",
             c.failed
         ));
@@ -202,16 +220,25 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
              (--slo): compare like with like."
         ));
     }
+    let fidelity = super::fidelity::assess(imported, receipt);
     if let Some(tool_goodput) = r.goodput_per_s {
-        differences.push(explain_goodput(
-            r,
-            c.pass,
-            one_token_pass,
-            window_s,
-            all.rates.goodput_per_s,
-            tool_goodput,
-        ));
+        let ours = all.rates.goodput_per_s;
+        differences.push(
+            super::fidelity::goodput_by_client_counts(
+                &fidelity,
+                r,
+                c.pass,
+                one_token_pass,
+                window_s,
+                ours,
+                tool_goodput,
+            )
+            .unwrap_or_else(|| {
+                explain_goodput(r, c.pass, one_token_pass, window_s, ours, tool_goodput)
+            }),
+        );
     }
+    differences.extend(super::fidelity::sentences(&fidelity, r));
     let gates = receipt
         .contract
         .classes
@@ -230,10 +257,15 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
     Comparison {
         tool: r.tool.clone(),
         version: r.version.clone(),
+        shape: match trace.boundary.get("shape") {
+            Some(crate::trace::Scalar::String(s)) => Some(s.clone()),
+            _ => None,
+        },
         gates,
         equality: receipt.contract.equality.clone(),
         figures,
         differences,
+        fidelity,
     }
 }
 

@@ -21,12 +21,14 @@
 pub mod aiperf;
 pub mod compare;
 pub mod error;
+pub mod fidelity;
 pub mod guidellm;
 pub mod json;
 pub mod vllm;
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
@@ -39,10 +41,10 @@ pub use self::compare::{compare, fmt_num, same_figure, Comparison, FigurePair};
 pub use self::error::ImportError;
 
 /// Which tool wrote the source file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
-    /// `vllm bench serve --save-result --save-detailed` result JSON.
+    /// vLLM result JSON: `benchmark_serving.py` or `vllm bench serve` (`--save-result`), any release.
     Vllm,
     /// AIPerf `profile_export.jsonl` (one record per request).
     Aiperf,
@@ -89,7 +91,8 @@ impl Default for ImportOptions {
 impl ImportOptions {
     /// The trace an importer writes: the window, warm-up, labels and rows it
     /// read from the source, and the contract (gates, equality) from these
-    /// options. Source tools report model tokens, so `tokens` is `usage`.
+    /// options. `tokens` is `usage`; an importer whose rows fell back to the
+    /// tool's own tokenizer count sets `client-tokenizer` afterwards.
     pub(crate) fn trace(
         &self,
         window: crate::trace::Window,
@@ -108,6 +111,8 @@ impl ImportOptions {
             tokens: crate::trace::TokenCount::Usage,
             boundary,
             workload,
+            phases: Vec::new(),
+            resources: None,
             rows,
         }
     }
@@ -133,7 +138,7 @@ pub struct Imported {
 }
 
 /// Two percentiles as a tool reported them, ms.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Quantiles {
     /// Median.
     pub p50: Option<f64>,
@@ -144,7 +149,7 @@ pub struct Quantiles {
 /// What the source tool reported for its run, and the rules behind those
 /// figures, so each difference from the receipt can be explained. `None`
 /// means the source file does not carry the figure.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Reported {
     /// The tool (`vllm`, `aiperf`, `guidellm`).
@@ -189,6 +194,33 @@ pub struct Reported {
     /// `inter_token_latency` SLO: the metric does not exist for it), where
     /// goodput lets it pass because its TPOT gate does not apply.
     pub one_token_never_good: bool,
+    /// The rate the tool was configured to offer, when its export says.
+    pub configured_rate: Option<fidelity::ConfiguredRate>,
+    /// The tool's own output-token count field, when rows carry it beside the
+    /// server's usage count (as the label `clientOutputTokens`).
+    pub client_tokens_from: Option<String>,
+}
+
+/// `goodput import --json`: where the trace went, the tool's figures and
+/// rules, and the comparison (schema: `goodput schema import`).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport<'a> {
+    /// No `--slo` was given: the trace declares the placeholder class, so its
+    /// goodput is not the tool's goodput under the tool's SLOs.
+    pub placeholder_gates: bool,
+    /// The trace path.
+    pub trace: &'a str,
+    /// Rows written.
+    pub rows: usize,
+    /// Bytes written.
+    pub bytes: usize,
+    /// The exact analyze command.
+    pub analyze: &'a str,
+    /// The tool's figures and rules.
+    pub reported: &'a Reported,
+    /// Side by side, with the differences explained.
+    pub comparison: &'a Comparison,
 }
 
 /// A time or duration read from a source file: finite and not negative, or

@@ -64,6 +64,39 @@ struct Tally {
     busy: FixedSum,
     /// Failed cohort rows with no `endedMs`.
     unknown_end: u64,
+    /// Earliest and latest `completedMs` of pass and miss rows (served throughput).
+    completions: Span,
+}
+
+/// The earliest and latest of a set of instants; min and max do not depend
+/// on the order the rows come in, so the receipt stays deterministic.
+#[derive(Clone, Copy, Debug, Default)]
+struct Span(Option<(f64, f64)>);
+
+impl Span {
+    fn add(&mut self, t: f64) {
+        self.0 = Some(match self.0 {
+            None => (t, t),
+            Some((lo, hi)) => (lo.min(t), hi.max(t)),
+        });
+    }
+
+    fn absorb(&mut self, other: Span) {
+        if let Some((lo, hi)) = other.0 {
+            self.add(lo);
+            self.add(hi);
+        }
+    }
+
+    /// The rate of `n` events spread over the span (docs/contract.md §7.6
+    /// `servedPerS`): the first event opens the span, so `n` events are
+    /// `n − 1` gaps, and a steady stream at r per second reads exactly r.
+    /// `None` with fewer than two events or a zero span.
+    fn rate_per_s(self, n: u64) -> Option<f64> {
+        let (lo, hi) = self.0?;
+        let span_s = (hi - lo) / 1000.0;
+        (n >= 2 && span_s > 0.0).then(|| (n - 1) as f64 / span_s)
+    }
 }
 
 /// A sum of milliseconds in fixed point (units of 2^-32 ms, in an i128).
@@ -151,6 +184,9 @@ impl Tally {
             }
             Verdict::Pass(m) | Verdict::Miss(m, _) => {
                 c.cohort += 1;
+                if let Some(done) = row.completed_ms.value() {
+                    self.completions.add(done.min(clip.horizon_ms));
+                }
                 self.output_tokens += m.output_tokens;
                 self.ttft.push(m.ttft_ms);
                 self.e2e.push(m.e2e_ms);
@@ -210,6 +246,7 @@ impl Tally {
         self.good_tokens += other.good_tokens;
         self.unknown_end += other.unknown_end;
         self.busy.0 += other.busy.0;
+        self.completions.absorb(other.completions);
     }
 
     fn finish(self, trace: &Trace, latency: Latency, confidence: Confidence) -> Block {
@@ -230,6 +267,7 @@ impl Tally {
             good_tokens_per_s: self.good_tokens as f64 / window_s,
             failure_share: share(c.failed),
             censored_share: share(c.censored),
+            served_per_s: self.completions.rate_per_s(c.pass + c.miss),
         };
         let mut reasons = self.reasons;
         reasons.failure = self
@@ -243,7 +281,7 @@ impl Tally {
             .map(|(name, n)| (name.to_owned(), n))
             .collect();
         let littles_law = littles_law(
-            busy_ms / (window_s * 1000.0),
+            (!trace.contract.arrivals_unknown()).then(|| busy_ms / (window_s * 1000.0)),
             rates.completed_per_s,
             latency.e2e_ms.mean,
             self.unknown_end,
@@ -373,15 +411,22 @@ fn summarize_column(column: Vec<&mut Vec<f64>>, confidence: Confidence) -> Colum
 const STEADY_RATIO: (f64, f64) = (0.8, 1.25);
 
 fn littles_law(
-    in_flight_mean: f64,
+    in_flight_mean: Option<f64>,
     completed_per_s: f64,
     mean_e2e_ms: Option<f64>,
     unknown_end: u64,
 ) -> LittlesLaw {
     let predicted = mean_e2e_ms.map(|w| completed_per_s * w / 1000.0);
-    let ratio = predicted.filter(|p| *p > 0.0).map(|p| in_flight_mean / p);
+    let ratio = in_flight_mean
+        .zip(predicted.filter(|p| *p > 0.0))
+        .map(|(l, p)| l / p);
     let steady_state = ratio.map(|r| (STEADY_RATIO.0..=STEADY_RATIO.1).contains(&r));
     let note = match ratio {
+        _ if in_flight_mean.is_none() => Some(
+            "not measured: arrival times are unknown (boundary.arrival = \"unknown\"), so no \
+             request's time in flight is known"
+                .to_owned(),
+        ),
         Some(r) if r > STEADY_RATIO.1 => Some(format!(
             "not steady: {r:.2}x more requests were in flight than throughput x latency \
              explains (a growing queue, work cut off at the horizon, or failures holding slots)"
@@ -500,6 +545,12 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             warmup: contract.warmup,
             default_class: contract.default_class.clone(),
             classes: contract.classes.clone(),
+            arrival_mode: contract.arrival_mode(),
+            arrivals_unknown: contract
+                .arrivals_unknown()
+                .then(|| super::ARRIVALS_UNKNOWN_NOTE.to_owned()),
+            phases: contract.phases.clone(),
+            resources: None,
         },
         results: Results {
             all: all.finish(trace, all_latency, confidence),
@@ -507,10 +558,14 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         },
         rows,
         sweep: None,
+        recovery: None,
+        cost: None,
     }
 }
 
-fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
+/// One verdict per row, in trace order: what `--rows` embeds in the receipt,
+/// and what the per-row text table and CSV show.
+pub fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
     let class_names: Vec<&String> = trace.contract.classes.keys().collect();
     trace
         .rows

@@ -7,6 +7,9 @@
 //! same trace and options always give the same bytes.
 
 pub mod build;
+pub mod cost;
+pub mod recovery;
+pub mod release;
 
 use std::collections::BTreeMap;
 
@@ -14,7 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::intervals::{Interval, QuantileInterval};
-use crate::trace::{Gates, Labels, Warmup};
+use crate::trace::{ArrivalMode, Gates, Labels, Phase, Warmup};
 
 pub use build::{build_receipt, ReceiptOptions};
 
@@ -45,6 +48,14 @@ pub struct Receipt {
     /// Never replaces `results`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Vec<crate::review::sweep::SweepEntry>>,
+    /// Recovery after the burst phase, per class (only when the trace
+    /// declares a phase named as the burst; docs/contract.md §10.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<recovery::Recovery>,
+    /// Per-GPU throughput and the cost of good work (only when resources are
+    /// in force: `contract.resources`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<cost::Cost>,
 }
 
 /// The tool that produced a receipt.
@@ -89,9 +100,11 @@ pub struct ContractInfo {
     pub percentile_method: String,
     /// The confidence level and methods of every block's `intervals`.
     pub intervals: IntervalContract,
-    /// What `outputTokens` counts: `usage` or `chunks`.
+    /// What `outputTokens` counts: `usage`, `chunks` or `client-tokenizer`.
     pub tokens: String,
-    /// `tpot`, or `chunk_cadence` when tokens are stream chunks.
+    /// The per-token figure's name: `tpot` (model tokens from usage),
+    /// `chunk_cadence` (tokens are stream chunks) or `tpot_client_tokens`
+    /// (tokens counted by a client-side tokenizer, not necessarily the model's).
     pub tpot_label: String,
     /// Where measurements were taken (echoed from the trace).
     pub boundary: Labels,
@@ -105,6 +118,21 @@ pub struct ContractInfo {
     pub default_class: Option<String>,
     /// SLO gates per class.
     pub classes: BTreeMap<String, Gates>,
+    /// `open-loop`, or `closed-loop` when `boundary.arrival` is `closed-loop`
+    /// or `workload.arrival` is `closed`: such a run is not SLA evidence
+    /// (docs/contract.md §10.2). Added within schema major version 1.
+    pub arrival_mode: ArrivalMode,
+    /// Present only when the trace declares `boundary.arrival = "unknown"`:
+    /// why the figures that need arrival instants are null, and which they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals_unknown: Option<String>,
+    /// The trace's phases, echoed (absent when it declares none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+    /// The GPUs and price the cost figures use, and where they come from
+    /// (absent when none are in force).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<cost::ResourcesInfo>,
 }
 
 /// The confidence level of the receipt's intervals and the method behind each
@@ -121,6 +149,18 @@ pub struct IntervalContract {
     /// Method of the percentile intervals: `order-statistic-binomial-equal-tails`.
     pub quantile: String,
 }
+
+/// The one line every command's text output prints for a receipt whose
+/// trace declares its arrival instants unknown.
+pub const ARRIVALS_UNKNOWN_LINE: &str =
+    "arrival times UNKNOWN (boundary.arrival = \"unknown\"): no Little's law, no time bins";
+
+/// The sentence a receipt carries in `contract.arrivalsUnknown`.
+pub const ARRIVALS_UNKNOWN_NOTE: &str = "boundary.arrival is \"unknown\": the source recorded \
+    no send instants, so every row's arrivalMs is the window start; per-row TTFT, TPOT and E2E \
+    are exact and every count and per-window-second rate stands, but the figures that need \
+    arrival instants are null: littlesLaw.inFlightMean, ratio and steadyState (no time in \
+    flight), and any time-binned figure; a warm-up cannot be declared";
 
 /// The window with its resolved horizon and length.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -209,8 +249,9 @@ pub struct PercentileIntervals {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LittlesLaw {
-    /// Time-averaged number of cohort requests in flight over the window (L, measured).
-    pub in_flight_mean: f64,
+    /// Time-averaged number of cohort requests in flight over the window (L,
+    /// measured); null when the trace's arrival instants are unknown.
+    pub in_flight_mean: Option<f64>,
     /// Completions per window second (λ), as in `rates.completedPerS`.
     pub completed_per_s: f64,
     /// Mean E2E of completed cohort rows in ms (W); null when none completed.
@@ -270,6 +311,13 @@ pub struct Rates {
     pub failure_share: Option<f64>,
     /// censored / cohort; null for an empty cohort.
     pub censored_share: Option<f64>,
+    /// Served throughput: (pass + miss − 1) / the seconds from the first to
+    /// the last of their `completedMs` (all at or before the horizon, so the
+    /// span is clipped to it): n completions from first to last are n − 1
+    /// gaps. Unlike `completedPerS` it does not divide the grace period's
+    /// completions by the window, so it says what the server kept up with.
+    /// Null with fewer than two completions or a zero span.
+    pub served_per_s: Option<f64>,
 }
 
 /// Latency summaries per metric.

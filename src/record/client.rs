@@ -19,6 +19,17 @@
 //! scheduled arrival, and the trace counts these retries
 //! (`workload.keepAliveRetries`). A connection that closes before answering
 //! its *first* request is the server's failure: `disconnect`, no retry.
+//!
+//! `https://` goes through the [`Connector`] of [`super::tls`] (rustls, HTTP/1.1);
+//! a failed handshake is [`SendError::Tls`]. Extra headers
+//! ([`super::headers`]) go on every request, after the recorder's own
+//! (`Content-Type`, `Accept`, `Authorization`), which a header of the same
+//! name replaces.
+//!
+//! Bounds: a response head (status line and headers) larger than
+//! [`MAX_HEAD_BYTES`], or with more than 100 headers, is refused
+//! ([`SendError::HeadTooLarge`]); the same figure caps each connection's
+//! read buffer, so a body frame is never larger either.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -29,11 +40,14 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use hyper::Uri;
-use hyper_util::client::legacy::connect::{Connected, HttpConnector, HttpInfo};
+use hyper::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use hyper::{Method, Uri};
+use hyper_util::client::legacy::connect::{Connected, HttpInfo};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+
+use super::headers::ExtraHeader;
+use super::tls::{Connector, TlsFailure};
 
 /// Why a request got no response head.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +58,38 @@ pub enum SendError {
     Connect(String),
     /// The connection broke before a response head arrived.
     Disconnected(String),
+    /// The TLS handshake failed (`tls_certificate` or `tls_handshake`).
+    Tls(TlsFailure),
+    /// The response head was larger than [`MAX_HEAD_BYTES`] (or had more
+    /// than 100 headers); the connection was dropped.
+    HeadTooLarge,
+}
+
+/// The most bytes of a response head the client reads, and the most each
+/// connection buffers at once (hyper's read buffer): a real head is well
+/// under a kilobyte; a server sending more is refused, not buffered.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// What the recorder reads from a response head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body is an event stream: its `Content-Type` is `text/event-stream`
+    /// (any parameters, any case) or absent.
+    pub event_stream: bool,
+}
+
+/// Whether headers announce an event stream (see [`Head::event_stream`]).
+pub fn is_event_stream(headers: &HeaderMap) -> bool {
+    match headers.get(CONTENT_TYPE) {
+        None => true,
+        Some(value) => value.to_str().is_ok_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|media| media.trim().eq_ignore_ascii_case("text/event-stream"))
+        }),
+    }
 }
 
 /// The body broke off before its end (reset, truncated chunked encoding…).
@@ -64,15 +110,16 @@ pub trait Transport: Send + Sync + 'static {
     fn send(
         &self,
         body: Bytes,
-    ) -> impl Future<Output = Result<(u16, Self::Body), SendError>> + Send;
+    ) -> impl Future<Output = Result<(Head, Self::Body), SendError>> + Send;
 }
 
-/// The real transport: hyper 1 over plain HTTP/1.1 with keep-alive.
+/// The real transport: hyper 1, HTTP/1.1 with keep-alive, plain or over TLS.
 #[derive(Clone, Debug)]
 pub struct HyperTransport {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<Connector, Full<Bytes>>,
     uri: Uri,
-    authorization: Option<HeaderValue>,
+    /// Every request's headers (values marked sensitive).
+    headers: HeaderMap,
     /// Local addresses of connections that have carried a response head.
     carried: Arc<Mutex<HashSet<SocketAddr>>>,
     /// Requests sent again after the keep-alive race.
@@ -83,25 +130,41 @@ impl HyperTransport {
     /// A transport for `uri`, sending `Authorization: Bearer <key>` when a key
     /// is given. The key lives only in this header value, marked sensitive.
     pub fn new(uri: Uri, api_key: Option<&str>) -> Result<HyperTransport, String> {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
+        HyperTransport::with_options(uri, api_key, &[], None)
+    }
+
+    /// A transport for `uri` with extra headers and, for `https://`, a TLS
+    /// configuration ([`super::tls::client_config`]).
+    pub fn with_options(
+        uri: Uri,
+        api_key: Option<&str>,
+        extra: &[ExtraHeader],
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> Result<HyperTransport, String> {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(std::time::Duration::from_secs(30))
-            .build(connector);
-        let authorization = match api_key {
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    "the API key contains characters not allowed in a header".to_owned()
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => None,
-        };
+            .http1_max_buf_size(MAX_HEAD_BYTES)
+            .build(Connector::new(tls));
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(key) = api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                "the API key contains characters not allowed in a header".to_owned()
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        for h in extra {
+            headers.remove(&h.name);
+        }
+        for h in extra {
+            headers.append(h.name.clone(), h.value.clone());
+        }
         Ok(HyperTransport {
             client,
             uri,
-            authorization,
+            headers,
             carried: Arc::default(),
             retries: Arc::default(),
         })
@@ -124,24 +187,45 @@ impl HyperTransport {
         self.carried.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether the endpoint is `https://`.
+    pub fn is_https(&self) -> bool {
+        self.uri.scheme_str() == Some("https")
+    }
+
+    /// The endpoint.
+    pub fn uri(&self) -> &Uri {
+        &self.uri
+    }
+
+    /// `GET uri` with the same headers and connection settings (the
+    /// preflight's `/v1/models`); one attempt.
+    pub async fn get(&self, uri: Uri) -> Result<(Head, HyperBody), SendError> {
+        self.attempt(Method::GET, uri, Bytes::new())
+            .await
+            .map_err(|(e, _)| e)
+    }
+
     /// One attempt; `Err((error, stale))` where `stale` means the keep-alive race.
-    async fn attempt(&self, body: Bytes) -> Result<(u16, HyperBody), (SendError, bool)> {
-        let mut builder = hyper::Request::post(self.uri.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
-        if let Some(auth) = &self.authorization {
-            builder = builder.header(AUTHORIZATION, auth.clone());
-        }
-        let request = builder
-            .body(Full::new(body))
-            .map_err(|e| (SendError::Connect(e.to_string()), false))?;
+    async fn attempt(
+        &self,
+        method: Method,
+        uri: Uri,
+        body: Bytes,
+    ) -> Result<(Head, HyperBody), (SendError, bool)> {
+        let mut request = hyper::Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = uri;
+        *request.headers_mut() = self.headers.clone();
         match self.client.request(request).await {
             Ok(response) => {
                 if let Some(info) = response.extensions().get::<HttpInfo>() {
                     self.carried().insert(info.local_addr());
                 }
-                let status = response.status().as_u16();
-                Ok((status, HyperBody(response.into_body())))
+                let head = Head {
+                    status: response.status().as_u16(),
+                    event_stream: is_event_stream(response.headers()),
+                };
+                Ok((head, HyperBody(response.into_body())))
             }
             Err(e) => {
                 let stale = closed_before_head(&e)
@@ -160,12 +244,18 @@ const MAX_ATTEMPTS: u32 = 3;
 
 /// The connection ended before a response head (hyper's "incomplete message").
 fn closed_before_head(e: &hyper_util::client::legacy::Error) -> bool {
+    any_hyper_error(e, hyper::Error::is_incomplete_message)
+}
+
+/// Some hyper error in `e`'s chain satisfies `test`.
+fn any_hyper_error(
+    e: &hyper_util::client::legacy::Error,
+    test: impl Fn(&hyper::Error) -> bool,
+) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
-        if let Some(h) = err.downcast_ref::<hyper::Error>() {
-            if h.is_incomplete_message() {
-                return true;
-            }
+        if err.downcast_ref::<hyper::Error>().is_some_and(&test) {
+            return true;
         }
         source = err.source();
     }
@@ -196,10 +286,13 @@ impl ResponseBody for HyperBody {
 impl Transport for HyperTransport {
     type Body = HyperBody;
 
-    async fn send(&self, body: Bytes) -> Result<(u16, HyperBody), SendError> {
+    async fn send(&self, body: Bytes) -> Result<(Head, HyperBody), SendError> {
         let mut attempts = 1;
         loop {
-            match self.attempt(body.clone()).await {
+            match self
+                .attempt(Method::POST, self.uri.clone(), body.clone())
+                .await
+            {
                 Err((_, true)) if attempts < MAX_ATTEMPTS => {
                     attempts += 1;
                     self.retries.fetch_add(1, Ordering::Relaxed);
@@ -214,6 +307,9 @@ fn classify_send_error(e: &hyper_util::client::legacy::Error) -> SendError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     let mut refused = false;
     while let Some(err) = source {
+        if let Some(tls) = err.downcast_ref::<TlsFailure>() {
+            return SendError::Tls(tls.clone());
+        }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
             refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
         }
@@ -222,6 +318,8 @@ fn classify_send_error(e: &hyper_util::client::legacy::Error) -> SendError {
     let text = error_chain(e);
     if refused {
         SendError::Refused
+    } else if any_hyper_error(e, hyper::Error::is_parse_too_large) {
+        SendError::HeadTooLarge
     } else if e.is_connect() {
         SendError::Connect(text)
     } else {
@@ -238,4 +336,27 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = err.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content_type(value: Option<&str>) -> bool {
+        let mut headers = HeaderMap::new();
+        if let Some(v) = value {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_str(v).unwrap());
+        }
+        is_event_stream(&headers)
+    }
+
+    #[test]
+    fn only_an_event_stream_content_type_or_none_is_a_stream() {
+        assert!(content_type(None));
+        assert!(content_type(Some("text/event-stream")));
+        assert!(content_type(Some("Text/Event-Stream; charset=utf-8")));
+        assert!(!content_type(Some("application/json")));
+        assert!(!content_type(Some("text/html; charset=utf-8")));
+        assert!(!content_type(Some("text/event-streams")));
+    }
 }

@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::trace::write::{round_us, TraceDoc, TraceRow, TRACE_SCHEMA};
-use crate::trace::{Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources, Scalar, TokenCount, Warmup, Window};
 
 use super::exchange::{Ending, Observation};
+use super::phases::label_rows;
 use super::request::{prompt_hash, Prompt};
 use super::row::{self, RowMeta};
 use super::runner::{Finished, RunOutcome, ShardClock};
@@ -83,6 +84,13 @@ pub struct Frame {
     pub workload: Labels,
     /// Open loop (scheduled arrivals) or closed loop.
     pub open_loop: bool,
+    /// The phases of a phased schedule (empty: one rate throughout); each
+    /// row arriving in one is labelled with its name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+    /// The GPUs behind the endpoint and their price, when declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
     /// The shard this recording is, when the schedule is split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardTag>,
@@ -130,6 +138,8 @@ impl Frame {
             default_class: plan.default_class.clone(),
             workload: plan.workload.clone(),
             open_loop: plan.open_loop(),
+            phases: plan.phases.clone(),
+            resources: plan.resources,
             shard: plan.shard,
         }
     }
@@ -144,17 +154,15 @@ impl Frame {
             prompt_chars: f.prompt_chars,
             prompt_hash: f.prompt_hash.clone(),
         };
-        let mut row = row::assemble(&meta, &f.obs, &f.ending, tokens);
-        row.id = self.row_id(index);
-        row
+        let row = row::assemble(&meta, &f.obs, &f.ending, tokens);
+        self.finish_row(index, row)
     }
 
     /// The row of request `index`, due at `arrival_ms` with `prompt`, which
     /// the client never sent.
     pub fn unsent_row(&self, index: usize, arrival_ms: f64, prompt: &PromptMeta) -> TraceRow {
-        let mut row = row::not_sent(&self.meta(index, arrival_ms, prompt));
-        row.id = self.row_id(index);
-        row
+        let row = row::not_sent(&self.meta(index, arrival_ms, prompt));
+        self.finish_row(index, row)
     }
 
     /// The row of request `index`, dispatched at `arrival_ms` with `prompt`,
@@ -162,13 +170,20 @@ impl Frame {
     /// else is known.
     pub fn unended_row(&self, index: usize, arrival_ms: f64, prompt: &PromptMeta) -> TraceRow {
         let meta = self.meta(index, arrival_ms, prompt);
-        let mut row = row::assemble(
+        let row = row::assemble(
             &meta,
             &Observation::default(),
             &Ending::InFlight,
             TokenCount::Usage,
         );
+        self.finish_row(index, row)
+    }
+
+    /// What the frame adds to an assembled row: its id (shards name theirs)
+    /// and the label of the phase it arrived in.
+    fn finish_row(&self, index: usize, mut row: TraceRow) -> TraceRow {
         row.id = self.row_id(index);
+        label_rows(std::slice::from_mut(&mut row), &self.phases);
         row
     }
 
@@ -271,6 +286,8 @@ impl Frame {
             tokens,
             boundary,
             workload,
+            phases: self.phases.clone(),
+            resources: self.resources,
             rows: Vec::new(),
         }
     }

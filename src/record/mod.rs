@@ -15,12 +15,23 @@
 //!
 //! Honesty rules: arrivals are scheduled instants and latency counts from
 //! them; every scheduled request becomes exactly one row (failures are rows;
-//! unfinished work is `in_flight`); the API key and prompts never reach the
-//! trace; the trace is written atomically, also after Ctrl-C.
+//! unfinished work is `in_flight`); the API key, header values and prompts
+//! never reach the trace; the trace is written atomically, also after Ctrl-C.
+//!
+//! Reaching real servers (`https://`, headers, `--extra-body`, the
+//! preflight, the server's error text on failed rows) lives in
+//! [`endpoint`], [`tls`], [`headers`], [`extra_body`], [`preflight`] and
+//! [`error_text`].
 
 pub mod client;
+pub mod endpoint;
+pub mod error_text;
 pub mod exchange;
+pub mod extra_body;
 pub mod frame;
+pub mod headers;
+pub mod phases;
+pub mod preflight;
 pub mod recover;
 pub mod request;
 pub mod row;
@@ -29,6 +40,7 @@ pub mod schedule;
 pub mod spool;
 pub mod sse;
 pub mod summary;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -40,9 +52,10 @@ use hyper::Uri;
 
 use crate::error::Error;
 use crate::trace::write::{TraceDoc, TraceRow};
-use crate::trace::{Equality, Gates, Labels};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources};
 
-use self::client::{HyperTransport, Transport};
+use self::client::Transport;
+use self::endpoint::Endpoint;
 use self::frame::{Frame, PromptMeta, ShardTag, Stop};
 use self::runner::{Collector, Counters, Interrupt, Load, RunConfig, RunOutcome};
 
@@ -63,10 +76,16 @@ pub struct Plan {
     pub equality: Equality,
     /// `workload` labels known before the run.
     pub workload: Labels,
+    /// The phases of a phased schedule (empty: one rate throughout).
+    pub phases: Vec<Phase>,
+    /// The GPUs behind the endpoint and their price, when declared.
+    pub resources: Option<Resources>,
     /// The output path.
     pub out: PathBuf,
-    /// The API key, if any (never written anywhere).
-    pub api_key: Option<String>,
+    /// How the server is reached (TLS, headers, the API key, secrets).
+    pub endpoint: Endpoint,
+    /// Whether to probe the server before the schedule starts.
+    pub preflight: bool,
     /// This recording is one shard of a shared schedule (`--shard K/N`):
     /// its load holds only that shard's requests.
     pub shard: Option<ShardTag>,
@@ -269,8 +288,10 @@ pub fn record(
     progress: Option<ProgressSink>,
     collector: &mut dyn Collector,
 ) -> Result<RunOutcome, Error> {
-    let transport =
-        HyperTransport::new(plan.uri.clone(), plan.api_key.as_deref()).map_err(Error::Usage)?;
+    let transport = plan
+        .endpoint
+        .transport(plan.uri.clone())
+        .map_err(Error::Usage)?;
     let retries = transport.retries();
     let mut outcome = execute_into(
         plan,
@@ -288,4 +309,31 @@ pub fn record(
     )?;
     outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
     Ok(outcome)
+}
+
+/// The preflight of [`preflight`] for a plan (nothing when `--no-preflight`):
+/// its own transport and runtime, the run's headers, key and TLS settings.
+/// A server that cannot serve the run is [`Error::Preflight`], before any
+/// request of the run is sent and before any trace is written.
+pub fn preflight(plan: &Plan) -> Result<(), Error> {
+    if !plan.preflight {
+        return Ok(());
+    }
+    let transport = plan
+        .endpoint
+        .transport(plan.uri.clone())
+        .map_err(Error::Usage)?;
+    let mut template = plan.run.template.clone();
+    if template.max_tokens.is_some() || !template.extra.has("max_tokens") {
+        template.max_tokens = Some(1);
+    }
+    template.ignore_eos = false;
+    let wait = plan.run.timeout.min(preflight::PREFLIGHT_TIMEOUT);
+    preflight::check_blocking(
+        &transport,
+        template.body("Hello"),
+        &plan.endpoint.secrets,
+        wait,
+    )
+    .map_err(Error::Preflight)
 }

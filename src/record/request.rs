@@ -119,6 +119,35 @@ impl PromptSource {
         }
     }
 
+    /// The same prompts in the order drawn by `seed`: a list is permuted
+    /// (Fisher–Yates over ChaCha8 seeded with `seed`, stream 0) and then used
+    /// cyclically as before; random prompts are already drawn per request
+    /// from their own seed and are returned unchanged. A rate sweep gives
+    /// each point its own seed, so no two points send a list in the same
+    /// order and a prefix cache cannot carry one point into the next.
+    pub fn in_seeded_order(&self, seed: u64) -> PromptSource {
+        match self {
+            PromptSource::Random { .. } => self.clone(),
+            PromptSource::List(list) => {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let mut order: Vec<Prompt> = list.as_ref().clone();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, rng.random_range(0..=i));
+                }
+                PromptSource::List(Arc::new(order))
+            }
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => PromptSource::Strided {
+                inner: Box::new(inner.in_seeded_order(seed)),
+                stride: *stride,
+                offset: *offset,
+            },
+        }
+    }
+
     /// A short description for `workload.prompts` (never a path or the text).
     pub fn describe(&self) -> String {
         match self {
@@ -249,6 +278,27 @@ pub fn prompt_hash(text: &str) -> String {
     digest[..6].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What a row's error text becomes when it repeats the prompt.
+pub const WITHHELD_ERROR_TEXT: &str = "(withheld: it repeats the prompt)";
+
+/// Characters compared at a time by [`echoes_prompt`]: any run of at least
+/// `2 × ECHO_WINDOW_CHARS − 1` characters of the prompt is caught.
+const ECHO_WINDOW_CHARS: usize = 12;
+
+/// Whether a server's error text repeats part of the prompt, as sent or
+/// JSON-escaped (validation errors often echo the request body). Prompts
+/// never reach the trace, so such a text is withheld from the row. Checks
+/// the text's windows of [`ECHO_WINDOW_CHARS`] characters that start at
+/// multiples of it: a few substring searches for a 200-character text.
+pub fn echoes_prompt(text: &str, prompt: &str) -> bool {
+    let escaped = serde_json::to_string(prompt).unwrap_or_default();
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks_exact(ECHO_WINDOW_CHARS)
+        .map(|w| w.iter().collect::<String>())
+        .any(|w| prompt.contains(&w) || escaped.contains(&w))
+}
+
 /// The fixed part of every request body.
 #[derive(Debug, Clone)]
 pub struct BodyTemplate {
@@ -260,6 +310,8 @@ pub struct BodyTemplate {
     pub max_tokens: Option<u32>,
     /// `ignore_eos` (a vLLM extension), sent only when set.
     pub ignore_eos: bool,
+    /// `--extra-body` members, merged into every body.
+    pub extra: super::extra_body::ExtraBody,
 }
 
 #[derive(Serialize)]
@@ -313,13 +365,34 @@ impl BodyTemplate {
             ignore_eos: self.ignore_eos,
         };
         // Serializing strings and integers into a Vec cannot fail.
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        Bytes::from(self.extra.merge_into(body))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_text_repeating_23_characters_of_the_prompt_is_caught() {
+        let prompt = "Summarize: \"the quick brown fox\" jumps over the lazy dog";
+        // Any 23-character run of the prompt holds a whole aligned window.
+        for start in 0..prompt.len() - 23 {
+            let pad = "x".repeat(start % ECHO_WINDOW_CHARS);
+            let text = format!("{pad}{}!", &prompt[start..start + 23]);
+            assert!(echoes_prompt(&text, prompt), "{text}");
+        }
+        // JSON-escaped, as a validation error would show it.
+        let echoed =
+            r#"{"detail":[{"input":{"messages":[{"content":"Summarize: \"the quick brown fox\""#;
+        assert!(echoes_prompt(echoed, prompt));
+        assert!(!echoes_prompt(
+            "maximum context length is 4096 tokens",
+            prompt
+        ));
+        assert!(!echoes_prompt("", prompt));
+    }
 
     #[test]
     fn random_prompts_are_reproducible_distinct_and_of_the_asked_length() {
@@ -345,6 +418,7 @@ mod tests {
             model: "m".into(),
             max_tokens: Some(64),
             ignore_eos: true,
+            extra: Default::default(),
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("hi \"there\"")).unwrap();
         assert_eq!(
@@ -357,11 +431,18 @@ mod tests {
             model: "m".into(),
             max_tokens: None,
             ignore_eos: false,
+            extra: super::super::extra_body::ExtraBody::parse(
+                r#"{"temperature":0.5}"#,
+                false,
+                false,
+            )
+            .unwrap(),
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("x")).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true}})
+            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true},
+                "temperature": 0.5})
         );
     }
 

@@ -6,8 +6,9 @@
 //! then spawns request `i` on the runtime. It never waits for an earlier
 //! request, and there is no connection cap.
 //!
-//! Closed loop: `C` workers each send, wait for the ending, and send again,
-//! until the window ends.
+//! Closed loop: `C` workers wait for t0, then each sends (stamped with the
+//! instant it sends), waits for the ending, and sends again, until the
+//! window ends.
 //!
 //! Observation stops at the horizon (window end + grace) or at an interrupt:
 //! the cancellation signal goes out, every request still running reports
@@ -24,8 +25,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::client::Transport;
+use super::error_text::Secrets;
 use super::exchange::{run_one, Clock, Ending, Observation};
-use super::request::{prompt_hash, BodyTemplate, PromptSource};
+use super::request::{echoes_prompt, prompt_hash, BodyTemplate, PromptSource, WITHHELD_ERROR_TEXT};
 
 /// How load is offered.
 #[derive(Debug, Clone)]
@@ -57,6 +59,11 @@ pub struct RunConfig {
     pub prompts: PromptSource,
     /// Request bodies.
     pub template: BodyTemplate,
+    /// The most bytes one SSE line or event (or a 2xx body that is not a
+    /// stream) may hold before the request fails.
+    pub max_event_bytes: usize,
+    /// Header values and the API key: redacted from every `errorText`.
+    pub secrets: Secrets,
 }
 
 /// A request that was sent (or started): what the row needs.
@@ -194,15 +201,30 @@ async fn one_request<T: Transport>(
         let lag_us = ((shared.clock.now_ms() - arrival_ms).max(0.0) * 1000.0) as u64;
         counters.last_lag_us.store(lag_us, Ordering::Relaxed);
     }
-    let (obs, ending) = run_one(
+    let (mut obs, ending) = run_one(
         &*shared.transport,
         body,
         &shared.clock,
         arrival_ms,
         shared.config.timeout,
         shared.cancel.clone(),
+        shared.config.max_event_bytes,
     )
     .await;
+    // The one place the label is made: bounded bytes, secrets redacted,
+    // at most 200 characters, withheld when it repeats the prompt.
+    // The raw bytes are not kept past here.
+    obs.error_text = obs
+        .error_head
+        .take()
+        .and_then(|head| head.label(&shared.config.secrets))
+        .map(|text| {
+            if echoes_prompt(&text, &prompt.text) {
+                WITHHELD_ERROR_TEXT.to_owned()
+            } else {
+                text
+            }
+        });
     match ending {
         Ending::Completed { .. } => counters.completed.fetch_add(1, Ordering::Relaxed),
         Ending::Failed { .. } => counters.failed.fetch_add(1, Ordering::Relaxed),
@@ -280,6 +302,10 @@ pub async fn run_into<T: Transport>(
                 let issued = issued.clone();
                 let stopped = stopped.clone();
                 tokio::spawn(async move {
+                    // Every timestamp counts from t0, and the clock reads 0
+                    // before it: a worker that sent early would be stamped
+                    // later than its real send. So the workers start at t0.
+                    tokio::time::sleep_until(shared.clock.at(0.0)).await;
                     loop {
                         let now = shared.clock.now_ms();
                         if stopped.load(Ordering::Relaxed)

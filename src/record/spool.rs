@@ -181,6 +181,9 @@ struct SpoolRow {
     usage_prompt_tokens: Option<u64>,
     finished: bool,
     ending: SpoolEnding,
+    /// The row's `errorText` label, as the runner made it (redacted, cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error_text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     class: Option<String>,
     prompt_chars: u64,
@@ -199,16 +202,7 @@ enum Line {
 }
 
 fn parse_reason(text: &str) -> Option<FailReason> {
-    Some(match text {
-        "connect_refused" => FailReason::ConnectRefused,
-        "connect_error" => FailReason::ConnectError,
-        "disconnect" => FailReason::Disconnect,
-        "bad_stream" => FailReason::BadStream,
-        "server_error" => FailReason::ServerError,
-        "timeout" => FailReason::Timeout,
-        "no_content" => FailReason::NoContent,
-        _ => FailReason::Http(text.strip_prefix("http_")?.parse().ok()?),
-    })
+    FailReason::parse(text)
 }
 
 impl SpoolRow {
@@ -222,6 +216,7 @@ impl SpoolRow {
             usage_output_tokens: f.obs.usage_output_tokens,
             usage_prompt_tokens: f.obs.usage_prompt_tokens,
             finished: f.obs.finished,
+            error_text: f.obs.error_text.clone(),
             ending: match f.ending {
                 Ending::Completed { completed_ms } => SpoolEnding::Completed { completed_ms },
                 Ending::Failed { reason, ended_ms } => SpoolEnding::Failed {
@@ -257,6 +252,10 @@ impl SpoolRow {
                     usage_output_tokens: self.usage_output_tokens,
                     usage_prompt_tokens: self.usage_prompt_tokens,
                     finished: self.finished,
+                    // The raw bytes stay in memory only; the label is what
+                    // reaches the row.
+                    error_head: None,
+                    error_text: self.error_text,
                 },
                 ending,
                 class: self.class,
@@ -607,6 +606,8 @@ pub struct Built {
     pub written: Written,
     /// The summary's figures, counted while the rows were written.
     pub figures: Figures,
+    /// What the trace's `outputTokens` count.
+    pub tokens: TokenCount,
 }
 
 /// Writes the trace of a run from its spool: the document of `frame` and
@@ -642,6 +643,7 @@ pub fn write_trace(
             bytes,
         },
         figures,
+        tokens: scan.tokens,
     })
 }
 

@@ -10,6 +10,11 @@
 //!   `--request-rate`) keeps a Poisson draw that happened to run a little
 //!   slow from being blamed on the client; requests never sent count against
 //!   the achieved rate.
+//!
+//! When more than half of the rows failed for the same reason (a dead
+//! server, a wrong key, an untrusted certificate), the first line says so,
+//! with the server's most frequent error text for that reason, so the
+//! failure cannot hide among the figures.
 
 use std::collections::BTreeMap;
 
@@ -44,7 +49,26 @@ pub struct Figures {
     pub send_lag_ms: Option<(f64, f64, f64)>,
     /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows).
     pub arrival_rates_per_s: Option<(f64, f64)>,
+    /// The failure reason of more than half of the rows, if there is one.
+    pub dominant_failure: Option<DominantFailure>,
 }
+
+/// One failure reason that most rows share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DominantFailure {
+    /// The reason (`connect_refused`, `http_401`…).
+    pub reason: String,
+    /// Rows failed with it.
+    pub rows: usize,
+    /// The most frequent `errorText` among them (ties: the first in order).
+    pub text: Option<String>,
+}
+
+/// Distinct `errorText`s counted per failure reason: past this many, new
+/// texts are not counted (a server that puts a request id in every error
+/// would otherwise make the tally grow with the run; the line names the most
+/// frequent of the texts counted).
+pub const MAX_TEXTS_PER_REASON: usize = 256;
 
 fn number(row: &TraceRow, key: &str) -> Option<f64> {
     match row.labels.get(key) {
@@ -62,7 +86,8 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
 
 /// The figures accumulated one row at a time, for a trace streamed from the
 /// spool (only the send lags are kept, one number per row, for their
-/// percentiles).
+/// percentiles, and the error texts of failed rows, at most
+/// [`MAX_TEXTS_PER_REASON`] distinct ones per reason).
 #[derive(Debug, Default)]
 pub struct Tally {
     f: Option<Figures>,
@@ -70,6 +95,7 @@ pub struct Tally {
     last_send: Option<f64>,
     first_arrival: Option<f64>,
     last_arrival: Option<f64>,
+    texts: BTreeMap<String, BTreeMap<String, usize>>,
 }
 
 impl Tally {
@@ -91,9 +117,16 @@ impl Tally {
                 f.output_tokens += row.output_tokens.unwrap_or(0);
             }
             RowStatus::Failed => {
-                *f.failed
-                    .entry(row.reason.clone().unwrap_or_default())
-                    .or_default() += 1;
+                let reason = row.reason.clone().unwrap_or_default();
+                if let Some(Scalar::String(t)) = row.labels.get(super::error_text::LABEL) {
+                    let texts = self.texts.entry(reason.clone()).or_default();
+                    if let Some(n) = texts.get_mut(t) {
+                        *n += 1;
+                    } else if texts.len() < MAX_TEXTS_PER_REASON {
+                        texts.insert(t.clone(), 1);
+                    }
+                }
+                *f.failed.entry(reason).or_default() += 1;
             }
             RowStatus::InFlight => f.in_flight += 1,
         }
@@ -127,8 +160,31 @@ impl Tally {
                 f.arrival_rates_per_s = Some((achieved, scheduled));
             }
         }
+        f.dominant_failure = dominant_failure(f.rows, &f.failed, &self.texts);
         f
     }
+}
+
+fn dominant_failure(
+    rows: usize,
+    failed: &BTreeMap<String, usize>,
+    texts: &BTreeMap<String, BTreeMap<String, usize>>,
+) -> Option<DominantFailure> {
+    let (reason, &count) = failed
+        .iter()
+        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(*r)))?;
+    if count * 2 <= rows {
+        return None;
+    }
+    let text = texts
+        .get(reason)
+        .and_then(|t| t.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(*t))))
+        .map(|(t, _)| t.clone());
+    Some(DominantFailure {
+        reason: reason.clone(),
+        rows: count,
+        text,
+    })
 }
 
 impl Figures {
@@ -143,6 +199,7 @@ impl Figures {
             output_tokens: 0,
             send_lag_ms: None,
             arrival_rates_per_s: None,
+            dominant_failure: None,
         }
     }
 
@@ -212,5 +269,38 @@ mod tests {
         let f = figures(&rows, true);
         assert_eq!((f.not_sent, f.in_flight), (1, 1));
         assert!(f.client_bound());
+    }
+
+    #[test]
+    fn the_first_line_names_a_reason_shared_by_most_rows() {
+        let failed = |reason: &str, text: Option<&str>| {
+            let mut r = row(0.0, RowStatus::Failed, Some(0.0));
+            r.reason = Some(reason.into());
+            if let Some(t) = text {
+                r.labels
+                    .insert("errorText".into(), Scalar::String(t.into()));
+            }
+            r
+        };
+        // 3 of 5 rows are http_401: more than half.
+        let rows = vec![
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("expired key")),
+            failed("timeout", None),
+            row(0.0, RowStatus::Completed, Some(0.0)),
+        ];
+        let f = figures(&rows, true);
+        assert_eq!(
+            f.dominant_failure,
+            Some(DominantFailure {
+                reason: "http_401".into(),
+                rows: 3,
+                text: Some("bad key".into())
+            })
+        );
+        // 2 of 4: not more than half.
+        let f = figures(&rows[1..], true);
+        assert_eq!(f.dominant_failure, None);
     }
 }

@@ -50,7 +50,9 @@ impl Equality {
 }
 
 /// What `outputTokens` counts. Chunk counts are not model tokens, so the figure
-/// derived from them is labelled chunk cadence, never TPOT.
+/// derived from them is labelled chunk cadence, never TPOT; a client-side
+/// tokenizer's count may not be the model's, so its figure is labelled as
+/// per client token.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TokenCount {
@@ -59,14 +61,21 @@ pub enum TokenCount {
     Usage,
     /// Stream chunks counted by the client.
     Chunks,
+    /// Tokens counted by the client's own tokenizer on the response text (a
+    /// load generator's count when the server reported no usage); it need not
+    /// be the model's tokenizer.
+    #[serde(rename = "client-tokenizer")]
+    ClientTokenizer,
 }
 
 impl TokenCount {
-    /// The label of the per-token figure in force: `tpot` or `chunk_cadence`.
+    /// The label of the per-token figure in force: `tpot`, `chunk_cadence`,
+    /// or `tpot_client_tokens` (time per token of a client-side tokenizer).
     pub fn tpot_label(self) -> &'static str {
         match self {
             TokenCount::Usage => "tpot",
             TokenCount::Chunks => "chunk_cadence",
+            TokenCount::ClientTokenizer => "tpot_client_tokens",
         }
     }
 
@@ -75,6 +84,7 @@ impl TokenCount {
         match self {
             TokenCount::Usage => "usage",
             TokenCount::Chunks => "chunks",
+            TokenCount::ClientTokenizer => "client-tokenizer",
         }
     }
 }
@@ -155,6 +165,39 @@ pub enum Scalar {
 /// Free labels (`boundary`, `workload`, row `labels`), sorted by key.
 pub type Labels = BTreeMap<String, Scalar>;
 
+/// How the judged load was generated, as far as the verdict goes
+/// (docs/contract.md §10.2). In a closed loop each request was sent when an
+/// earlier one ended, so the server paced its own load: its latencies are not
+/// evidence that an SLA holds at any offered rate, and the tools say so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArrivalMode {
+    /// Arrivals did not wait for earlier requests (scheduled, sent or unknown).
+    OpenLoop,
+    /// `boundary.arrival` is `"closed-loop"` or `workload.arrival` is `"closed"`.
+    ClosedLoop,
+}
+
+impl ArrivalMode {
+    /// The mode of a trace with these `boundary` and `workload` labels.
+    pub fn of(boundary: &Labels, workload: &Labels) -> ArrivalMode {
+        let says = |labels: &Labels, value: &str| matches!(labels.get("arrival"), Some(Scalar::String(s)) if s == value);
+        if says(boundary, "closed-loop") || says(workload, "closed") {
+            ArrivalMode::ClosedLoop
+        } else {
+            ArrivalMode::OpenLoop
+        }
+    }
+
+    /// The name as written in receipts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArrivalMode::OpenLoop => "open-loop",
+            ArrivalMode::ClosedLoop => "closed-loop",
+        }
+    }
+}
+
 /// The document-level contract of a validated trace, with defaults resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Contract {
@@ -178,9 +221,25 @@ pub struct Contract {
     pub boundary: Labels,
     /// How the load was generated (echoed).
     pub workload: Labels,
+    /// Named stretches of the schedule, in time order (empty: none declared).
+    pub phases: Vec<super::phases::Phase>,
+    /// The GPUs (and their price) behind the run, when declared.
+    pub resources: Option<super::phases::Resources>,
 }
 
+/// The `boundary.arrival` value of a trace whose sources recorded no arrival
+/// (send) instants: each row's `arrivalMs` is then the window start, its
+/// latencies are exact, and every figure that needs arrival instants is null
+/// in the receipt (`docs/contract.md`).
+pub const ARRIVAL_UNKNOWN: &str = "unknown";
+
 impl Contract {
+    /// Whether the trace declares its arrival instants unknown
+    /// (`boundary.arrival = "unknown"`).
+    pub fn arrivals_unknown(&self) -> bool {
+        matches!(self.boundary.get("arrival"), Some(Scalar::String(s)) if s == ARRIVAL_UNKNOWN)
+    }
+
     /// The window length in seconds: the denominator of every rate.
     pub fn window_s(&self) -> f64 {
         (self.end_ms - self.start_ms) / 1000.0
@@ -189,6 +248,11 @@ impl Contract {
     /// The index of a declared class in `classes`, or `None`.
     pub fn class_index(&self, name: &str) -> Option<usize> {
         self.classes.keys().position(|k| k == name)
+    }
+
+    /// The arrival mode the trace declares (docs/contract.md §10.2).
+    pub fn arrival_mode(&self) -> ArrivalMode {
+        ArrivalMode::of(&self.boundary, &self.workload)
     }
 
     /// The class a row without an explicit `class` belongs to, if any:

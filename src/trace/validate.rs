@@ -6,7 +6,7 @@
 //! whatever the key order of the input: top-level type, `schema`, unknown or
 //! repeated top-level members, `rows` (presence, type, row limit), `window`,
 //! `warmup`, `equality`, `classes`, `defaultClass`, `tokens`, `boundary`,
-//! `workload`, and last whether rows without a `class` can be resolved.
+//! `workload`, `phases`, `resources`, and last whether rows without a `class` can be resolved.
 
 use std::collections::BTreeMap;
 
@@ -22,7 +22,7 @@ use super::parse::{Interner, RawDocument, RawRow, RawStatus, RowsField, Slot};
 use super::pointer::escape;
 use super::{Limits, Rejection};
 
-const TOP_LEVEL_FIELDS: [&str; 10] = [
+const TOP_LEVEL_FIELDS: [&str; 12] = [
     "schema",
     "window",
     "warmup",
@@ -32,6 +32,8 @@ const TOP_LEVEL_FIELDS: [&str; 10] = [
     "tokens",
     "boundary",
     "workload",
+    "phases",
+    "resources",
     "rows",
 ];
 
@@ -150,6 +152,9 @@ pub fn validate_document(
     let tokens = tokens(m)?;
     let boundary = optional_labels(m, "boundary")?;
     let workload = optional_labels(m, "workload")?;
+    no_warmup_without_arrivals(&boundary, warmup.as_ref())?;
+    let phases = super::phases::validate_phases(m.get("phases"))?;
+    let resources = super::phases::validate_resources(m.get("resources"))?;
     classes_resolve(&rows, &classes, default_class.as_deref())?;
     let contract = Contract {
         start_ms,
@@ -162,8 +167,27 @@ pub fn validate_document(
         tokens,
         boundary,
         workload,
+        phases,
+        resources,
     };
     Ok((contract, rows, doc.strings))
+}
+
+/// A warm-up needs arrival instants: a trace declaring `boundary.arrival =
+/// "unknown"` (every `arrivalMs` is the window start) cannot exclude by one.
+fn no_warmup_without_arrivals(boundary: &Labels, warmup: Option<&Warmup>) -> Result<(), Rejection> {
+    let arrivals_unknown = matches!(
+        boundary.get("arrival"),
+        Some(Scalar::String(s)) if s == super::model::ARRIVAL_UNKNOWN
+    );
+    if arrivals_unknown && warmup.is_some() {
+        return Err(Rejection::at(
+            "/warmup",
+            "cannot be applied: boundary.arrival is \"unknown\", so no row has an arrival \
+             instant to compare with it",
+        ));
+    }
+    Ok(())
 }
 
 /// `schema` names the one trace schema this tool reads.
@@ -222,9 +246,10 @@ fn rows_within_limit(rows: RowsField, limits: Limits) -> Result<Vec<RawRow>, Rej
         return Err(Rejection::at(
             "/rows",
             format_args!(
-                "has {} rows, over the limit of {} (raise it with --max-rows)",
+                "has {} rows, over the limit of {} (raise it with --max-rows or {})",
                 rows.len(),
-                limits.max_rows
+                limits.max_rows,
+                Limits::ROWS_VARIABLE
             ),
         ));
     }
@@ -400,9 +425,10 @@ fn tokens(m: &Members) -> Result<TokenCount, Rejection> {
         None => Ok(TokenCount::Usage),
         Some(Value::String(s)) if s == "usage" => Ok(TokenCount::Usage),
         Some(Value::String(s)) if s == "chunks" => Ok(TokenCount::Chunks),
+        Some(Value::String(s)) if s == "client-tokenizer" => Ok(TokenCount::ClientTokenizer),
         Some(other) => Err(Rejection::at(
             "/tokens",
-            format_args!("is {other}; it must be \"usage\" or \"chunks\""),
+            format_args!("is {other}; it must be \"usage\", \"chunks\" or \"client-tokenizer\""),
         )),
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::trace::{Equality, Gates, Labels, TokenCount, Warmup, Window};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources, TokenCount, Warmup, Window};
 
 /// The schema tag written into every trace.
 pub use crate::trace::model::TRACE_SCHEMA;
@@ -53,6 +53,12 @@ pub struct TraceDoc {
     pub boundary: Labels,
     /// How the load was generated (never the API key, never the prompts).
     pub workload: Labels,
+    /// Named stretches of a phased schedule (left out when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+    /// The GPUs behind the run and their price, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
     /// Exactly one row per scheduled request, ids `r0`, `r1`, … in schedule
     /// order (`r<i>-s<K>` when recorded by shard K of a split schedule).
     pub rows: Vec<TraceRow>,

@@ -12,9 +12,12 @@ use crate::cli::flags::{parse_rate, Rate};
 /// Exit statuses of `goodput record`, shown in `--help`.
 pub const RECORD_EXIT_HELP: &str = "\
 Exit status:
-  0    the trace was written
-  2    usage error, unreadable prompt file, or the output cannot be written
-       (checked before any request is sent; no partial file is ever left)
+  0    the trace was written (when most requests failed for one reason, the
+       summary's first line says so)
+  2    usage error, unreadable prompt file, the output cannot be written, or
+       the preflight found the server unreachable, TLS failing, 401/403 or
+       404 (all checked before any request of the run is sent and before any
+       trace is written; no partial file is ever left)
   130  interrupted (Ctrl-C): scheduling stopped, unfinished requests were written
        in_flight, the window was cut at the interrupt, and the trace was written
        (in a rate sweep: the current point's trace; earlier points' traces stay)
@@ -23,9 +26,16 @@ A rate list (--request-rate 5,10,20) is a sweep: one recording per rate, in orde
 seed + index each, --out a template containing {rate}, --cooldown between points;
 every point is checked before anything is sent. See docs/frontier.md.
 
+--phases replaces --request-rate and --duration: one open-loop schedule whose
+rate changes at each phase boundary (the warm-up runs at the first phase's
+rate). See docs/recorder.md.
+
 The API key is read from the environment (OPENAI_API_KEY, or --api-key-env NAME)
-and is never written. Prompts are never written: rows carry their length and a
-short hash. Only plain http:// URLs are supported.";
+and is never written; neither are header values (-H, --header-env): the trace
+records header names only. --extra-body and --insecure are written into the
+trace's workload. Prompts are never written: rows carry their length and a
+short hash. https:// goes through rustls (HTTP/1.1), trusting the system's
+roots unless --cacert FILE or --insecure is given.";
 
 /// The default pause between two points of a rate sweep.
 pub const DEFAULT_COOLDOWN: &str = "10s";
@@ -33,7 +43,7 @@ pub const DEFAULT_COOLDOWN: &str = "10s";
 /// Flags of `goodput record`. Names follow `vllm bench serve` where the
 /// meaning is the same.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "recover"])))]
+#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases", "recover"])))]
 #[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len"])))]
 pub struct RecordArgs {
     /// Server URL: a base (`http://host:8000`, the --api path is appended),
@@ -53,8 +63,15 @@ pub struct RecordArgs {
     #[arg(long, value_name = "C", conflicts_with_all = ["request_rate", "arrival", "burstiness"])]
     pub max_concurrency: Option<u32>,
     /// Length of the measurement window (after the warm-up).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present = "recover")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present_any = ["phases", "recover"], conflicts_with = "phases")]
     pub duration: Option<Duration>,
+    /// Open loop in phases: `NAME:RATE/s:DURATION,…` (e.g.
+    /// `steady:10/s:60s,burst:40/s:10s,recover:10/s:60s`): one seeded
+    /// schedule whose rate changes at each phase boundary; the window is the
+    /// phases' total length; the trace declares the phases and labels each
+    /// row with its phase.
+    #[arg(long, value_name = "PHASES")]
+    pub phases: Option<String>,
     /// Warm-up before the window; its arrivals are recorded and excluded.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
@@ -109,6 +126,9 @@ pub struct RecordArgs {
     /// The environment variable holding the API key.
     #[arg(long, value_name = "NAME", default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
+    /// GPUs behind the endpoint and the price of a GPU-hour, declared in the trace.
+    #[command(flatten)]
+    pub cost: crate::cli::release::CostArgs,
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -128,6 +148,35 @@ pub struct RecordArgs {
     /// its --out) into a trace at --out: ended requests as they were,
     /// dispatched ones in flight, due ones not sent, the window cut at the
     /// last instant the spool proves. Sends nothing.
-    #[arg(long, value_name = "SPOOL", conflicts_with_all = ["url", "model", "duration", "warmup", "seed", "slo", "shard", "start_at"])]
+    #[arg(long, value_name = "SPOOL", conflicts_with_all = ["url", "model", "duration", "warmup", "seed", "slo", "shard", "start_at", "phases"])]
     pub recover: Option<PathBuf>,
+    /// A header sent with every request, `'Name: value'`; repeatable. The
+    /// value is never written or printed (the trace records the name).
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub header: Vec<String>,
+    /// A header whose value is read from the environment variable ENVVAR,
+    /// `'Name: ENVVAR'`; repeatable.
+    #[arg(long = "header-env", value_name = "'NAME: ENVVAR'")]
+    pub header_env: Vec<String>,
+    /// A JSON object merged into every request body (`'{"temperature": 0}'`);
+    /// written into the trace's workload. Keys the recorder sets are refused.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// https: trust only the PEM certificates in FILE (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https: accept any certificate (the trace says so: workload.insecure).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Skip the check of the server (GET /v1/models, else a one-token
+    /// request) made before the schedule starts.
+    #[arg(long)]
+    pub no_preflight: bool,
+    /// The most bytes one SSE line or event (or a 2xx body that is not a
+    /// stream) may hold; past it the request fails `event_too_large`
+    /// (`body_too_large`) and its connection is dropped. Bounds memory:
+    /// see docs/reliability.md.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::record::sse::DEFAULT_MAX_EVENT_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_event_bytes: u64,
 }

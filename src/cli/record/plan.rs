@@ -1,5 +1,6 @@
 //! `goodput record`'s flags → a validated [`Plan`]: endpoint, schedule,
-//! prompts, SLO classes, workload labels, API key; the output path is probed
+//! prompts, SLO classes, workload labels, API key, headers, TLS trust,
+//! `--extra-body`, the preflight switch; the output path is probed
 //! writable. Nothing is sent.
 
 use std::collections::BTreeMap;
@@ -10,6 +11,9 @@ use std::time::Duration;
 use hyper::Uri;
 
 use crate::error::Error;
+use crate::record::endpoint::{Endpoint, EndpointFlags};
+use crate::record::extra_body::ExtraBody;
+use crate::record::phases::phased_schedule;
 use crate::record::request::{self, Api, BodyTemplate, PromptSource};
 use crate::record::runner::{Load, RunConfig};
 use crate::record::schedule::{open_schedule, ArrivalProcess};
@@ -18,6 +22,7 @@ use crate::trace::{Equality, Labels, Scalar};
 
 use crate::cli::flags::{parse_slo, DEFAULT_SLO};
 use crate::cli::output::check_writable;
+use crate::cli::release::{parse_phases, ResourcesFlag};
 
 use super::args::RecordArgs;
 use super::shard::{parse_shard, parse_start_at, INDEX_ENV};
@@ -35,13 +40,8 @@ pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
         .parse()
         .map_err(|e| format!("--url `{url}` is not a URL ({e})"))?;
     match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(format!(
-                "--url `{url}`: https is not supported; record through a local plain-HTTP endpoint"
-            ))
-        }
-        _ => return Err(format!("--url `{url}` must start with http://")),
+        Some("http" | "https") => {}
+        _ => return Err(format!("--url `{url}` must start with http:// or https://")),
     }
     if uri.host().is_none() {
         return Err(format!("--url `{url}` has no host"));
@@ -63,6 +63,15 @@ pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
     Uri::from_parts(parts).map_err(|e| format!("--url `{url}`: {e}"))
 }
 
+/// The gamma shape in force: `--burstiness` only with `--arrival gamma`.
+fn burstiness_for(process: ArrivalProcess, given: Option<f64>) -> Result<f64, Error> {
+    match (process, given) {
+        (ArrivalProcess::Gamma, b) => Ok(b.unwrap_or(1.0)),
+        (_, None) => Ok(1.0),
+        (_, Some(_)) => Err(usage("--burstiness applies only to --arrival gamma")),
+    }
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -73,11 +82,32 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let required = |what: &str| usage(format!("{what} is required"));
     let url = args.url.as_deref().ok_or_else(|| required("--url"))?;
     let model = args.model.clone().ok_or_else(|| required("--model"))?;
-    let duration = args.duration.ok_or_else(|| required("--duration"))?;
     let uri = endpoint_uri(url, args.api).map_err(usage)?;
+    let phases = args
+        .phases
+        .as_deref()
+        .map(parse_phases)
+        .transpose()
+        .map_err(usage)?;
+    let duration = match (&phases, args.duration) {
+        (Some(p), _) => {
+            Duration::from_secs_f64(p.iter().map(|p| p.duration_ms).sum::<f64>() / 1000.0)
+        }
+        (None, Some(d)) => d,
+        (None, None) => return Err(usage("give --duration (or --phases)")),
+    };
     if duration.is_zero() {
         return Err(usage("--duration must be longer than 0"));
     }
+    let resources = match args.cost.resources()? {
+        None => None,
+        Some(ResourcesFlag::Both(r)) => Some(r),
+        Some(ResourcesFlag::PriceOnly(_)) => {
+            return Err(usage(
+                "--gpu-hour-cost needs --gpus (the price is per GPU-hour)",
+            ))
+        }
+    };
     if ms(duration) + ms(args.grace) > crate::trace::model::MAX_SPAN_MS {
         return Err(usage(
             "--duration plus --grace must be at most 24 h (a trace's window and horizon span at most a day)",
@@ -153,64 +183,68 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         };
     }
     let warmup_ms = ms(args.warmup);
-    let window_end_ms = warmup_ms + ms(duration);
+    let mut window_end_ms = warmup_ms + ms(duration);
+    let mut declared_phases = Vec::new();
     let mut workload = Labels::new();
     let mut put = |k: &str, v: Scalar| {
         workload.insert(k.to_owned(), v);
     };
-    let load = match (args.request_rate.as_slice(), args.max_concurrency) {
-        ([rate], None) => {
-            let rate = rate.per_s;
-            let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
-            let burstiness = match (process, args.burstiness) {
-                (ArrivalProcess::Gamma, b) => b.unwrap_or(1.0),
-                (_, None) => 1.0,
-                (_, Some(_)) => return Err(usage("--burstiness applies only to --arrival gamma")),
-            };
-            let mut arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
-                .map_err(|e| usage(e.to_string()))?;
-            if let Some(s) = shard {
-                // Every shard draws the whole schedule and keeps its share.
-                put("scheduleSize", Scalar::Number(arrivals.len() as f64));
-                put("scheduleHash", Scalar::String(schedule_hash(&arrivals)));
-                arrivals = arrivals
-                    .into_iter()
-                    .skip(s.index)
-                    .step_by(s.count)
-                    .collect();
+    let load =
+        match (args.request_rate.as_slice(), args.max_concurrency) {
+            ([], None) if phases.is_some() => {
+                let specs = phases.as_deref().unwrap_or_default();
+                let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
+                let burstiness = burstiness_for(process, args.burstiness)?;
+                let schedule = phased_schedule(process, burstiness, args.seed, warmup_ms, specs)
+                    .map_err(|e| usage(e.to_string()))?;
+                put("arrival", Scalar::String(process.as_str().into()));
+                if process != ArrivalProcess::Constant {
+                    put("burstiness", Scalar::Number(burstiness));
+                }
+                window_end_ms = schedule.window_end_ms;
+                declared_phases = schedule.phases;
+                let arrivals = shard_of(schedule.arrivals_ms, shard, &mut put);
+                Load::Open {
+                    arrivals_ms: Arc::new(arrivals),
+                }
             }
-            put("arrival", Scalar::String(process.as_str().into()));
-            put("ratePerS", Scalar::Number(rate));
-            // Poisson is gamma with shape 1; constant has no burstiness.
-            if process != ArrivalProcess::Constant {
-                put("burstiness", Scalar::Number(burstiness));
+            ([rate], None) => {
+                let rate = rate.per_s;
+                let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
+                let burstiness = burstiness_for(process, args.burstiness)?;
+                let arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
+                    .map_err(|e| usage(e.to_string()))?;
+                let arrivals = shard_of(arrivals, shard, &mut put);
+                put("arrival", Scalar::String(process.as_str().into()));
+                put("ratePerS", Scalar::Number(rate));
+                // Poisson is gamma with shape 1; constant has no burstiness.
+                if process != ArrivalProcess::Constant {
+                    put("burstiness", Scalar::Number(burstiness));
+                }
+                Load::Open {
+                    arrivals_ms: Arc::new(arrivals),
+                }
             }
-            Load::Open {
-                arrivals_ms: Arc::new(arrivals),
-            }
-        }
-        ([], Some(_)) if shard.is_some() => {
-            return Err(usage(
+            ([], Some(_)) if shard.is_some() => return Err(usage(
                 "--shard splits an open-loop schedule: give --request-rate, not --max-concurrency",
-            ))
-        }
-        ([], Some(c)) if c > 0 => {
-            put("arrival", Scalar::String("closed".into()));
-            put("maxConcurrency", Scalar::Number(f64::from(c)));
-            Load::Closed { concurrency: c }
-        }
-        ([], Some(_)) => return Err(usage("--max-concurrency must be at least 1")),
-        ([_, _, ..], None) => {
-            return Err(usage(
-                "several --request-rate values are a sweep: each point is planned on its own",
-            ))
-        }
-        _ => {
-            return Err(usage(
-                "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
-            ))
-        }
-    };
+            )),
+            ([], Some(c)) if c > 0 => {
+                put("arrival", Scalar::String("closed".into()));
+                put("maxConcurrency", Scalar::Number(f64::from(c)));
+                Load::Closed { concurrency: c }
+            }
+            ([], Some(_)) => return Err(usage("--max-concurrency must be at least 1")),
+            ([_, _, ..], None) => {
+                return Err(usage(
+                    "several --request-rate values are a sweep: each point is planned on its own",
+                ))
+            }
+            _ => {
+                return Err(usage(
+                    "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
+                ))
+            }
+        };
     if let Some(s) = shard {
         put("shards", Scalar::Number(s.count as f64));
     }
@@ -244,6 +278,26 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let api_key = std::env::var(&args.api_key_env)
         .ok()
         .filter(|k| !k.is_empty());
+    // Connection settings and request fields (values of headers stay out of
+    // the trace; the extra body goes in).
+    let flags = EndpointFlags {
+        header: args.header.clone(),
+        header_env: args.header_env.clone(),
+        cacert: args.cacert.clone(),
+        insecure: args.insecure,
+    };
+    let endpoint =
+        Endpoint::from_flags(&uri, &flags, api_key, |v| std::env::var(v).ok()).map_err(usage)?;
+    endpoint.describe(&mut workload);
+    let extra = match &args.extra_body {
+        Some(text) => {
+            ExtraBody::parse(text, args.max_tokens.is_some(), args.ignore_eos).map_err(usage)?
+        }
+        None => ExtraBody::default(),
+    };
+    if !extra.is_empty() {
+        workload.insert("extraBody".into(), Scalar::String(extra.as_json().into()));
+    }
     check_writable(&args.out)?;
     let spool = crate::record::spool::spool_path(&args.out);
     if spool.exists() {
@@ -265,15 +319,21 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 model,
                 max_tokens: args.max_tokens,
                 ignore_eos: args.ignore_eos,
+                extra,
             },
+            max_event_bytes: usize::try_from(args.max_event_bytes).unwrap_or(usize::MAX),
+            secrets: endpoint.secrets.clone(),
         },
         warmup_ms,
         classes,
         default_class,
         equality,
         workload,
+        phases: declared_phases,
+        resources,
         out: args.out.clone(),
-        api_key,
+        endpoint,
+        preflight: !args.no_preflight,
         shard,
         start_at_unix_ms,
     })
@@ -301,6 +361,26 @@ fn shard_and_start(args: &RecordArgs) -> Result<(Option<ShardTag>, Option<f64>),
         ));
     }
     Ok((shard, start))
+}
+
+/// This shard's share of the whole seeded schedule (every shard draws all
+/// of it and keeps the requests i with i mod N = K), declaring the whole
+/// schedule's size and fingerprint so `merge` can check the shards agree.
+fn shard_of(
+    arrivals: Vec<f64>,
+    shard: Option<ShardTag>,
+    put: &mut impl FnMut(&str, Scalar),
+) -> Vec<f64> {
+    let Some(s) = shard else {
+        return arrivals;
+    };
+    put("scheduleSize", Scalar::Number(arrivals.len() as f64));
+    put("scheduleHash", Scalar::String(schedule_hash(&arrivals)));
+    arrivals
+        .into_iter()
+        .skip(s.index)
+        .step_by(s.count)
+        .collect()
 }
 
 /// A short fingerprint of a schedule (sha256 of its instants' bits, 12 hex
@@ -339,7 +419,11 @@ mod tests {
             u("http://h/custom/gen", Api::Chat),
             Ok("http://h/custom/gen".into())
         );
-        assert!(u("https://h", Api::Chat).is_err());
+        assert_eq!(
+            u("https://h", Api::Chat),
+            Ok("https://h/v1/chat/completions".into())
+        );
+        assert!(u("ftp://h", Api::Chat).is_err());
         assert!(u("h:8000", Api::Chat).is_err());
     }
 }

@@ -52,8 +52,13 @@ fn report(
 ) -> Result<Written, Error> {
     let path = plan.out.display().to_string();
     let interrupted = outcome.interrupted_at_ms.is_some();
-    let text =
-        crate::render::record::render(&built.figures, &path, built.written.bytes, interrupted);
+    let text = crate::render::record::render(
+        &built.figures,
+        &path,
+        built.written.bytes,
+        interrupted,
+        built.tokens,
+    );
     emit(stdout, text.as_bytes())?;
     if interrupted {
         return Err(Error::Interrupted {

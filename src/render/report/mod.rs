@@ -24,7 +24,8 @@
 //! head, style sheet and footer), [`header`] (the contract), [`summary`]
 //! (counts, rates, latency tables), [`lanes`] (verdicts over arrival time),
 //! [`histograms`] (latency distributions with the gates), [`reasons`] (why
-//! rows did not pass), [`sweep`] (the sensitivity table and fragility) and
+//! rows did not pass), [`release`] (diagnosis, recovery after a burst,
+//! per-GPU and cost figures, when they apply), [`sweep`] (the sensitivity table and fragility) and
 //! [`invalid`] (the invalid rows); [`html`] and [`svg`] hold the small
 //! helpers the sections share.
 
@@ -35,6 +36,7 @@ mod invalid;
 mod lanes;
 mod page;
 mod reasons;
+mod release;
 mod summary;
 mod svg;
 mod sweep;
@@ -60,6 +62,7 @@ pub fn render(analysis: &Analysis, sweep: &[SweepEntry]) -> String {
     lanes::section(&mut o, analysis);
     histograms::section(&mut o, analysis);
     reasons::section(&mut o, r);
+    release::section(&mut o, r);
     sweep::section(&mut o, sweep);
     invalid::section(&mut o, analysis);
     page::footer(&mut o, r);

@@ -5,7 +5,8 @@
 
 use std::fmt::Write as _;
 
-use crate::record::summary::{Figures, MAX_P99_SEND_LAG_MS, MIN_ARRIVAL_RATIO};
+use crate::receipt::{Saturation, SaturationVerdict};
+use crate::record::summary::{ClientCondition, Figures, MIN_ARRIVAL_RATIO};
 use crate::record::Written;
 use crate::trace::Limits;
 
@@ -32,8 +33,70 @@ pub fn analyze_command(path: &str, rows: usize, bytes: usize) -> String {
     cmd
 }
 
+/// What the closing text says beyond the run's own figures: the gates the
+/// send lag is weighed against, and the trace's saturation verdict.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Judged<'a> {
+    /// The smallest declared gate, ms (the send-lag limit is 1 % of it, at least 1 ms).
+    pub smallest_gate_ms: Option<f64>,
+    /// The `all` block's saturation figures, when the trace was analyzed.
+    pub saturation: Option<&'a Saturation>,
+}
+
+/// One client condition, with its figure, for people.
+pub fn client_condition(c: &ClientCondition) -> String {
+    match *c {
+        ClientCondition::SlowArrivals {
+            achieved_per_s,
+            scheduled_per_s,
+        } => format!(
+            "achieved arrivals {achieved_per_s:.2}/s were {:.1} % of the {scheduled_per_s:.2}/s scheduled (under {:.0} %)",
+            100.0 * achieved_per_s / scheduled_per_s,
+            MIN_ARRIVAL_RATIO * 100.0
+        ),
+        ClientCondition::NotSent { count } => {
+            format!("{count} due requests were never sent")
+        }
+        ClientCondition::SendLag { p99_ms, limit_ms } => format!(
+            "p99 send lag {p99_ms:.3} ms was over {limit_ms:.3} ms (1 % of the smallest gate, at least 1 ms)"
+        ),
+    }
+}
+
+/// The warning and saturation lines: which side limited the run, and why.
+fn bottleneck(s: &mut String, f: &Figures, judged: &Judged) {
+    let conditions = f.client_conditions(judged.smallest_gate_ms);
+    if !conditions.is_empty() {
+        let list: Vec<String> = conditions.iter().map(client_condition).collect();
+        let _ = writeln!(
+            s,
+            "warning: the client distorted the measurement: {}; lower the rate or give the recorder more CPU",
+            list.join("; ")
+        );
+    }
+    if let Some(sat) = judged.saturation {
+        let _ = writeln!(s, "  saturation: {}: {}", sat.verdict.as_str(), sat.evidence);
+        if sat.verdict == SaturationVerdict::Overloaded {
+            let _ = writeln!(
+                s,
+                "the server was the bottleneck: it served {} of the offered load",
+                sat.served_per_s.map_or_else(
+                    || "less than".to_owned(),
+                    |served| format!("{:.0} %", 100.0 * served / sat.offered_per_s)
+                )
+            );
+        }
+    }
+}
+
 /// The summary text.
-pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> String {
+pub fn render(
+    f: &Figures,
+    path: &str,
+    bytes: usize,
+    interrupted: bool,
+    judged: &Judged,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -74,15 +137,7 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool) -> Strin
             100.0 * achieved / scheduled
         );
     }
-    if f.client_bound() {
-        let _ = writeln!(
-            s,
-            "warning: the client could not keep the schedule (p99 send lag over {MAX_P99_SEND_LAG_MS} ms, \
-             achieved arrivals under {:.0} % of the schedule, or requests never sent); the client, not \
-             the server, was the bottleneck — lower the rate or give the recorder more CPU",
-            MIN_ARRIVAL_RATIO * 100.0
-        );
-    }
+    bottleneck(&mut s, f, judged);
     let _ = writeln!(s, "next: {}", analyze_command(path, f.rows, bytes));
     s
 }
@@ -131,7 +186,7 @@ mod tests {
     #[test]
     fn a_punctual_run_reads_as_figures_and_the_next_command() {
         assert_eq!(
-            render(&figures(0), "t.json", 1234, false),
+            render(&figures(0), "t.json", 1234, false, &Judged::default()),
             "wrote 10 rows to t.json (1234 bytes)\n\
              \x20 sent 10, completed 7, failed 2, in flight 1; 70 output tokens\n\
              \x20 failures: timeout 2\n\
@@ -143,10 +198,64 @@ mod tests {
 
     #[test]
     fn unsent_requests_and_an_interrupt_are_said() {
-        let text = render(&figures(1), "t.json", 10, true);
+        let text = render(&figures(1), "t.json", 10, true, &Judged::default());
         assert!(text.starts_with("interrupted; wrote 10 rows"), "{text}");
         assert!(text.contains("(never sent 1)"), "{text}");
-        assert!(text.contains("warning: the client"), "{text}");
+        assert!(
+            text.contains(
+                "warning: the client distorted the measurement: 1 due requests were never sent; lower"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn lag_is_weighed_against_the_gates_and_an_overload_is_the_servers() {
+        let mut f = figures(0);
+        f.send_lag_ms = Some((0.5, 2.2, 3.0));
+        // 2.2 ms against a 1,000 ms gate (limit 10 ms): no warning.
+        let calm = Judged {
+            smallest_gate_ms: Some(1000.0),
+            saturation: None,
+        };
+        assert!(!render(&f, "t.json", 1, false, &calm).contains("warning"));
+        // Against a 50 ms gate the limit is 1 ms: named with both figures.
+        let tight = Judged {
+            smallest_gate_ms: Some(50.0),
+            saturation: None,
+        };
+        assert!(render(&f, "t.json", 1, false, &tight).contains(
+            "warning: the client distorted the measurement: p99 send lag 2.200 ms was over 1.000 ms"
+        ));
+        let sat = Saturation {
+            offered_per_s: 40.0,
+            served_per_s: Some(20.0),
+            served_span_ms: Some(14_000.0),
+            in_flight_at_start: 0,
+            in_flight_at_end: 200,
+            in_flight_growth_per_s: 20.0,
+            bins: Vec::new(),
+            verdict: SaturationVerdict::Overloaded,
+            evidence: "in flight grew 0 → 200".to_owned(),
+        };
+        let text = render(
+            &f,
+            "t.json",
+            1,
+            false,
+            &Judged {
+                smallest_gate_ms: Some(1000.0),
+                saturation: Some(&sat),
+            },
+        );
+        assert!(!text.contains("warning"), "{text}");
+        assert!(
+            text.contains(
+                "  saturation: overloaded: in flight grew 0 → 200\n\
+                 the server was the bottleneck: it served 50 % of the offered load\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -5,9 +5,13 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::error::Error;
+use crate::receipt::Receipt;
 use crate::record::runner::RunOutcome;
 use crate::record::{build_trace, summary, Plan, Progress, ProgressSink, Written};
+use crate::render::record::Judged;
+use crate::trace::Limits;
 
 use crate::cli::output::emit;
 
@@ -15,9 +19,32 @@ use crate::cli::output::emit;
 /// the trace and the summary. A single `record` and every point of a sweep go
 /// through here. Ctrl-C ends it with [`Error::Interrupted`] after writing.
 pub fn record_one(plan: &Plan, progress: bool, stdout: &mut dyn Write) -> Result<Written, Error> {
+    record_judged(plan, progress, stdout).map(|(written, _)| written)
+}
+
+/// [`record_one`], also returning the written trace's receipt (`None` only
+/// if the recorder's own trace did not analyze, which would be a bug; the
+/// summary then says nothing about saturation).
+pub fn record_judged(
+    plan: &Plan,
+    progress: bool,
+    stdout: &mut dyn Write,
+) -> Result<(Written, Option<Receipt>), Error> {
     let sink: Option<ProgressSink> = progress.then(|| Arc::new(progress_line) as ProgressSink);
     let outcome = crate::record::record(plan, sink)?;
     write_trace(plan, &outcome, stdout)
+}
+
+/// The receipt of the trace just written, judged within limits sized to it.
+fn judge(bytes: &[u8], rows: usize) -> Option<Receipt> {
+    let options = AnalyzeOptions {
+        limits: Limits {
+            max_rows: (rows as u64).max(Limits::DEFAULT_MAX_ROWS),
+            max_bytes: (bytes.len() as u64).max(Limits::DEFAULT_MAX_BYTES),
+        },
+        ..AnalyzeOptions::default()
+    };
+    analyze_bytes(bytes, options).ok().map(|a| a.receipt)
 }
 
 /// Writes the trace atomically and the summary to `stdout`; an interrupted
@@ -26,16 +53,25 @@ fn write_trace(
     plan: &Plan,
     outcome: &RunOutcome,
     stdout: &mut dyn Write,
-) -> Result<Written, Error> {
+) -> Result<(Written, Option<Receipt>), Error> {
     let doc = build_trace(plan, outcome);
     let path = plan.out.display().to_string();
-    let bytes = doc.write_atomic(&plan.out).map_err(|source| Error::Write {
+    let write_error = |source| Error::Write {
         path: path.clone(),
         source,
-    })?;
+    };
+    let trace_bytes = doc.to_bytes().map_err(write_error)?;
+    crate::io::write_atomic(&plan.out, &trace_bytes).map_err(write_error)?;
+    let bytes = trace_bytes.len();
+    let receipt = judge(&trace_bytes, doc.rows.len());
+    drop(trace_bytes);
     let figures = summary::figures(&doc.rows, plan.open_loop());
     let interrupted = outcome.interrupted_at_ms.is_some();
-    let text = crate::render::record::render(&figures, &path, bytes, interrupted);
+    let judged = Judged {
+        smallest_gate_ms: summary::smallest_gate_ms(plan.classes.values()),
+        saturation: receipt.as_ref().map(|r| &r.results.all.saturation),
+    };
+    let text = crate::render::record::render(&figures, &path, bytes, interrupted, &judged);
     emit(stdout, text.as_bytes())?;
     if interrupted {
         return Err(Error::Interrupted {
@@ -43,10 +79,13 @@ fn write_trace(
             rows: doc.rows.len(),
         });
     }
-    Ok(Written {
-        rows: doc.rows.len(),
-        bytes,
-    })
+    Ok((
+        Written {
+            rows: doc.rows.len(),
+            bytes,
+        },
+        receipt,
+    ))
 }
 
 /// The progress line on standard error (a terminal only): redrawn in place

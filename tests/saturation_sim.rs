@@ -13,11 +13,17 @@ use goodput::sim::{SimConfig, SimServer};
 /// step, 20 output tokens, no prefill cost: each request holds a slot for
 /// 200 ms, so the capacity is 4 / 0.2 s = 20 requests per second.
 fn sim_20_per_s() -> SimServer {
+    sim(4, 10.0)
+}
+
+/// A sim of `max_batch` slots, `step_ms` per step and 20 output tokens:
+/// capacity `max_batch / (20 × step_ms / 1000)` requests per second.
+fn sim(max_batch: usize, step_ms: f64) -> SimServer {
     let config = SimConfig {
         engine: EngineParams {
-            max_batch: 4,
+            max_batch,
             prefill_ms_per_1k_tokens: 0.0,
-            decode_step_ms: 10.0,
+            decode_step_ms: step_ms,
             decode_ms_per_seq: 0.0,
         },
         output_tokens: (20.0, 0.0),
@@ -68,4 +74,58 @@ fn twice_the_sims_capacity_with_a_short_grace_reads_overloaded() {
     );
     let l = &r["results"]["all"]["littlesLaw"];
     assert_eq!(l["steadyState"], false, "{l}");
+}
+
+#[test]
+fn the_capacity_search_lands_within_ten_percent_of_the_sims_capacity() {
+    // 20 slots, 50 ms steps, 20 tokens: each request holds a slot for 1 s,
+    // so the capacity is 20/s (long steps keep timer slop on a busy machine
+    // to a few per cent of it). A 200 ms TTFT gate: below 20/s a request
+    // waits at most two steps (≤ 100 ms); above it the queue grows by
+    // (r − 20) a second and the extra wait (r − 20)·t / 20 s passes 100 ms
+    // after t = 2 / (r − 20) s: at 21/s a fifth of the 2.5 s window misses.
+    // Starting at 12/s: 12 passes, 24 fails, then bisection to 10 %
+    // precision (at most 6 points).
+    let server = sim(20, 50.0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trace-{rate}.json");
+    let (code, stdout, _) = record(
+        &server.url(),
+        &out,
+        &[
+            "--find-capacity",
+            "--attainment",
+            "0.9",
+            "--request-rate",
+            "12",
+            "--precision",
+            "10%",
+            "--max-points",
+            "6",
+            "--arrival",
+            "constant",
+            "--duration",
+            "2.5s",
+            "--grace",
+            "1.5s",
+            "--cooldown",
+            "0.3s",
+            "--slo",
+            "chat:ttft=200",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(dir.path().join("trace-12.json").exists(), "{stdout}");
+    assert!(dir.path().join("trace-24.json").exists(), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("capacity: "))
+        .unwrap_or_else(|| panic!("no capacity line: {stdout}"));
+    let low: f64 = line["capacity: ".len()..]
+        .split('/')
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!((18.0..=22.0).contains(&low), "{stdout}");
+    assert!(line.contains("(bracket "), "{line}");
 }

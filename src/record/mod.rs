@@ -18,6 +18,7 @@
 //! unfinished work is `in_flight`); the API key and prompts never reach the
 //! trace; the trace is written atomically, also after Ctrl-C.
 
+pub mod capacity;
 pub mod client;
 pub mod exchange;
 pub mod request;

@@ -112,4 +112,35 @@ pub struct RecordArgs {
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Search the highest rate meeting --attainment: from --request-rate R,
+    /// double until the pass share falls below the target, then bisect; each
+    /// point a full recording (`--out` a `{rate}` template, or
+    /// `trace-{rate}.json` beside it). See docs/frontier.md.
+    #[arg(long, requires = "request_rate", conflicts_with = "max_concurrency")]
+    pub find_capacity: bool,
+    /// The pass share a capacity-search point must reach (0 < share ≤ 1).
+    #[arg(long, value_name = "SHARE", default_value_t = 0.9, requires = "find_capacity")]
+    pub attainment: f64,
+    /// Stop the capacity search when (high − low) / low is at most this (`5%` or `0.05`).
+    #[arg(long, value_name = "P", default_value = "5%", value_parser = parse_precision, requires = "find_capacity")]
+    pub precision: f64,
+    /// The most points a capacity search records.
+    #[arg(long, value_name = "N", default_value_t = 12, requires = "find_capacity")]
+    pub max_points: usize,
+}
+
+/// Parses `--precision`: a percentage (`5%`) or a fraction (`0.05`), above 0
+/// and below 1.
+pub fn parse_precision(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    let value = match text.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
+        None => text.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a precision (write 5% or 0.05)"))?;
+    if value > 0.0 && value < 1.0 {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` must be above 0 and below 100 %"))
+    }
 }

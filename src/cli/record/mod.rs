@@ -10,6 +10,7 @@
 //! ```
 
 pub mod args;
+pub mod capacity;
 pub mod plan;
 pub mod single;
 pub mod sweep;
@@ -25,6 +26,9 @@ use super::exit::EXIT_OK;
 /// `goodput record`: plan, run, write the trace, print the summary; with
 /// several rates, a sweep ([`sweep`]) of the same single recording.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    if args.find_capacity {
+        return capacity::run(args, stdout);
+    }
     if args.request_rate.len() > 1 {
         return sweep::run(args, stdout);
     }

@@ -89,7 +89,7 @@ pub fn plan_sweep(args: &RecordArgs) -> Result<Vec<Plan>, Error> {
 }
 
 /// Waits `cooldown`; `Err(())` when Ctrl-C came first.
-fn cooldown(pause: Duration) -> Result<(), ()> {
+pub(crate) fn cooldown(pause: Duration) -> Result<(), ()> {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -112,7 +112,7 @@ fn cooldown(pause: Duration) -> Result<(), ()> {
     })
 }
 
-fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
+pub(crate) fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
     emit(stdout, text.as_bytes())
 }
 

@@ -21,6 +21,7 @@
 pub mod capacity;
 pub mod client;
 pub mod exchange;
+pub mod metrics;
 pub mod request;
 pub mod row;
 pub mod runner;
@@ -64,6 +65,22 @@ pub struct Plan {
     pub out: PathBuf,
     /// The API key, if any (never written anywhere).
     pub api_key: Option<String>,
+    /// Where to scrape server metrics while the run lasts (`--metrics`).
+    pub metrics: Option<metrics::MetricsPlan>,
+}
+
+/// A finished run with what was scraped beside it.
+#[derive(Debug)]
+pub struct Recording {
+    /// The run.
+    pub outcome: RunOutcome,
+    /// One line per scrape (with `--metrics`), in order.
+    pub metrics: Option<Vec<metrics::MetricsLine>>,
+}
+
+/// The sidecar's path for a trace at `out`: `t.json` → `t.metrics.jsonl`.
+pub fn metrics_sidecar_path(out: &std::path::Path) -> PathBuf {
+    out.with_extension("metrics.jsonl")
 }
 
 impl Plan {
@@ -215,7 +232,7 @@ pub fn execute<T: Transport>(
     transport: T,
     interrupt: impl FnOnce() -> Interrupt,
     progress: Option<ProgressSink>,
-) -> Result<RunOutcome, Error> {
+) -> Result<Recording, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -223,12 +240,24 @@ pub fn execute<T: Transport>(
     let counters = Arc::new(Counters::default());
     let config = Arc::new(plan.run.clone());
     let transport = Arc::new(transport);
+    let scraped = Arc::new(std::sync::Mutex::new(Vec::new()));
     let outcome = runtime.block_on(async {
         let t0 = tokio::time::Instant::now() + Duration::from_millis(5);
         let ticker = progress
             .clone()
             .map(|sink| tokio::spawn(sample_progress(counters.clone(), t0, sink)));
+        let (stop_scraping, stop) = tokio::sync::watch::channel(false);
+        let scraper = plan.metrics.clone().map(|m| {
+            tokio::spawn(metrics::scrape_loop(m, t0, scraped.clone(), stop))
+        });
         let outcome = runner::run(transport, config, t0, counters.clone(), interrupt()).await;
+        if let Some(task) = scraper {
+            let _ = stop_scraping.send(true);
+            // A scrape in progress ends within its timeout; do not wait longer.
+            if tokio::time::timeout(Duration::from_secs(1), task).await.is_err() {
+                // Still blocked: the runtime's shutdown drops it.
+            }
+        }
         if let Some(t) = ticker {
             t.abort();
             if let Some(sink) = &progress {
@@ -239,7 +268,10 @@ pub fn execute<T: Transport>(
     });
     // Requests still draining a body after cancellation are dropped here.
     runtime.shutdown_timeout(Duration::from_millis(200));
-    Ok(outcome)
+    let metrics = plan.metrics.as_ref().map(|_| {
+        std::mem::take(&mut *scraped.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    });
+    Ok(Recording { outcome, metrics })
 }
 
 async fn sample_progress(counters: Arc<Counters>, t0: tokio::time::Instant, sink: ProgressSink) {
@@ -262,11 +294,11 @@ async fn sample_progress(counters: Arc<Counters>, t0: tokio::time::Instant, sink
 /// interrupt: scheduling stops, unfinished requests are kept (they become
 /// `in_flight` rows) and the outcome says when it was interrupted. A single
 /// `record` and every point of a rate sweep go through here.
-pub fn record(plan: &Plan, progress: Option<ProgressSink>) -> Result<RunOutcome, Error> {
+pub fn record(plan: &Plan, progress: Option<ProgressSink>) -> Result<Recording, Error> {
     let transport =
         HyperTransport::new(plan.uri.clone(), plan.api_key.as_deref()).map_err(Error::Usage)?;
     let retries = transport.retries();
-    let mut outcome = execute(
+    let mut recording = execute(
         plan,
         transport,
         || {
@@ -279,6 +311,6 @@ pub fn record(plan: &Plan, progress: Option<ProgressSink>) -> Result<RunOutcome,
         },
         progress,
     )?;
-    outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
-    Ok(outcome)
+    recording.outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
+    Ok(recording)
 }

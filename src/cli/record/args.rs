@@ -112,6 +112,16 @@ pub struct RecordArgs {
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Scrape the server's Prometheus metrics while recording, into a sidecar
+    /// `TRACE.metrics.jsonl` beside the trace (its sha256 in the trace's workload).
+    #[arg(long)]
+    pub metrics: bool,
+    /// The metrics endpoint (default: `/metrics` on the server's origin).
+    #[arg(long, value_name = "URL", requires = "metrics")]
+    pub metrics_url: Option<String>,
+    /// Time between scrapes, also each scrape's timeout (at least 100 ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s", requires = "metrics")]
+    pub metrics_interval: Duration,
     /// Search the highest rate meeting --attainment: from --request-rate R,
     /// double until the pass share falls below the target, then bisect; each
     /// point a full recording (`--out` a `{rate}` template, or

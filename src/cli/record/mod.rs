@@ -11,6 +11,7 @@
 
 pub mod args;
 pub mod capacity;
+pub mod metrics;
 pub mod plan;
 pub mod single;
 pub mod sweep;

@@ -196,6 +196,11 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     put("warmupS", Scalar::Number(args.warmup.as_secs_f64()));
     put("graceS", Scalar::Number(args.grace.as_secs_f64()));
     put("timeoutS", Scalar::Number(args.timeout.as_secs_f64()));
+    let metrics = super::metrics::metrics_plan(args, &uri)?;
+    if let Some(m) = &metrics {
+        put("metricsUrl", Scalar::String(m.uri.to_string()));
+        put("metricsIntervalS", Scalar::Number(m.interval.as_secs_f64()));
+    }
     put(
         "recorder",
         Scalar::String(format!(
@@ -231,6 +236,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         workload,
         out: args.out.clone(),
         api_key,
+        metrics,
     })
 }
 

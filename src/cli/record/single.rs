@@ -8,8 +8,7 @@ use std::sync::Arc;
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::error::Error;
 use crate::receipt::Receipt;
-use crate::record::runner::RunOutcome;
-use crate::record::{build_trace, summary, Plan, Progress, ProgressSink, Written};
+use crate::record::{build_trace, summary, Plan, Progress, ProgressSink, Recording, Written};
 use crate::render::record::Judged;
 use crate::trace::Limits;
 
@@ -31,8 +30,8 @@ pub fn record_judged(
     stdout: &mut dyn Write,
 ) -> Result<(Written, Option<Receipt>), Error> {
     let sink: Option<ProgressSink> = progress.then(|| Arc::new(progress_line) as ProgressSink);
-    let outcome = crate::record::record(plan, sink)?;
-    write_trace(plan, &outcome, stdout)
+    let recording = crate::record::record(plan, sink)?;
+    write_trace(plan, &recording, stdout)
 }
 
 /// The receipt of the trace just written, judged within limits sized to it.
@@ -51,10 +50,14 @@ fn judge(bytes: &[u8], rows: usize) -> Option<Receipt> {
 /// run returns [`Error::Interrupted`] after writing (exit 130).
 fn write_trace(
     plan: &Plan,
-    outcome: &RunOutcome,
+    recording: &Recording,
     stdout: &mut dyn Write,
 ) -> Result<(Written, Option<Receipt>), Error> {
-    let doc = build_trace(plan, outcome);
+    let outcome = &recording.outcome;
+    let mut doc = build_trace(plan, outcome);
+    if let Some(lines) = &recording.metrics {
+        super::metrics::write_sidecar(&plan.out, lines, &mut doc.workload)?;
+    }
     let path = plan.out.display().to_string();
     let write_error = |source| Error::Write {
         path: path.clone(),

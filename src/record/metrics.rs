@@ -453,6 +453,20 @@ odd{l=\"a \\\"q\\\" \\\\ b\\nc\"} NaN
     }
 
     #[test]
+    fn every_prefix_of_a_page_parses_or_names_its_line() {
+        // What a cut-off response looks like: never a panic, and an error
+        // always points at a line that exists.
+        for end in 0..=VLLM.len() {
+            let Some(prefix) = VLLM.get(..end) else {
+                continue;
+            };
+            if let Err(e) = parse_exposition(prefix) {
+                assert!(e.line >= 1 && e.line <= prefix.lines().count(), "{e}");
+            }
+        }
+    }
+
+    #[test]
     fn llamacpp_series_map_too() {
         let text = "llamacpp:requests_processing 2\nllamacpp:requests_deferred 9\n\
                     llamacpp:kv_cache_usage_ratio 0.5\n";

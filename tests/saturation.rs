@@ -147,7 +147,10 @@ fn a_server_keeping_pace_reads_steady_and_counts_warm_up_work_in_flight() {
     );
     // No censored row: λ and W are completedPerS and the E2E mean exactly.
     let l = &b.littles_law;
-    assert_eq!((l.lambda_per_s, l.mean_time_in_system_ms), (20.0, Some(100.0)));
+    assert_eq!(
+        (l.lambda_per_s, l.mean_time_in_system_ms),
+        (20.0, Some(100.0))
+    );
     // L: 199 rows × 100 ms + r199's 50 ms inside the window = 19,950 ms over
     // 10,000 ms.
     assert_eq!(l.in_flight_mean, 1.995);

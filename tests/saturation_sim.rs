@@ -68,10 +68,7 @@ fn twice_the_sims_capacity_with_a_short_grace_reads_overloaded() {
         stdout.contains("saturation: overloaded: in flight grew"),
         "{stdout}"
     );
-    assert!(
-        stdout.contains("the server was the bottleneck"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("the server was the bottleneck"), "{stdout}");
     let l = &r["results"]["all"]["littlesLaw"];
     assert_eq!(l["steadyState"], false, "{l}");
 }

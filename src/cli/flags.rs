@@ -92,6 +92,11 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
         .map_err(|_| format!("`{text}` is not a number of requests per second"))
 }
 
+/// Checks `--confidence` (exit 2 when out of range).
+pub fn confidence_flag(level: f64) -> Result<crate::intervals::Confidence, Error> {
+    crate::intervals::Confidence::new(level).map_err(|e| Error::Usage(format!("--confidence: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,9 +160,4 @@ mod tests {
         );
         assert!(parse_rate("fast").is_err());
     }
-}
-
-/// Checks `--confidence` (exit 2 when out of range).
-pub fn confidence_flag(level: f64) -> Result<crate::intervals::Confidence, Error> {
-    crate::intervals::Confidence::new(level).map_err(|e| Error::Usage(format!("--confidence: {e}")))
 }

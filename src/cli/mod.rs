@@ -18,6 +18,7 @@ pub mod output;
 pub mod record;
 pub mod report;
 pub mod schema;
+pub mod sidecar;
 pub mod sim;
 pub mod sweep;
 pub mod verify;

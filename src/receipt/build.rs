@@ -153,8 +153,7 @@ impl Tally {
                 }
                 r.known_late += u64::from(*known_late);
                 if let Some(arrival) = row.arrival_ms.value() {
-                    self.censored_time
-                        .add((clip.horizon_ms - arrival).max(0.0));
+                    self.censored_time.add((clip.horizon_ms - arrival).max(0.0));
                 }
             }
             Verdict::Failed { reason } => {
@@ -532,9 +531,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         .keys()
         .cloned()
         .zip(per_class.into_iter().zip(class_latency))
-        .map(|(name, (tally, latency))| {
-            (name, tally.finish(trace, &instants, latency, confidence))
-        })
+        .map(|(name, (tally, latency))| (name, tally.finish(trace, &instants, latency, confidence)))
         .collect();
     let rows = options.rows.then(|| row_verdicts(trace, judgements));
     Receipt {

@@ -414,7 +414,10 @@ mod tests {
         assert!(text.starts_with("only 19 requests"), "{text}");
         let (v, text) = judge(&evidence(None, 0, 50, 100));
         assert_eq!(v, SaturationVerdict::Inconclusive);
-        assert!(text.starts_with("fewer than two requests completed"), "{text}");
+        assert!(
+            text.starts_with("fewer than two requests completed"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -292,7 +292,10 @@ pub struct SidecarError {
 /// Reads a sidecar back (blank lines are skipped).
 pub fn parse_sidecar(bytes: &[u8]) -> Result<Vec<MetricsLine>, SidecarError> {
     let text = std::str::from_utf8(bytes).map_err(|e| SidecarError {
-        line: 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count(),
+        line: 1 + bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count(),
         message: "not UTF-8".into(),
     })?;
     text.lines()
@@ -330,7 +333,10 @@ pub fn peaks(lines: &[MetricsLine]) -> Peaks {
     };
     lines.iter().fold(Peaks::default(), |p, l| {
         if l.error.is_some() {
-            return Peaks { gaps: p.gaps + 1, ..p };
+            return Peaks {
+                gaps: p.gaps + 1,
+                ..p
+            };
         }
         Peaks {
             waiting: max(p.waiting, l.mapped.waiting),
@@ -360,10 +366,8 @@ pub async fn scrape_loop(
     lines: Arc<Mutex<Vec<MetricsLine>>>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let client = hyper_util::client::legacy::Client::builder(
-        hyper_util::rt::TokioExecutor::new(),
-    )
-    .build_http::<Empty<Bytes>>();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Empty<Bytes>>();
     let mut tick = tokio::time::interval_at(t0, plan.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let ms = |t: Instant| t.saturating_duration_since(t0).as_secs_f64() * 1000.0;
@@ -502,7 +506,9 @@ odd{l=\"a \\\"q\\\" \\\\ b\\nc\"} NaN
         let bytes = sidecar_bytes(&lines);
         assert_eq!(
             String::from_utf8(bytes.clone()).unwrap().lines().nth(1),
-            Some(r#"{"tMs":1000.5,"error":"timeout","waiting":null,"running":null,"kvUsage":null,"preemptions":null}"#)
+            Some(
+                r#"{"tMs":1000.5,"error":"timeout","waiting":null,"running":null,"kvUsage":null,"preemptions":null}"#
+            )
         );
         assert_eq!(parse_sidecar(&bytes).unwrap(), lines);
         let p = peaks(&lines);

@@ -247,14 +247,18 @@ pub fn execute<T: Transport>(
             .clone()
             .map(|sink| tokio::spawn(sample_progress(counters.clone(), t0, sink)));
         let (stop_scraping, stop) = tokio::sync::watch::channel(false);
-        let scraper = plan.metrics.clone().map(|m| {
-            tokio::spawn(metrics::scrape_loop(m, t0, scraped.clone(), stop))
-        });
+        let scraper = plan
+            .metrics
+            .clone()
+            .map(|m| tokio::spawn(metrics::scrape_loop(m, t0, scraped.clone(), stop)));
         let outcome = runner::run(transport, config, t0, counters.clone(), interrupt()).await;
         if let Some(task) = scraper {
             let _ = stop_scraping.send(true);
             // A scrape in progress ends within its timeout; do not wait longer.
-            if tokio::time::timeout(Duration::from_secs(1), task).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(1), task)
+                .await
+                .is_err()
+            {
                 // Still blocked: the runtime's shutdown drops it.
             }
         }
@@ -269,7 +273,11 @@ pub fn execute<T: Transport>(
     // Requests still draining a body after cancellation are dropped here.
     runtime.shutdown_timeout(Duration::from_millis(200));
     let metrics = plan.metrics.as_ref().map(|_| {
-        std::mem::take(&mut *scraped.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        std::mem::take(
+            &mut *scraped
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
     });
     Ok(Recording { outcome, metrics })
 }

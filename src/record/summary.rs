@@ -152,7 +152,9 @@ pub fn send_lag_limit_ms(smallest_gate_ms: Option<f64>) -> f64 {
 }
 
 /// The smallest gate (TTFT, TPOT or E2E) of any class, ms, if any is declared.
-pub fn smallest_gate_ms<'a>(gates: impl IntoIterator<Item = &'a crate::trace::Gates>) -> Option<f64> {
+pub fn smallest_gate_ms<'a>(
+    gates: impl IntoIterator<Item = &'a crate::trace::Gates>,
+) -> Option<f64> {
     gates
         .into_iter()
         .flat_map(|g| [g.ttft_ms, g.tpot_ms, g.e2e_ms])

@@ -115,7 +115,10 @@ mod tests {
         assert_eq!(lines[0], "frontier (3 points, target pass share 90.0 %):");
         assert!(lines[2].trim_start().starts_with("10 "), "{text}");
         assert!(lines[3].trim_start().starts_with("20 "), "{text}");
-        assert!(lines[4].contains("10.0 %") && lines[4].contains("overloaded"), "{text}");
+        assert!(
+            lines[4].contains("10.0 %") && lines[4].contains("overloaded"),
+            "{text}"
+        );
         assert_eq!(
             lines[5],
             "capacity: 20/s at a pass share of at least 90.0 % (bracket 20 – 40/s) \

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::receipt::{Saturation, SaturationVerdict};
+use crate::record::metrics::Peaks;
 use crate::record::summary::{ClientCondition, Figures, MIN_ARRIVAL_RATIO};
 use crate::record::Written;
 use crate::trace::Limits;
@@ -41,6 +42,8 @@ pub struct Judged<'a> {
     pub smallest_gate_ms: Option<f64>,
     /// The `all` block's saturation figures, when the trace was analyzed.
     pub saturation: Option<&'a Saturation>,
+    /// The peaks of the `--metrics` sidecar, and its path.
+    pub server: Option<(&'a str, Peaks)>,
 }
 
 /// One client condition, with its figure, for people.
@@ -75,7 +78,12 @@ fn bottleneck(s: &mut String, f: &Figures, judged: &Judged) {
         );
     }
     if let Some(sat) = judged.saturation {
-        let _ = writeln!(s, "  saturation: {}: {}", sat.verdict.as_str(), sat.evidence);
+        let _ = writeln!(
+            s,
+            "  saturation: {}: {}",
+            sat.verdict.as_str(),
+            sat.evidence
+        );
         if sat.verdict == SaturationVerdict::Overloaded {
             let _ = writeln!(
                 s,
@@ -90,13 +98,7 @@ fn bottleneck(s: &mut String, f: &Figures, judged: &Judged) {
 }
 
 /// The summary text.
-pub fn render(
-    f: &Figures,
-    path: &str,
-    bytes: usize,
-    interrupted: bool,
-    judged: &Judged,
-) -> String {
+pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool, judged: &Judged) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -135,6 +137,15 @@ pub fn render(
             s,
             "  arrival rate: achieved {achieved:.2}/s of {scheduled:.2}/s scheduled ({:.1} %)",
             100.0 * achieved / scheduled
+        );
+    }
+    if let Some((path, p)) = &judged.server {
+        let _ = writeln!(
+            s,
+            "  server metrics: {} snapshots, {} failed scrapes → {path}; {}",
+            p.snapshots,
+            p.gaps,
+            crate::render::report::peak_text(p)
         );
     }
     bottleneck(&mut s, f, judged);
@@ -216,13 +227,13 @@ mod tests {
         // 2.2 ms against a 1,000 ms gate (limit 10 ms): no warning.
         let calm = Judged {
             smallest_gate_ms: Some(1000.0),
-            saturation: None,
+            ..Judged::default()
         };
         assert!(!render(&f, "t.json", 1, false, &calm).contains("warning"));
         // Against a 50 ms gate the limit is 1 ms: named with both figures.
         let tight = Judged {
             smallest_gate_ms: Some(50.0),
-            saturation: None,
+            ..Judged::default()
         };
         assert!(render(&f, "t.json", 1, false, &tight).contains(
             "warning: the client distorted the measurement: p99 send lag 2.200 ms was over 1.000 ms"
@@ -246,7 +257,24 @@ mod tests {
             &Judged {
                 smallest_gate_ms: Some(1000.0),
                 saturation: Some(&sat),
+                server: Some((
+                    "t.metrics.jsonl",
+                    Peaks {
+                        waiting: Some(212.0),
+                        running: Some(4.0),
+                        kv_usage: Some(1.0),
+                        snapshots: 15,
+                        gaps: 1,
+                    },
+                )),
             },
+        );
+        assert!(
+            text.contains(
+                "  server metrics: 15 snapshots, 1 failed scrapes → t.metrics.jsonl; \
+                 Peak waiting 212, running 4, KV use 100 %.\n"
+            ),
+            "{text}"
         );
         assert!(!text.contains("warning"), "{text}");
         assert!(

@@ -129,13 +129,23 @@ pub struct RecordArgs {
     #[arg(long, requires = "request_rate", conflicts_with = "max_concurrency")]
     pub find_capacity: bool,
     /// The pass share a capacity-search point must reach (0 < share ≤ 1).
-    #[arg(long, value_name = "SHARE", default_value_t = 0.9, requires = "find_capacity")]
+    #[arg(
+        long,
+        value_name = "SHARE",
+        default_value_t = 0.9,
+        requires = "find_capacity"
+    )]
     pub attainment: f64,
     /// Stop the capacity search when (high − low) / low is at most this (`5%` or `0.05`).
     #[arg(long, value_name = "P", default_value = "5%", value_parser = parse_precision, requires = "find_capacity")]
     pub precision: f64,
     /// The most points a capacity search records.
-    #[arg(long, value_name = "N", default_value_t = 12, requires = "find_capacity")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 12,
+        requires = "find_capacity"
+    )]
     pub max_points: usize,
 }
 

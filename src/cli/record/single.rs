@@ -70,9 +70,16 @@ fn write_trace(
     drop(trace_bytes);
     let figures = summary::figures(&doc.rows, plan.open_loop());
     let interrupted = outcome.interrupted_at_ms.is_some();
+    let sidecar = crate::record::metrics_sidecar_path(&plan.out)
+        .display()
+        .to_string();
     let judged = Judged {
         smallest_gate_ms: summary::smallest_gate_ms(plan.classes.values()),
         saturation: receipt.as_ref().map(|r| &r.results.all.saturation),
+        server: recording
+            .metrics
+            .as_ref()
+            .map(|lines| (sidecar.as_str(), crate::record::metrics::peaks(lines))),
     };
     let text = crate::render::record::render(&figures, &path, bytes, interrupted, &judged);
     emit(stdout, text.as_bytes())?;

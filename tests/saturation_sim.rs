@@ -9,6 +9,16 @@ use common::recording::{receipt, record};
 use goodput::sim::engine::EngineParams;
 use goodput::sim::{SimConfig, SimServer};
 
+/// The tests here measure a sim's pace: run one at a time, so two sims never
+/// share the CPU (the rates they serve would drop below their capacity).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The sim of the saturation examples: 4 sequences at a time, 10 ms per
 /// step, 20 output tokens, no prefill cost: each request holds a slot for
 /// 200 ms, so the capacity is 4 / 0.2 s = 20 requests per second.
@@ -40,10 +50,11 @@ fn twice_the_sims_capacity_with_a_short_grace_reads_overloaded() {
     // 40/s constant for 3 s against 20/s: the queue grows by about 20 a
     // second (0 → ~60), served stays near 20/s, and a 1 s grace leaves a
     // third of the cohort censored, which must not hide the overload.
+    let _alone = exclusive();
     let server = sim_20_per_s();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
-    let (code, stdout, _) = record(
+    let (code, stdout, trace) = record(
         &server.url(),
         &out,
         &[
@@ -55,9 +66,30 @@ fn twice_the_sims_capacity_with_a_short_grace_reads_overloaded() {
             "3s",
             "--grace",
             "1s",
+            "--metrics",
+            "--metrics-interval",
+            "200ms",
         ],
     );
     assert_eq!(code, 0, "{stdout}");
+    // The sidecar: beside the trace, its sha256 in the workload, and the
+    // sim's queue visible in it (40/s into 20/s for 3 s: tens waiting).
+    let sidecar = dir.path().join("t.metrics.jsonl");
+    let bytes = std::fs::read(&sidecar).expect("the sidecar is written");
+    let sha: String =
+        sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(&bytes))
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+    assert_eq!(trace["workload"]["metricsSha256"], sha.as_str());
+    assert_eq!(trace["workload"]["metricsFile"], "t.metrics.jsonl");
+    let lines = goodput::record::metrics::parse_sidecar(&bytes).unwrap();
+    // About 4 s at 200 ms: at least 10 scrapes, whatever the machine's load.
+    assert!(lines.len() >= 10, "{} lines", lines.len());
+    let peaks = goodput::record::metrics::peaks(&lines);
+    assert!(peaks.waiting.is_some_and(|w| w >= 10.0), "{peaks:?}");
+    assert_eq!(peaks.running, Some(4.0), "{peaks:?}");
+    assert!(stdout.contains("server metrics: "), "{stdout}");
     let r = receipt(&out);
     let s = &r["results"]["all"]["saturation"];
     assert_eq!(s["verdict"], "overloaded", "{s}");
@@ -83,6 +115,7 @@ fn the_capacity_search_lands_within_ten_percent_of_the_sims_capacity() {
     // after t = 2 / (r − 20) s: at 21/s a fifth of the 2.5 s window misses.
     // Starting at 12/s: 12 passes, 24 fails, then bisection to 10 %
     // precision (at most 6 points).
+    let _alone = exclusive();
     let server = sim(20, 50.0);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("trace-{rate}.json");

@@ -11,9 +11,10 @@
 //!   happened to run a little slow from being blamed on the client;
 //! - some due request was never sent;
 //! - p99 send lag (actual send − scheduled instant) is over
-//!   `max(1 ms, 1 % of the smallest declared gate)`: latency counts from the
-//!   scheduled instant, so lag is charged to the server, and it matters only
-//!   when it is large against what the gates judge.
+//!   `max(1 ms, 1 % of the smallest declared TTFT or E2E gate)`: latency
+//!   counts from the scheduled instant, so lag is charged to the server's
+//!   TTFT and E2E (never to TPOT, a difference of token times), and it
+//!   matters only when it is large against what those gates judge.
 
 use std::collections::BTreeMap;
 
@@ -151,13 +152,14 @@ pub fn send_lag_limit_ms(smallest_gate_ms: Option<f64>) -> f64 {
     })
 }
 
-/// The smallest gate (TTFT, TPOT or E2E) of any class, ms, if any is declared.
+/// The smallest TTFT or E2E gate of any class, ms, if any is declared (send
+/// lag shifts those two measurements; TPOT is a difference of token times).
 pub fn smallest_gate_ms<'a>(
     gates: impl IntoIterator<Item = &'a crate::trace::Gates>,
 ) -> Option<f64> {
     gates
         .into_iter()
-        .flat_map(|g| [g.ttft_ms, g.tpot_ms, g.e2e_ms])
+        .flat_map(|g| [g.ttft_ms, g.e2e_ms])
         .flatten()
         .min_by(f64::total_cmp)
 }
@@ -293,11 +295,12 @@ mod tests {
             },
             crate::trace::Gates {
                 ttft_ms: None,
-                tpot_ms: None,
-                e2e_ms: Some(30.0),
+                tpot_ms: Some(20.0),
+                e2e_ms: Some(300.0),
             },
         ];
-        assert_eq!(smallest_gate_ms(&gates), Some(30.0));
+        // TPOT gates (50, 20) do not count: send lag never shifts TPOT.
+        assert_eq!(smallest_gate_ms(&gates), Some(300.0));
         assert_eq!(smallest_gate_ms(&[]), None);
     }
 }

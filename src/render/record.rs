@@ -38,7 +38,7 @@ pub fn analyze_command(path: &str, rows: usize, bytes: usize) -> String {
 /// send lag is weighed against, and the trace's saturation verdict.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Judged<'a> {
-    /// The smallest declared gate, ms (the send-lag limit is 1 % of it, at least 1 ms).
+    /// The smallest declared TTFT or E2E gate, ms (the send-lag limit is 1 % of it, at least 1 ms).
     pub smallest_gate_ms: Option<f64>,
     /// The `all` block's saturation figures, when the trace was analyzed.
     pub saturation: Option<&'a Saturation>,
@@ -61,7 +61,7 @@ pub fn client_condition(c: &ClientCondition) -> String {
             format!("{count} due requests were never sent")
         }
         ClientCondition::SendLag { p99_ms, limit_ms } => format!(
-            "p99 send lag {p99_ms:.3} ms was over {limit_ms:.3} ms (1 % of the smallest gate, at least 1 ms)"
+            "p99 send lag {p99_ms:.3} ms was over {limit_ms:.3} ms (1 % of the smallest TTFT or E2E gate, at least 1 ms)"
         ),
     }
 }

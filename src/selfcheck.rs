@@ -9,7 +9,7 @@
 
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::receipt::{Block, Receipt};
-use crate::record::sse::{classify, SseParser};
+use crate::record::sse::{classify, EventTooLarge, SseParser, DEFAULT_MAX_EVENT_BYTES};
 use crate::render::json::to_canonical_json;
 use crate::render::text;
 use crate::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
@@ -169,10 +169,15 @@ pub fn check_sse_input(data: &[u8]) -> Result<(), String> {
     check_sse_split(&rest[cut_bytes..], &cuts)
 }
 
-/// The SSE parser's events, and their classification, for `bytes` fed whole
-/// and fed in the pieces cut at `cuts` (positions, taken modulo the length).
+/// The bounds [`check_sse_split`] runs the parser under: the default, and
+/// two small ones that fuzz inputs (a few KiB) reach, so that where the
+/// parser stops is checked as well as what it emits.
+pub const SSE_CHECK_LIMITS: [usize; 3] = [DEFAULT_MAX_EVENT_BYTES, 64, 8];
+
+/// The SSE parser's events, their classification, and whether it stopped at
+/// its bound, for `bytes` fed whole and fed in the pieces cut at `cuts`
+/// (positions, taken modulo the length), under each of [`SSE_CHECK_LIMITS`].
 pub fn check_sse_split(bytes: &[u8], cuts: &[usize]) -> Result<(), String> {
-    let whole = sse_events(&[bytes]);
     let mut positions: Vec<usize> = cuts
         .iter()
         .map(|c| {
@@ -191,26 +196,32 @@ pub fn check_sse_split(bytes: &[u8], cuts: &[usize]) -> Result<(), String> {
         start = p;
     }
     parts.push(&bytes[start..]);
-    let split = sse_events(&parts);
-    if whole != split {
-        return Err(format!(
-            "events depend on the split: whole {} events, split {} events",
-            whole.len(),
-            split.len()
-        ));
+    for limit in SSE_CHECK_LIMITS {
+        let (whole, whole_end) = sse_events(limit, &[bytes]);
+        let (split, split_end) = sse_events(limit, &parts);
+        if whole != split || whole_end != split_end {
+            return Err(format!(
+                "events depend on the split (bound {limit} bytes): whole {} events ({whole_end:?}), split {} events ({split_end:?})",
+                whole.len(),
+                split.len()
+            ));
+        }
     }
     Ok(())
 }
 
-fn sse_events(parts: &[&[u8]]) -> Vec<(Vec<u8>, bool, String)> {
-    let mut parser = SseParser::new();
+type SseEvents = Vec<(Vec<u8>, bool, String)>;
+
+fn sse_events(limit: usize, parts: &[&[u8]]) -> (SseEvents, Result<(), EventTooLarge>) {
+    let mut parser = SseParser::with_limit(limit);
     let mut out = Vec::new();
+    let mut end = Ok(());
     for part in parts {
-        parser.push(part, |e| {
+        end = parser.push(part, |e| {
             out.push((e.data.to_vec(), e.error, format!("{:?}", classify(e))));
         });
     }
-    out
+    (out, end)
 }
 
 #[cfg(test)]
@@ -260,6 +271,26 @@ mod tests {
         assert!(counts_add_up("all", &b)
             .unwrap_err()
             .contains("without a missed metric"));
+    }
+
+    #[test]
+    fn an_sse_event_at_the_bound_and_one_byte_over_split_anywhere() {
+        // Under the bound of 64: a 64-byte line, then a 65-byte one.
+        let at = format!("data: {}\n\n", "a".repeat(58));
+        let over = format!("data: {}\n\n", "b".repeat(59));
+        let stream = format!("{at}{over}data: c\n\n");
+        let bytes = stream.as_bytes();
+        for cut in 0..=bytes.len() {
+            assert_eq!(check_sse_split(bytes, &[cut]), Ok(()));
+            assert_eq!(check_sse_split(bytes, &[cut, cut + 1, 66, 67]), Ok(()));
+        }
+        // What the check compares: one event, then the stop.
+        let (events, end) = sse_events(64, &[bytes]);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].0, "a".repeat(58).into_bytes());
+        assert_eq!(end, Err(EventTooLarge { limit: 64 }));
+        let (events, end) = sse_events(DEFAULT_MAX_EVENT_BYTES, &[bytes]);
+        assert_eq!((events.len(), end), (3, Ok(())));
     }
 
     #[test]

@@ -139,7 +139,8 @@ fn sim(step_ms: f64) -> SimServer {
 }
 
 /// Records two runs at the same time (one per sim) at `rate` req/s for
-/// `duration`, with gates TTFT 500 ms, TPOT `tpot_gate` ms, E2E 2 s.
+/// `duration`, with gates TTFT 5 s, TPOT `tpot_gate` ms, E2E 20 s (loose, so a loaded test machine
+/// cannot turn TTFT or E2E into misses: only the TPOT gate separates the runs).
 fn record_pair(
     dir: &Path,
     sims: (&SimServer, &SimServer),
@@ -171,7 +172,7 @@ fn record_pair(
                     "--seed",
                     seed,
                     "--slo",
-                    &format!("chat:ttft=500,tpot={tpot_gate},e2e=2000"),
+                    &format!("chat:ttft=5000,tpot={tpot_gate},e2e=20000"),
                 ],
             );
             assert_eq!(code, 0, "{msg}");

@@ -148,6 +148,15 @@ fn path_words(line: &str) -> Vec<String> {
     words
 }
 
+/// Whether `path` exists and lies inside the repository: a file beside the
+/// clone (`../something`) is not something a user who cloned it has.
+fn in_repo(root: &Path, path: &Path) -> bool {
+    match (std::fs::canonicalize(root), std::fs::canonicalize(path)) {
+        (Ok(root), Ok(path)) => path.starts_with(root),
+        _ => false,
+    }
+}
+
 /// Every problem in one text, as `name:line: what`.
 fn problems(source: &Source) -> Vec<String> {
     let root = repo_root();
@@ -159,18 +168,18 @@ fn problems(source: &Source) -> Vec<String> {
         }
         let links = link_targets(line);
         for target in &links {
-            if !source.dir.join(target).exists() {
+            if !in_repo(&root, &source.dir.join(target)) {
                 found.push(format!("{here}: links to `{target}`, which does not exist"));
             }
         }
         // A link's target was checked above, from the document's folder.
         for word in path_words(line).into_iter().filter(|w| !links.contains(w)) {
             let exists = if REPO_DIRS.iter().any(|dir| word.starts_with(dir)) {
-                root.join(&word).exists()
+                in_repo(&root, &root.join(&word))
             } else {
-                source.dir.join(&word).exists()
-                    || root.join(&word).exists()
-                    || (!word.contains('/') && root.join("docs").join(&word).exists())
+                in_repo(&root, &source.dir.join(&word))
+                    || in_repo(&root, &root.join(&word))
+                    || (!word.contains('/') && in_repo(&root, &root.join("docs").join(&word)))
             };
             if !exists {
                 found.push(format!(

@@ -411,7 +411,7 @@ fn littles_law_agrees_when_every_request_finishes_inside_the_window() {
     // λ·W = 2.0401 → ratio 1, steady.
     let r = receipt("equality_inclusive.json");
     let l = &all(&r).littles_law;
-    assert_eq!(l.in_flight_mean, 2.0401);
+    assert_eq!(l.in_flight_mean, Some(2.0401));
     assert_eq!(l.mean_e2e_ms, Some(4080.2));
     assert!((l.predicted_in_flight.unwrap() - 2.0401).abs() < 1e-12);
     assert!((l.ratio.unwrap() - 1.0).abs() < 1e-12);
@@ -431,7 +431,7 @@ fn littles_law_flags_work_still_in_flight_at_the_horizon() {
     // 0.12 would have blamed a queue for what the grace period cut off.)
     let r = receipt("in_flight.json");
     let l = &all(&r).littles_law;
-    assert_eq!(l.in_flight_mean, 0.67);
+    assert_eq!(l.in_flight_mean, Some(0.67));
     assert_eq!(l.censored_at_lower_bound, 3);
     assert_eq!(l.lambda_per_s, 0.4);
     assert_eq!(l.mean_time_in_system_ms, Some(3175.0));
@@ -453,7 +453,7 @@ fn littles_law_leaves_failures_without_an_end_out_and_counts_them() {
     let r = receipt("timeout_failure.json");
     let l = &all(&r).littles_law;
     assert_eq!(l.unknown_end, 1);
-    assert_eq!(l.in_flight_mean, 34210.0 / 60000.0);
+    assert_eq!(l.in_flight_mean, Some(34210.0 / 60000.0));
     assert!((l.ratio.unwrap() - 34210.0 / 2200.0).abs() < 1e-9);
 }
 
@@ -463,7 +463,7 @@ fn an_empty_cohort_has_no_littles_law_ratio() {
     let l = &all(&r).littles_law;
     assert_eq!(
         (l.in_flight_mean, l.mean_e2e_ms, l.ratio, l.steady_state),
-        (0.0, None, None, None)
+        (Some(0.0), None, None, None)
     );
 }
 

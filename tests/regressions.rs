@@ -82,6 +82,7 @@ fn every_kept_import_input_and_every_import_fixture_holds_the_invariants() {
     let mut inputs: Vec<Vec<u8>> = Vec::new();
     for (tool, name) in [
         (0u8, "vllm_synthetic.json"),
+        (0, "vllm_benchmark_serving_0.8.4.json"),
         (1, "aiperf_profile_export.jsonl"),
         (2, "guidellm_benchmarks.json"),
         (2, "guidellm_max_duration_benchmarks.json"),

@@ -74,16 +74,20 @@ fn twice_the_capacity_with_a_short_grace_reads_overloaded() {
     // At 0: row 0 (arrived at 0, ends at 50). At 5000: arrived i ≤ 200
     // (201 rows), completed i ≤ 99 (100) → 101. At 10000: all 400 arrived,
     // completed i ≤ 199 (200) → 200.
-    assert_eq!((s.in_flight_at_start, s.in_flight_at_end), (1, 200));
-    assert_eq!(s.bins[2].in_flight_at_end, 101);
+    assert_eq!(
+        (s.in_flight_at_start, s.in_flight_at_end),
+        (Some(1), Some(200))
+    );
+    let bins = s.bins.as_ref().expect("arrivals are known");
+    assert_eq!(bins[2].in_flight_at_end, 101);
     // (200 − 1) / 10 s.
-    assert_eq!(s.in_flight_growth_per_s, 19.9);
+    assert_eq!(s.in_flight_growth_per_s, Some(19.9));
     // Bin 0 is [0, 1666.67): arrivals 25·i < 1666.67 → i ≤ 66 (67 rows);
     // completions 50·(i+1) < 1666.67 → i + 1 ≤ 33 (33 rows).
-    assert_eq!((s.bins[0].arrivals, s.bins[0].completions), (67, 33));
-    assert_eq!(s.bins.iter().map(|b| b.arrivals).sum::<u64>(), 400);
+    assert_eq!((bins[0].arrivals, bins[0].completions), (67, 33));
+    assert_eq!(bins.iter().map(|b| b.arrivals).sum::<u64>(), 400);
     // Completions before 10000 (exclusive): i + 1 ≤ 199.
-    assert_eq!(s.bins.iter().map(|b| b.completions).sum::<u64>(), 199);
+    assert_eq!(bins.iter().map(|b| b.completions).sum::<u64>(), 199);
     // 20 < 0.9 × 40, and 200 − 101 = 99 ≥ max(5, ceil(3·√101) = 31).
     assert_eq!(s.verdict, SaturationVerdict::Overloaded);
     assert_eq!(
@@ -96,7 +100,7 @@ fn twice_the_capacity_with_a_short_grace_reads_overloaded() {
     // 10000 − 25i (sum 200·10000 − 25·59900 = 502,500): L = 1,010,000 /
     // 10,000 = 101.
     let l = &b.littles_law;
-    assert_eq!(l.in_flight_mean, 101.0);
+    assert_eq!(l.in_flight_mean, Some(101.0));
     // λ counts completed and censored rows: 400 / 10 s = 40. W: completed
     // E2E 25i + 50 for i < 300 (sum 1,136,250; mean 3787.5), censored
     // 15000 − 25i for i = 300..399 (sum 626,250): (1,136,250 + 626,250) /
@@ -138,8 +142,11 @@ fn a_server_keeping_pace_reads_steady_and_counts_warm_up_work_in_flight() {
     assert_eq!(s.served_per_s, Some(20.0));
     // At 1000: w1, w2 and r0 → 3. At 6000: r99 (5950 → 6050) and r100
     // (6000 → 6100) → 2. At 11000: r199 (10950 → 11050) → 1.
-    assert_eq!((s.in_flight_at_start, s.in_flight_at_end), (3, 1));
-    assert_eq!(s.bins[2].in_flight_at_end, 2);
+    assert_eq!(
+        (s.in_flight_at_start, s.in_flight_at_end),
+        (Some(3), Some(1))
+    );
+    assert_eq!(s.bins.as_ref().unwrap()[2].in_flight_at_end, 2);
     assert_eq!(s.verdict, SaturationVerdict::Steady);
     assert_eq!(
         s.evidence,
@@ -153,7 +160,7 @@ fn a_server_keeping_pace_reads_steady_and_counts_warm_up_work_in_flight() {
     );
     // L: 199 rows × 100 ms + r199's 50 ms inside the window = 19,950 ms over
     // 10,000 ms.
-    assert_eq!(l.in_flight_mean, 1.995);
+    assert_eq!(l.in_flight_mean, Some(1.995));
     assert_eq!(l.predicted_in_flight, Some(2.0));
 }
 
@@ -176,7 +183,13 @@ fn a_window_short_against_the_latencies_is_inconclusive() {
     );
     let s = &b.saturation;
     assert_eq!(s.served_per_s, Some(20.0));
-    assert_eq!((s.bins[2].in_flight_at_end, s.in_flight_at_end), (101, 200));
+    assert_eq!(
+        (
+            s.bins.as_ref().unwrap()[2].in_flight_at_end,
+            s.in_flight_at_end
+        ),
+        (101, Some(200))
+    );
     assert_eq!(s.verdict, SaturationVerdict::Inconclusive);
     assert_eq!(
         s.evidence,
@@ -198,4 +211,41 @@ fn too_few_requests_are_inconclusive_and_say_so() {
     );
     // Completions at 10 … 410: 4 intervals over 400 ms.
     assert_eq!(b.saturation.served_per_s, Some(10.0));
+}
+
+#[test]
+fn unknown_arrival_times_leave_every_instant_figure_null_and_say_why() {
+    // Every arrivalMs is the window start (docs/contract.md §10.9): nothing
+    // here can be placed in time, whatever the rows hold.
+    let rows: Vec<Value> = (0..30)
+        .map(|i| done(format!("r{i}"), 0.0, 100.0 + 10.0 * i as f64))
+        .collect();
+    let mut doc = json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": 1000},
+        "equality": "inclusive",
+        "boundary": {"arrival": "unknown"},
+        "classes": {"chat": {"ttftMs": 1000, "tpotMs": null, "e2eMs": null}},
+        "rows": rows,
+    });
+    doc["rows"][0]["arrivalMs"] = json!(0);
+    let bytes = serde_json::to_vec(&doc).unwrap();
+    let b = analyze_bytes(&bytes, AnalyzeOptions::default())
+        .expect("trace analyzes")
+        .receipt
+        .results
+        .all;
+    let s = &b.saturation;
+    assert_eq!(s.offered_per_s, 30.0); // 30 rows / 1 s
+    assert_eq!(
+        (s.served_per_s, s.in_flight_at_start, s.in_flight_at_end),
+        (None, None, None)
+    );
+    assert_eq!((s.in_flight_growth_per_s, s.bins.is_none()), (None, true));
+    assert_eq!(s.verdict, SaturationVerdict::Inconclusive);
+    assert!(
+        s.evidence.starts_with("arrival times are unknown"),
+        "{}",
+        s.evidence
+    );
 }

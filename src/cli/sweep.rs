@@ -57,6 +57,10 @@ pub fn run(args: SweepArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if args.json {
         emit(stdout, &json_bytes(&entries, "sweep")?)?;
     } else {
+        if analysis.trace.contract.arrivals_unknown() {
+            let line = format!("NOTE      {}\n", crate::receipt::ARRIVALS_UNKNOWN_LINE);
+            emit(stdout, line.as_bytes())?;
+        }
         emit(stdout, crate::render::sweep::render(&entries).as_bytes())?;
     }
     Ok(EXIT_OK)

@@ -150,7 +150,7 @@ pub struct FrontierPoint {
     /// Little's-law in-flight estimate: completed/s × mean E2E (λ·W).
     pub littles_in_flight: Option<f64>,
     /// Measured time-averaged in-flight requests over the window (L).
-    pub in_flight_mean: f64,
+    pub in_flight_mean: Option<f64>,
     /// Highest queue (requests waiting) the server reported, when the trace
     /// has a `record --metrics` sidecar that exposes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -15,8 +15,14 @@
 //!   `credit_issued_ns`, the client's own dispatch delay) is the row label
 //!   `creditLagMs`.
 //! - `firstTokenMs` = arrival + `time_to_first_token`, `completedMs` =
-//!   arrival + `request_latency`, `outputTokens` = `output_sequence_length`
-//!   (AIPerf's own count), so TTFT, E2E and TPOT are AIPerf's values.
+//!   arrival + `request_latency`, so TTFT and E2E are AIPerf's values.
+//! - `outputTokens` = `usage_completion_tokens` (the server's count) whenever
+//!   the record has it; AIPerf's own `output_sequence_length` (its
+//!   client-side tokenizer, which need not be the model's) is kept as the
+//!   label `clientOutputTokens`, and is `outputTokens` only on a record
+//!   without usage — then the trace says `"tokens": "client-tokenizer"`.
+//!   So TPOT is per model token, where AIPerf's inter_token_latency is per
+//!   token of its tokenizer.
 //! - window = from the first profiling credit (or start, if earlier) to the
 //!   last profiling response (`request_start + request_latency`); with the
 //!   summary ([`apply_summary`]) its length becomes AIPerf's own observation
@@ -31,6 +37,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::fidelity::{ConfiguredRate, Process};
 use super::json::{parse_typed, Within};
 use super::{failure_reason, ImportError, ImportOptions, Imported, Quantiles, Reported};
 use crate::trace::model::MAX_SPAN_MS;
@@ -128,6 +135,17 @@ impl Line {
         self.number_of(tag, &m.value).map(Some)
     }
 
+    /// A token count that must be a whole number.
+    fn whole_tokens(&self, tag: &str) -> Result<Option<f64>, ImportError> {
+        match self.tokens(tag)? {
+            Some(x) if x.fract() != 0.0 => Err(ImportError::at(
+                self.place(&format!("/metrics/{tag}/value")),
+                format!("{x} is not a whole number of tokens"),
+            )),
+            other => Ok(other),
+        }
+    }
+
     fn number_of(&self, tag: &str, value: &serde_json::Value) -> Result<f64, ImportError> {
         value
             .as_f64()
@@ -197,6 +215,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     let mut horizon_ms: f64 = 0.0;
     let mut warmup_start_ns: Option<i64> = None;
     let (mut successful, mut failed, mut cancelled, mut in_profiling) = (0u64, 0u64, 0u64, 0u64);
+    // Whether any record carries both counts; whether a successful one had only AIPerf's.
+    let (mut carries_both, mut client_counted) = (false, false);
     for line in &lines {
         let md = &line.record.metadata;
         let is_profiling = md.benchmark_phase == "profiling";
@@ -210,7 +230,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         let ended_ms = ns_diff_ms(md.request_end_ns, t0);
         let ttft = line.time_ms("time_to_first_token")?;
         let latency = line.time_ms("request_latency")?;
-        let osl = line.tokens("output_sequence_length")?;
+        let osl = line.whole_tokens("output_sequence_length")?;
+        let usage = line.whole_tokens("usage_completion_tokens")?;
         if is_profiling {
             in_profiling += 1;
             let opened = md.credit_issued_ns.unwrap_or(md.request_start_ns);
@@ -228,6 +249,13 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         labels.insert("phase".into(), Scalar::String(md.benchmark_phase.clone()));
         if let Some(isl) = line.tokens("input_sequence_length")? {
             labels.insert("promptTokens".into(), Scalar::Number(isl));
+        }
+        if let (Some(_), Some(client)) = (usage, osl) {
+            carries_both = true;
+            labels.insert(
+                super::fidelity::CLIENT_TOKENS_LABEL.into(),
+                Scalar::Number(client),
+            );
         }
         if let Some(credit) = md.credit_issued_ns {
             labels.insert(
@@ -275,13 +303,14 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             };
             let ttft = ttft.ok_or_else(|| missing("time_to_first_token"))?;
             let latency = latency.ok_or_else(|| missing("request_latency"))?;
-            let osl = osl.ok_or_else(|| missing("output_sequence_length"))?;
-            if osl.fract() != 0.0 {
-                return Err(ImportError::at(
-                    line.place("/metrics/output_sequence_length/value"),
-                    format!("{osl} is not a whole number of tokens"),
-                ));
-            }
+            let tokens = match (usage, osl) {
+                (Some(u), _) => u,
+                (None, Some(o)) => {
+                    client_counted = true;
+                    o
+                }
+                (None, None) => return Err(missing("output_sequence_length")),
+            };
             if latency < ttft {
                 return Err(ImportError::at(
                     line.place("/metrics/request_latency/value"),
@@ -292,14 +321,14 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
                 successful += 1;
             }
             let first = arrival_ms + ttft;
-            if osl < 1.0 {
+            if tokens < 1.0 {
                 row.reason = Some("no_output".into());
                 row.first_token_ms = Some(first);
             } else {
                 row.status = RowStatus::Completed;
                 row.first_token_ms = Some(first);
                 row.completed_ms = Some((arrival_ms + latency).max(first));
-                row.output_tokens = Some(osl as u64);
+                row.output_tokens = Some(tokens as u64);
                 row.ended_ms = None;
             }
         }
@@ -330,7 +359,12 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         });
     let mut boundary = Labels::new();
     boundary.insert("arrival".into(), Scalar::String("sent".into()));
-    boundary.insert("tokens".into(), Scalar::String("aiperf-osl".into()));
+    let token_source = if client_counted {
+        "aiperf usage_completion_tokens, else output_sequence_length"
+    } else {
+        "aiperf usage_completion_tokens"
+    };
+    boundary.insert("tokens".into(), Scalar::String(token_source.into()));
     boundary.insert(
         "source".into(),
         Scalar::String("aiperf profile_export.jsonl".into()),
@@ -347,7 +381,10 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         end_ms,
         horizon_ms: Some(horizon),
     };
-    let trace = options.trace(window, warmup, boundary, workload, rows);
+    let mut trace = options.trace(window, warmup, boundary, workload, rows);
+    if client_counted {
+        trace.tokens = crate::trace::TokenCount::ClientTokenizer;
+    }
     let reported = Reported {
         tool: "aiperf".into(),
         version: None,
@@ -372,6 +409,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         figures_from: "counts and duration recomputed from the records; give --summary \
                        profile_export_aiperf.json for AIPerf's own figures"
             .into(),
+        client_tokens_from: carries_both.then(|| "output_sequence_length".to_owned()),
         ..Reported::default()
     };
     Ok(Imported { trace, reported })
@@ -389,11 +427,48 @@ struct Aggregate {
     p99: Option<f64>,
 }
 
-/// The part of `input_config` that names AIPerf's own goodput gates.
+/// The parts of `input_config` that name AIPerf's own goodput gates and its load.
 #[derive(Debug, Default, Deserialize)]
 struct InputConfig {
     #[serde(default)]
     slos: Option<BTreeMap<String, f64>>,
+    #[serde(default)]
+    phases: Option<Vec<Phase>>,
+}
+
+/// One of `input_config.phases`: `kind` (`warmup`, `profiling`), `type`
+/// (the arrival pattern: `poisson`, `constant`, …) and `rate` (`--request-rate`).
+#[derive(Debug, Deserialize)]
+struct Phase {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default, rename = "type")]
+    pattern: Option<String>,
+    #[serde(default)]
+    rate: Option<f64>,
+}
+
+/// The profiling phase's `--request-rate` and arrival pattern, when set.
+fn configured_rate(phases: &[Phase]) -> Option<ConfiguredRate> {
+    let (i, phase) = phases
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.kind.as_deref() == Some("profiling"))?;
+    let per_s = phase.rate.filter(|r| r.is_finite() && *r > 0.0)?;
+    let pattern = phase.pattern.as_deref().unwrap_or("");
+    let process = match pattern {
+        "poisson" => Process::Poisson,
+        "constant" => Process::Constant,
+        _ => Process::Other,
+    };
+    Some(ConfiguredRate {
+        per_s,
+        process,
+        from: format!(
+            "--summary /input_config/phases/{i}: {pattern}, rate {}",
+            super::fmt_num(per_s)
+        ),
+    })
 }
 
 /// The fields of `profile_export_aiperf.json` the comparison shows.
@@ -480,11 +555,11 @@ pub fn apply_summary(imported: &mut Imported, bytes: &[u8]) -> Result<(), Import
             w.horizon_ms = Some(w.horizon_ms.unwrap_or(end).max(end));
         }
     }
-    if let Some(slos) = s
-        .input_config
-        .and_then(|c| c.slos)
-        .filter(|m| !m.is_empty())
-    {
+    let config = s.input_config.unwrap_or_default();
+    if let Some(phases) = &config.phases {
+        reported.configured_rate = configured_rate(phases);
+    }
+    if let Some(slos) = config.slos.filter(|m| !m.is_empty()) {
         reported.one_token_never_good = slos.contains_key("inter_token_latency");
         reported.tool_gates = Some(format!(
             "--goodput '{}'",

@@ -19,6 +19,10 @@ pub struct Comparison {
     pub tool: String,
     /// Its version, when known.
     pub version: Option<String>,
+    /// The shape of the tool's file that was detected (the trace's
+    /// `boundary.shape`), when the tool has several (vLLM's changed across
+    /// releases, and the shape decides the mapping).
+    pub shape: Option<String>,
     /// The gates the trace declares (`class: ttft=…,tpot=…,e2e=…`).
     pub gates: String,
     /// The equality rule.
@@ -27,6 +31,8 @@ pub struct Comparison {
     pub figures: Vec<FigurePair>,
     /// Why figures differ, one sentence each.
     pub differences: Vec<String>,
+    /// Token-count agreement and configured-vs-offered rate.
+    pub fidelity: super::fidelity::Fidelity,
 }
 
 /// One figure as the tool reported it and as the receipt gives it.
@@ -202,16 +208,25 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
              (--slo): compare like with like."
         ));
     }
+    let fidelity = super::fidelity::assess(imported, receipt);
     if let Some(tool_goodput) = r.goodput_per_s {
-        differences.push(explain_goodput(
-            r,
-            c.pass,
-            one_token_pass,
-            window_s,
-            all.rates.goodput_per_s,
-            tool_goodput,
-        ));
+        let ours = all.rates.goodput_per_s;
+        differences.push(
+            super::fidelity::goodput_by_client_counts(
+                &fidelity,
+                r,
+                c.pass,
+                one_token_pass,
+                window_s,
+                ours,
+                tool_goodput,
+            )
+            .unwrap_or_else(|| {
+                explain_goodput(r, c.pass, one_token_pass, window_s, ours, tool_goodput)
+            }),
+        );
     }
+    differences.extend(super::fidelity::sentences(&fidelity, r));
     let gates = receipt
         .contract
         .classes
@@ -230,10 +245,15 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
     Comparison {
         tool: r.tool.clone(),
         version: r.version.clone(),
+        shape: match trace.boundary.get("shape") {
+            Some(crate::trace::Scalar::String(s)) => Some(s.clone()),
+            _ => None,
+        },
         gates,
         equality: receipt.contract.equality.clone(),
         figures,
         differences,
+        fidelity,
     }
 }
 

@@ -25,6 +25,7 @@
 
 use serde::Deserialize;
 
+use super::fidelity::{ConfiguredRate, Process};
 use super::json::{parse_typed, Within};
 use super::{
     failure_reason, fmt_num, ms_since, non_negative, ImportError, ImportOptions, Imported,
@@ -59,7 +60,47 @@ struct Benchmark {
     cooldown_duration: Option<f64>,
     #[serde(default)]
     metrics: Option<Metrics>,
+    #[serde(default)]
+    config: Option<BenchConfig>,
     requests: Requests,
+}
+
+/// The part of a benchmark's `config` that names its load.
+#[derive(Debug, Deserialize)]
+struct BenchConfig {
+    #[serde(default)]
+    strategy: Option<Strategy>,
+}
+
+/// `config.strategy`: `type_` (`synchronous`, `concurrent`, `throughput`,
+/// `constant`, `poisson`) and, for the last two, `rate` (requests per second).
+#[derive(Debug, Deserialize)]
+struct Strategy {
+    #[serde(default)]
+    type_: Option<String>,
+    #[serde(default)]
+    rate: Option<f64>,
+}
+
+/// The configured rate of a `constant` or `poisson` profile; other profiles
+/// (closed loops, throughput) name none.
+fn configured_rate(bench: &Benchmark, base: &str) -> Option<ConfiguredRate> {
+    let strategy = bench.config.as_ref()?.strategy.as_ref()?;
+    let process = match strategy.type_.as_deref()? {
+        "poisson" => Process::Poisson,
+        "constant" => Process::Constant,
+        _ => return None,
+    };
+    let per_s = strategy.rate.filter(|r| r.is_finite() && *r > 0.0)?;
+    Some(ConfiguredRate {
+        per_s,
+        process,
+        from: format!(
+            "{base}/config/strategy: {}, rate {}",
+            strategy.type_.as_deref().unwrap_or(""),
+            fmt_num(per_s)
+        ),
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -435,6 +476,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             .into(),
         tool_gates: None,
         one_token_never_good: false,
+        configured_rate: configured_rate(bench, &base),
+        client_tokens_from: None,
     };
     let trace = options.trace(
         Window {

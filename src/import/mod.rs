@@ -21,6 +21,7 @@
 pub mod aiperf;
 pub mod compare;
 pub mod error;
+pub mod fidelity;
 pub mod guidellm;
 pub mod json;
 pub mod vllm;
@@ -42,7 +43,7 @@ pub use self::error::ImportError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
-    /// `vllm bench serve --save-result --save-detailed` result JSON.
+    /// vLLM result JSON: `benchmark_serving.py` or `vllm bench serve` (`--save-result`), any release.
     Vllm,
     /// AIPerf `profile_export.jsonl` (one record per request).
     Aiperf,
@@ -89,7 +90,8 @@ impl Default for ImportOptions {
 impl ImportOptions {
     /// The trace an importer writes: the window, warm-up, labels and rows it
     /// read from the source, and the contract (gates, equality) from these
-    /// options. Source tools report model tokens, so `tokens` is `usage`.
+    /// options. `tokens` is `usage`; an importer whose rows fell back to the
+    /// tool's own tokenizer count sets `client-tokenizer` afterwards.
     pub(crate) fn trace(
         &self,
         window: crate::trace::Window,
@@ -189,6 +191,11 @@ pub struct Reported {
     /// `inter_token_latency` SLO: the metric does not exist for it), where
     /// goodput lets it pass because its TPOT gate does not apply.
     pub one_token_never_good: bool,
+    /// The rate the tool was configured to offer, when its export says.
+    pub configured_rate: Option<fidelity::ConfiguredRate>,
+    /// The tool's own output-token count field, when rows carry it beside the
+    /// server's usage count (as the label `clientOutputTokens`).
+    pub client_tokens_from: Option<String>,
 }
 
 /// A time or duration read from a source file: finite and not negative, or

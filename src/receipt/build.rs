@@ -263,7 +263,8 @@ impl Tally {
             .map(|(name, n)| (name.to_owned(), n))
             .collect();
         let littles_law = littles_law(Occupancy {
-            in_flight_mean: busy_ms / (window_s * 1000.0),
+            in_flight_mean: (!trace.contract.arrivals_unknown())
+                .then(|| busy_ms / (window_s * 1000.0)),
             window_s,
             completed: c.pass + c.miss,
             mean_e2e_ms: latency.e2e_ms.mean,
@@ -280,6 +281,7 @@ impl Tally {
                 failed: c.failed,
                 censored: c.censored,
             },
+            trace.contract.arrivals_unknown(),
         );
         Block {
             counts: c,
@@ -408,7 +410,7 @@ const STEADY_RATIO: (f64, f64) = (0.8, 1.25);
 /// What Little's law is computed from, for one block.
 struct Occupancy {
     /// L, measured.
-    in_flight_mean: f64,
+    in_flight_mean: Option<f64>,
     window_s: f64,
     /// Pass + miss rows.
     completed: u64,
@@ -445,9 +447,16 @@ fn littles_law(o: Occupancy) -> LittlesLaw {
         }
     };
     let predicted = mean_time_ms.map(|w| lambda_per_s * w / 1000.0);
-    let ratio = predicted.filter(|p| *p > 0.0).map(|p| in_flight_mean / p);
+    let ratio = in_flight_mean
+        .zip(predicted.filter(|p| *p > 0.0))
+        .map(|(l, p)| l / p);
     let steady_state = ratio.map(|r| (STEADY_RATIO.0..=STEADY_RATIO.1).contains(&r));
     let note = match ratio {
+        _ if in_flight_mean.is_none() => Some(
+            "not measured: arrival times are unknown (boundary.arrival = \"unknown\"), so no \
+             request's time in flight is known"
+                .to_owned(),
+        ),
         Some(r) if r > STEADY_RATIO.1 => Some(format!(
             "not steady: {r:.2}x more requests were in flight than throughput x latency \
              explains (a growing queue, work cut off at the horizon, or failures holding slots)"
@@ -571,6 +580,9 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             warmup: contract.warmup,
             default_class: contract.default_class.clone(),
             classes: contract.classes.clone(),
+            arrivals_unknown: contract
+                .arrivals_unknown()
+                .then(|| super::ARRIVALS_UNKNOWN_NOTE.to_owned()),
         },
         results: Results {
             all: all.finish(trace, &instants, all_latency, confidence),

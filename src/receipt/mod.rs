@@ -91,9 +91,11 @@ pub struct ContractInfo {
     pub percentile_method: String,
     /// The confidence level and methods of every block's `intervals`.
     pub intervals: IntervalContract,
-    /// What `outputTokens` counts: `usage` or `chunks`.
+    /// What `outputTokens` counts: `usage`, `chunks` or `client-tokenizer`.
     pub tokens: String,
-    /// `tpot`, or `chunk_cadence` when tokens are stream chunks.
+    /// The per-token figure's name: `tpot` (model tokens from usage),
+    /// `chunk_cadence` (tokens are stream chunks) or `tpot_client_tokens`
+    /// (tokens counted by a client-side tokenizer, not necessarily the model's).
     pub tpot_label: String,
     /// Where measurements were taken (echoed from the trace).
     pub boundary: Labels,
@@ -107,6 +109,10 @@ pub struct ContractInfo {
     pub default_class: Option<String>,
     /// SLO gates per class.
     pub classes: BTreeMap<String, Gates>,
+    /// Present only when the trace declares `boundary.arrival = "unknown"`:
+    /// why the figures that need arrival instants are null, and which they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals_unknown: Option<String>,
 }
 
 /// The confidence level of the receipt's intervals and the method behind each
@@ -123,6 +129,18 @@ pub struct IntervalContract {
     /// Method of the percentile intervals: `order-statistic-binomial-equal-tails`.
     pub quantile: String,
 }
+
+/// The one line every command's text output prints for a receipt whose
+/// trace declares its arrival instants unknown.
+pub const ARRIVALS_UNKNOWN_LINE: &str =
+    "arrival times UNKNOWN (boundary.arrival = \"unknown\"): no Little's law, no time bins";
+
+/// The sentence a receipt carries in `contract.arrivalsUnknown`.
+pub const ARRIVALS_UNKNOWN_NOTE: &str = "boundary.arrival is \"unknown\": the source recorded \
+    no send instants, so every row's arrivalMs is the window start; per-row TTFT, TPOT and E2E \
+    are exact and every count and per-window-second rate stands, but the figures that need \
+    arrival instants are null: littlesLaw.inFlightMean, ratio and steadyState (no time in \
+    flight), and any time-binned figure; a warm-up cannot be declared";
 
 /// The window with its resolved horizon and length.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -216,8 +234,9 @@ pub struct PercentileIntervals {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LittlesLaw {
-    /// Time-averaged number of cohort requests in flight over the window (L, measured).
-    pub in_flight_mean: f64,
+    /// Time-averaged number of cohort requests in flight over the window (L,
+    /// measured); null when the trace's arrival instants are unknown.
+    pub in_flight_mean: Option<f64>,
     /// Completions per window second (λ), as in `rates.completedPerS`.
     pub completed_per_s: f64,
     /// Mean E2E of completed cohort rows in ms, as in `latency.e2eMs.mean`; null when none completed.

@@ -28,6 +28,9 @@ use serde::{Deserialize, Serialize};
 use crate::trace::{RawRow, RawStatus, Slot};
 use crate::verdict::Verdict;
 
+/// The evidence of a trace whose arrival times are unknown.
+pub const ARRIVALS_UNKNOWN_EVIDENCE: &str = "arrival times are unknown (boundary.arrival = \"unknown\"): no request's time in flight or completion instant can be placed, so saturation cannot be judged";
+
 /// How many equal time bins the window is cut into.
 pub const BINS: usize = 6;
 /// Fewer cohort requests than this: no verdict.
@@ -50,14 +53,17 @@ pub struct Saturation {
     pub served_per_s: Option<f64>,
     /// The span `servedPerS` is measured over, ms (null with it).
     pub served_span_ms: Option<f64>,
-    /// Rows (any arrival, not invalid) in flight at `window.startMs`.
-    pub in_flight_at_start: u64,
-    /// Rows (any arrival, not invalid) in flight at `window.endMs`.
-    pub in_flight_at_end: u64,
-    /// (inFlightAtEnd − inFlightAtStart) / window s.
-    pub in_flight_growth_per_s: f64,
-    /// The window cut into equal time bins, in order.
-    pub bins: Vec<SaturationBin>,
+    /// Rows (any arrival, not invalid) in flight at `window.startMs`; null
+    /// when arrival times are unknown.
+    pub in_flight_at_start: Option<u64>,
+    /// Rows (any arrival, not invalid) in flight at `window.endMs`; null
+    /// when arrival times are unknown.
+    pub in_flight_at_end: Option<u64>,
+    /// (inFlightAtEnd − inFlightAtStart) / window s; null with them.
+    pub in_flight_growth_per_s: Option<f64>,
+    /// The window cut into equal time bins, in order; null when arrival
+    /// times are unknown.
+    pub bins: Option<Vec<SaturationBin>>,
     /// `steady`, `overloaded` or `inconclusive`.
     pub verdict: SaturationVerdict,
     /// The figures the verdict rests on, or why there is none, in a sentence.
@@ -206,10 +212,30 @@ impl SaturationTally {
         };
     }
 
-    /// The block's saturation figures and verdict.
-    pub fn finish(&self, instants: &Instants, figures: BlockFigures) -> Saturation {
+    /// The block's saturation figures and verdict. When arrival times are
+    /// unknown (docs/contract.md §10.9) every instant-based figure is null
+    /// and the verdict is `inconclusive`, saying so.
+    pub fn finish(
+        &self,
+        instants: &Instants,
+        figures: BlockFigures,
+        arrivals_unknown: bool,
+    ) -> Saturation {
         let window_s = (instants.at[BINS] - instants.at[0]) / 1000.0;
         let offered = figures.cohort as f64 / window_s;
+        if arrivals_unknown {
+            return Saturation {
+                offered_per_s: offered,
+                served_per_s: None,
+                served_span_ms: None,
+                in_flight_at_start: None,
+                in_flight_at_end: None,
+                in_flight_growth_per_s: None,
+                bins: None,
+                verdict: SaturationVerdict::Inconclusive,
+                evidence: ARRIVALS_UNKNOWN_EVIDENCE.to_owned(),
+            };
+        }
         let span_ms = self
             .completion_span
             .map(|(first, last)| last - first)
@@ -239,10 +265,10 @@ impl SaturationTally {
             offered_per_s: offered,
             served_per_s: served,
             served_span_ms: span_ms.filter(|_| served.is_some()),
-            in_flight_at_start: start,
-            in_flight_at_end: end,
-            in_flight_growth_per_s: (end as f64 - start as f64) / window_s,
-            bins,
+            in_flight_at_start: Some(start),
+            in_flight_at_end: Some(end),
+            in_flight_growth_per_s: Some((end as f64 - start as f64) / window_s),
+            bins: Some(bins),
             verdict,
             evidence,
         }

@@ -19,6 +19,11 @@
 //! scheduled arrival, and the trace counts these retries
 //! (`workload.keepAliveRetries`). A connection that closes before answering
 //! its *first* request is the server's failure: `disconnect`, no retry.
+//!
+//! Bounds: a response head (status line and headers) larger than
+//! [`MAX_HEAD_BYTES`], or with more than 100 headers, is refused
+//! ([`SendError::HeadTooLarge`]); the same figure caps each connection's
+//! read buffer, so a body frame is never larger either.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -29,7 +34,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use hyper::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use hyper::Uri;
 use hyper_util::client::legacy::connect::{Connected, HttpConnector, HttpInfo};
 use hyper_util::client::legacy::Client;
@@ -44,6 +49,36 @@ pub enum SendError {
     Connect(String),
     /// The connection broke before a response head arrived.
     Disconnected(String),
+    /// The response head was larger than [`MAX_HEAD_BYTES`] (or had more
+    /// than 100 headers); the connection was dropped.
+    HeadTooLarge,
+}
+
+/// The most bytes of a response head the client reads, and the most each
+/// connection buffers at once (hyper's read buffer): a real head is well
+/// under a kilobyte; a server sending more is refused, not buffered.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// What the recorder reads from a response head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body is an event stream: its `Content-Type` is `text/event-stream`
+    /// (any parameters, any case) or absent.
+    pub event_stream: bool,
+}
+
+/// Whether headers announce an event stream (see [`Head::event_stream`]).
+pub fn is_event_stream(headers: &HeaderMap) -> bool {
+    match headers.get(CONTENT_TYPE) {
+        None => true,
+        Some(value) => value.to_str().is_ok_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|media| media.trim().eq_ignore_ascii_case("text/event-stream"))
+        }),
+    }
 }
 
 /// The body broke off before its end (reset, truncated chunked encoding…).
@@ -64,7 +99,7 @@ pub trait Transport: Send + Sync + 'static {
     fn send(
         &self,
         body: Bytes,
-    ) -> impl Future<Output = Result<(u16, Self::Body), SendError>> + Send;
+    ) -> impl Future<Output = Result<(Head, Self::Body), SendError>> + Send;
 }
 
 /// The real transport: hyper 1 over plain HTTP/1.1 with keep-alive.
@@ -87,6 +122,7 @@ impl HyperTransport {
         connector.set_nodelay(true);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(std::time::Duration::from_secs(30))
+            .http1_max_buf_size(MAX_HEAD_BYTES)
             .build(connector);
         let authorization = match api_key {
             Some(key) => {
@@ -125,7 +161,7 @@ impl HyperTransport {
     }
 
     /// One attempt; `Err((error, stale))` where `stale` means the keep-alive race.
-    async fn attempt(&self, body: Bytes) -> Result<(u16, HyperBody), (SendError, bool)> {
+    async fn attempt(&self, body: Bytes) -> Result<(Head, HyperBody), (SendError, bool)> {
         let mut builder = hyper::Request::post(self.uri.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "text/event-stream");
@@ -140,8 +176,11 @@ impl HyperTransport {
                 if let Some(info) = response.extensions().get::<HttpInfo>() {
                     self.carried().insert(info.local_addr());
                 }
-                let status = response.status().as_u16();
-                Ok((status, HyperBody(response.into_body())))
+                let head = Head {
+                    status: response.status().as_u16(),
+                    event_stream: is_event_stream(response.headers()),
+                };
+                Ok((head, HyperBody(response.into_body())))
             }
             Err(e) => {
                 let stale = closed_before_head(&e)
@@ -160,12 +199,18 @@ const MAX_ATTEMPTS: u32 = 3;
 
 /// The connection ended before a response head (hyper's "incomplete message").
 fn closed_before_head(e: &hyper_util::client::legacy::Error) -> bool {
+    any_hyper_error(e, hyper::Error::is_incomplete_message)
+}
+
+/// Some hyper error in `e`'s chain satisfies `test`.
+fn any_hyper_error(
+    e: &hyper_util::client::legacy::Error,
+    test: impl Fn(&hyper::Error) -> bool,
+) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
-        if let Some(h) = err.downcast_ref::<hyper::Error>() {
-            if h.is_incomplete_message() {
-                return true;
-            }
+        if err.downcast_ref::<hyper::Error>().is_some_and(&test) {
+            return true;
         }
         source = err.source();
     }
@@ -196,7 +241,7 @@ impl ResponseBody for HyperBody {
 impl Transport for HyperTransport {
     type Body = HyperBody;
 
-    async fn send(&self, body: Bytes) -> Result<(u16, HyperBody), SendError> {
+    async fn send(&self, body: Bytes) -> Result<(Head, HyperBody), SendError> {
         let mut attempts = 1;
         loop {
             match self.attempt(body.clone()).await {
@@ -222,6 +267,8 @@ fn classify_send_error(e: &hyper_util::client::legacy::Error) -> SendError {
     let text = error_chain(e);
     if refused {
         SendError::Refused
+    } else if any_hyper_error(e, hyper::Error::is_parse_too_large) {
+        SendError::HeadTooLarge
     } else if e.is_connect() {
         SendError::Connect(text)
     } else {
@@ -238,4 +285,27 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = err.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content_type(value: Option<&str>) -> bool {
+        let mut headers = HeaderMap::new();
+        if let Some(v) = value {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_str(v).unwrap());
+        }
+        is_event_stream(&headers)
+    }
+
+    #[test]
+    fn only_an_event_stream_content_type_or_none_is_a_stream() {
+        assert!(content_type(None));
+        assert!(content_type(Some("text/event-stream")));
+        assert!(content_type(Some("Text/Event-Stream; charset=utf-8")));
+        assert!(!content_type(Some("application/json")));
+        assert!(!content_type(Some("text/html; charset=utf-8")));
+        assert!(!content_type(Some("text/event-streams")));
+    }
 }

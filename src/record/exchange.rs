@@ -14,7 +14,20 @@
 //!   a body that ends cleanly without an end marker, `server_error` on an
 //!   error object or `event: error`, `timeout` when `timeout` has passed since
 //!   the *scheduled* arrival;
+//! - failed `event_too_large` when one SSE line or event passes
+//!   `--max-event-bytes`, `body_too_large` when a 2xx body that is not an
+//!   event stream (a `Content-Type` other than `text/event-stream`) passes
+//!   it, `headers_too_large` when the response head passes the client's
+//!   head bound; the connection is dropped there, so the server can neither
+//!   fill the recorder's memory nor keep it reading;
 //! - in flight when the run is cancelled first (horizon or interrupt).
+//!
+//! A failed request may carry an error text (the row's `errorText` label):
+//! the message of an error object or `event: error` in the stream, or the
+//! first [`ERROR_TEXT_CHARS`] characters of a non-2xx body or of a 2xx body
+//! that is not a stream. Only the first [`ERROR_TEXT_BYTES`] bytes of such a
+//! body are ever kept; an error body is read for at most
+//! [`ERROR_TEXT_WAIT`] after the head, which already decided the ending.
 
 use std::time::Duration;
 
@@ -22,8 +35,17 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::client::{ResponseBody, SendError, Transport};
+use super::client::{Head, ResponseBody, SendError, Transport};
 use super::sse::{classify, Chunk, SseParser};
+
+/// Characters of a server's error text kept for the row.
+pub const ERROR_TEXT_CHARS: usize = 200;
+/// Bytes of an error body kept: enough for [`ERROR_TEXT_CHARS`] characters
+/// of any UTF-8 text, and never more, whatever the server sends.
+pub const ERROR_TEXT_BYTES: usize = 4 * ERROR_TEXT_CHARS;
+/// How long an error body is read for its text after the head ended the
+/// request (a body that trickles gives what it gave by then).
+pub const ERROR_TEXT_WAIT: Duration = Duration::from_millis(250);
 
 /// The run's monotonic clock: milliseconds since `t0`.
 #[derive(Clone, Copy, Debug)]
@@ -69,6 +91,12 @@ pub enum FailReason {
     Timeout,
     /// The stream ended normally but never carried any content.
     NoContent,
+    /// One SSE line or event was longer than `--max-event-bytes`.
+    EventTooLarge,
+    /// A 2xx body that is not an event stream was longer than `--max-event-bytes`.
+    BodyTooLarge,
+    /// The response head was larger than the client accepts.
+    HeadersTooLarge,
 }
 
 impl FailReason {
@@ -83,6 +111,9 @@ impl FailReason {
             FailReason::ServerError => "server_error".into(),
             FailReason::Timeout => "timeout".into(),
             FailReason::NoContent => "no_content".into(),
+            FailReason::EventTooLarge => "event_too_large".into(),
+            FailReason::BodyTooLarge => "body_too_large".into(),
+            FailReason::HeadersTooLarge => "headers_too_large".into(),
         }
     }
 }
@@ -122,6 +153,30 @@ pub struct Observation {
     pub usage_prompt_tokens: Option<u64>,
     /// A choice carried a finish reason.
     pub finished: bool,
+    /// What the server said about its failure, at most [`ERROR_TEXT_CHARS`]
+    /// characters (see the module documentation).
+    pub error_text: Option<String>,
+}
+
+/// The row's error text from the first bytes of a body: the longest UTF-8
+/// prefix (a character cut by the byte bound is dropped, invalid bytes
+/// become U+FFFD), control characters as spaces, leading white space
+/// skipped, at most [`ERROR_TEXT_CHARS`] characters, trailing white space
+/// trimmed; `None` when nothing is left.
+pub fn error_text(bytes: &[u8]) -> Option<String> {
+    let bytes = &bytes[..bytes.len().min(ERROR_TEXT_BYTES)];
+    let whole = match std::str::from_utf8(bytes) {
+        Err(e) if e.error_len().is_none() => &bytes[..e.valid_up_to()],
+        _ => bytes,
+    };
+    let text: String = String::from_utf8_lossy(whole)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .skip_while(|c| c.is_whitespace())
+        .take(ERROR_TEXT_CHARS)
+        .collect();
+    let text = text.trim_end();
+    (!text.is_empty()).then(|| text.to_owned())
 }
 
 /// The SSE-reading half of a request, without I/O: feed frames, get the ending.
@@ -131,11 +186,18 @@ pub struct StreamState {
 }
 
 impl StreamState {
+    /// A stream whose lines and events may hold `max_event_bytes` each.
+    pub fn new(max_event_bytes: usize) -> StreamState {
+        StreamState {
+            parser: SseParser::with_limit(max_event_bytes),
+        }
+    }
+
     /// Reads one frame received at `now_ms`; returns the ending when the frame
     /// decides it. Events after a deciding one in the same frame are ignored.
     pub fn feed(&mut self, obs: &mut Observation, frame: &[u8], now_ms: f64) -> Option<Ending> {
         let mut ending = None;
-        self.parser.push(frame, |event| {
+        let pushed = self.parser.push(frame, |event| {
             if ending.is_some() {
                 return;
             }
@@ -160,7 +222,8 @@ impl StreamState {
                         }
                     }
                 }
-                Chunk::ServerError(_) => {
+                Chunk::ServerError(message) => {
+                    obs.error_text = error_text(message.as_bytes());
                     ending = Some(Ending::Failed {
                         reason: FailReason::ServerError,
                         ended_ms: now_ms,
@@ -174,7 +237,14 @@ impl StreamState {
                 }
             }
         });
-        ending
+        match pushed {
+            // An event decided before the bound was passed: that decides.
+            Err(_) if ending.is_none() => Some(Ending::Failed {
+                reason: FailReason::EventTooLarge,
+                ended_ms: now_ms,
+            }),
+            _ => ending,
+        }
     }
 
     /// The body ended cleanly at `now_ms` without `[DONE]`.
@@ -203,61 +273,139 @@ fn finish(obs: &Observation, now_ms: f64) -> Ending {
     }
 }
 
-/// Sends one request and reads it to its ending. Returns the body when the
-/// response completed, so the caller can drain it and keep the connection.
+/// What is left of a response once its ending is known.
+pub enum Leftover<B> {
+    /// Nothing: the body was read to its end or dropped with its connection.
+    Nothing,
+    /// A completed stream: drain its end so the connection can be reused.
+    Drain(B),
+    /// A non-2xx response: read the first bytes of its body for the error text.
+    ErrorBody(B),
+}
+
+/// Sends one request and reads it to its ending, holding at most
+/// `max_event_bytes` of one SSE line or event. Returns what is left of the
+/// body (see [`Leftover`]).
 pub async fn exchange<T: Transport>(
     transport: &T,
     body: Bytes,
     clock: &Clock,
     obs: &mut Observation,
-) -> (Ending, Option<T::Body>) {
+    max_event_bytes: usize,
+) -> (Ending, Leftover<T::Body>) {
     obs.sent_ms = Some(clock.now_ms());
-    let (status, mut response) = match transport.send(body).await {
+    let (head, mut response) = match transport.send(body).await {
         Ok(head) => head,
         Err(e) => {
             let reason = match e {
                 SendError::Refused => FailReason::ConnectRefused,
                 SendError::Connect(_) => FailReason::ConnectError,
                 SendError::Disconnected(_) => FailReason::Disconnect,
+                SendError::HeadTooLarge => FailReason::HeadersTooLarge,
             };
             let ending = Ending::Failed {
                 reason,
                 ended_ms: clock.now_ms(),
             };
-            return (ending, None);
+            return (ending, Leftover::Nothing);
         }
     };
+    let Head {
+        status,
+        event_stream,
+    } = head;
     if !(200..300).contains(&status) {
         let ending = Ending::Failed {
             reason: FailReason::Http(status),
             ended_ms: clock.now_ms(),
         };
-        return (ending, None);
+        return (ending, Leftover::ErrorBody(response));
     }
-    let mut state = StreamState::default();
+    if !event_stream {
+        let ending = read_document(&mut response, clock, obs, max_event_bytes).await;
+        return (ending, Leftover::Nothing);
+    }
+    let mut state = StreamState::new(max_event_bytes);
     loop {
         match response.next_frame().await {
             Ok(Some(frame)) => {
                 let now = clock.now_ms();
                 if let Some(ending) = state.feed(obs, &frame, now) {
-                    let keep = matches!(ending, Ending::Completed { .. });
-                    return (ending, keep.then_some(response));
+                    let leftover = match ending {
+                        Ending::Completed { .. } => Leftover::Drain(response),
+                        _ => Leftover::Nothing,
+                    };
+                    return (ending, leftover);
                 }
             }
-            Ok(None) => return (state.end_of_body(obs, clock.now_ms()), None),
-            Err(_) => {
-                let ending = Ending::Failed {
-                    reason: FailReason::Disconnect,
-                    ended_ms: clock.now_ms(),
-                };
-                return (ending, None);
-            }
+            Ok(None) => return (state.end_of_body(obs, clock.now_ms()), Leftover::Nothing),
+            Err(_) => return (disconnect(clock), Leftover::Nothing),
         }
     }
 }
 
+fn disconnect(clock: &Clock) -> Ending {
+    Ending::Failed {
+        reason: FailReason::Disconnect,
+        ended_ms: clock.now_ms(),
+    }
+}
+
+/// Reads a 2xx body that is not an event stream: it carries no tokens, so
+/// the request fails — `bad_stream` at its end, `body_too_large` past
+/// `max_bytes` — keeping only its first bytes, for the error text.
+async fn read_document<B: ResponseBody>(
+    response: &mut B,
+    clock: &Clock,
+    obs: &mut Observation,
+    max_bytes: usize,
+) -> Ending {
+    let mut first = Vec::new();
+    let mut total = 0usize;
+    let reason = loop {
+        match response.next_frame().await {
+            Ok(Some(frame)) => {
+                let room = ERROR_TEXT_BYTES - first.len();
+                first.extend_from_slice(&frame[..frame.len().min(room)]);
+                total = total.saturating_add(frame.len());
+                if total > max_bytes {
+                    break FailReason::BodyTooLarge;
+                }
+            }
+            Ok(None) => break FailReason::BadStream,
+            Err(_) => break FailReason::Disconnect,
+        }
+    };
+    obs.error_text = error_text(&first);
+    Ending::Failed {
+        reason,
+        ended_ms: clock.now_ms(),
+    }
+}
+
+/// The first [`ERROR_TEXT_BYTES`] of an error body, or what came of them
+/// within [`ERROR_TEXT_WAIT`].
+async fn read_error_text<B: ResponseBody>(mut body: B) -> Option<String> {
+    let mut first = Vec::new();
+    let read = async {
+        while first.len() < ERROR_TEXT_BYTES {
+            match body.next_frame().await {
+                Ok(Some(frame)) => {
+                    let room = ERROR_TEXT_BYTES - first.len();
+                    first.extend_from_slice(&frame[..frame.len().min(room)]);
+                }
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(ERROR_TEXT_WAIT, read).await;
+    error_text(&first)
+}
+
 /// Runs one request with its timeout (from `arrival_ms`) and the run's
-/// cancellation signal, which carries the instant the run stopped observing.
+/// cancellation signal, which carries the instant the run stopped observing;
+/// `max_event_bytes` bounds one SSE line or event (and a 2xx body that is not
+/// a stream).
 pub async fn run_one<T: Transport>(
     transport: &T,
     body: Bytes,
@@ -265,19 +413,20 @@ pub async fn run_one<T: Transport>(
     arrival_ms: f64,
     timeout: Duration,
     mut cancel: watch::Receiver<Option<f64>>,
+    max_event_bytes: usize,
 ) -> (Observation, Ending) {
     let mut obs = Observation::default();
     if cancel.borrow().is_some() {
         return (obs, Ending::InFlight);
     }
     let deadline_ms = arrival_ms + timeout.as_secs_f64() * 1000.0;
-    let mut leftover = None;
+    let mut leftover = Leftover::Nothing;
     let ending = {
-        let request = exchange(transport, body, clock, &mut obs);
+        let request = exchange(transport, body, clock, &mut obs, max_event_bytes);
         tokio::select! {
             biased;
-            (ending, body) = request => {
-                leftover = body;
+            (ending, rest) = request => {
+                leftover = rest;
                 ending
             }
             () = cancelled(&mut cancel) => Ending::InFlight,
@@ -287,12 +436,16 @@ pub async fn run_one<T: Transport>(
             },
         }
     };
-    if let Some(mut body) = leftover {
-        // Read the end of the chunked body so the connection returns to the
-        // pool; it normally follows `[DONE]` in the same read. Bounded, and
-        // it changes nothing in the row.
-        let drain = async { while let Ok(Some(_)) = body.next_frame().await {} };
-        let _ = tokio::time::timeout(Duration::from_millis(100), drain).await;
+    match leftover {
+        Leftover::Nothing => {}
+        Leftover::Drain(mut body) => {
+            // Read the end of the chunked body so the connection returns to
+            // the pool; it normally follows `[DONE]` in the same read.
+            // Bounded, and it changes nothing in the row.
+            let drain = async { while let Ok(Some(_)) = body.next_frame().await {} };
+            let _ = tokio::time::timeout(Duration::from_millis(100), drain).await;
+        }
+        Leftover::ErrorBody(body) => obs.error_text = read_error_text(body).await,
     }
     (obs, ending)
 }
@@ -307,6 +460,7 @@ async fn cancelled(cancel: &mut watch::Receiver<Option<f64>>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sse::DEFAULT_MAX_EVENT_BYTES;
     use super::*;
     use std::collections::VecDeque;
     use std::sync::Mutex;
@@ -405,6 +559,8 @@ mod tests {
     /// frames, then an end (clean, broken, or never).
     struct Scripted {
         head: Result<u16, SendError>,
+        /// The head's Content-Type is `text/event-stream` (or absent).
+        event_stream: bool,
         frames: Vec<&'static str>,
         end: ScriptEnd,
     }
@@ -432,10 +588,13 @@ mod tests {
 
     impl Transport for Scripted {
         type Body = ScriptBody;
-        async fn send(&self, _body: Bytes) -> Result<(u16, ScriptBody), SendError> {
+        async fn send(&self, _body: Bytes) -> Result<(Head, ScriptBody), SendError> {
             let status = self.head.clone()?;
             Ok((
-                status,
+                Head {
+                    status,
+                    event_stream: self.event_stream,
+                },
                 ScriptBody(Mutex::new(self.frames.iter().copied().collect()), self.end),
             ))
         }
@@ -463,6 +622,7 @@ mod tests {
             0.0,
             Duration::from_millis(timeout_ms),
             rx,
+            DEFAULT_MAX_EVENT_BYTES,
         )
         .await
     }
@@ -480,6 +640,7 @@ mod tests {
             (
                 Scripted {
                     head: Err(SendError::Refused),
+                    event_stream: true,
                     frames: vec![],
                     end: ScriptEnd::Clean,
                 },
@@ -488,6 +649,7 @@ mod tests {
             (
                 Scripted {
                     head: Err(SendError::Connect("dns".into())),
+                    event_stream: true,
                     frames: vec![],
                     end: ScriptEnd::Clean,
                 },
@@ -496,6 +658,7 @@ mod tests {
             (
                 Scripted {
                     head: Err(SendError::Disconnected("eof".into())),
+                    event_stream: true,
                     frames: vec![],
                     end: ScriptEnd::Clean,
                 },
@@ -504,6 +667,7 @@ mod tests {
             (
                 Scripted {
                     head: Ok(503),
+                    event_stream: true,
                     frames: vec![],
                     end: ScriptEnd::Clean,
                 },
@@ -512,6 +676,7 @@ mod tests {
             (
                 Scripted {
                     head: Ok(200),
+                    event_stream: true,
                     frames: vec![ROLE, TOK],
                     end: ScriptEnd::Broken,
                 },
@@ -520,6 +685,7 @@ mod tests {
             (
                 Scripted {
                     head: Ok(200),
+                    event_stream: true,
                     frames: vec![TOK, "data: nope\n\n"],
                     end: ScriptEnd::Clean,
                 },
@@ -528,6 +694,7 @@ mod tests {
             (
                 Scripted {
                     head: Ok(200),
+                    event_stream: true,
                     frames: vec![TOK, "event: error\ndata: x\n\n"],
                     end: ScriptEnd::Clean,
                 },
@@ -536,6 +703,7 @@ mod tests {
             (
                 Scripted {
                     head: Ok(200),
+                    event_stream: true,
                     frames: vec![TOK],
                     end: ScriptEnd::Hang,
                 },
@@ -553,6 +721,7 @@ mod tests {
     async fn a_timeout_keeps_the_first_token_and_ends_after_the_deadline() {
         let script = Scripted {
             head: Ok(200),
+            event_stream: true,
             frames: vec![ROLE, TOK],
             end: ScriptEnd::Hang,
         };
@@ -571,6 +740,7 @@ mod tests {
     async fn cancellation_leaves_the_request_in_flight_with_its_first_token() {
         let script = Scripted {
             head: Ok(200),
+            event_stream: true,
             frames: vec![TOK],
             end: ScriptEnd::Hang,
         };
@@ -583,6 +753,7 @@ mod tests {
     async fn a_normal_stream_completes_with_usage_tokens() {
         let script = Scripted {
             head: Ok(200),
+            event_stream: true,
             frames: vec![ROLE, TOK, TOK, FIN, USAGE, DONE],
             end: ScriptEnd::Clean,
         };
@@ -590,5 +761,145 @@ mod tests {
         assert!(matches!(ending, Ending::Completed { .. }));
         assert_eq!(obs.usage_output_tokens, Some(3));
         assert_eq!(obs.content_chunks, 2);
+    }
+
+    fn failed(reason: FailReason) -> impl Fn(&Ending) -> bool {
+        move |e| matches!(e, Ending::Failed { reason: r, .. } if *r == reason)
+    }
+
+    #[tokio::test]
+    async fn an_event_past_the_bound_ends_the_request_as_event_too_large() {
+        // The lines: TOK's `data: {…}` is 45 bytes, FIN's 55.
+        let clock = Clock::new(Instant::now());
+        let run = |limit| {
+            let script = Scripted {
+                head: Ok(200),
+                event_stream: true,
+                frames: vec![TOK, FIN, DONE],
+                end: ScriptEnd::Hang,
+            };
+            async move {
+                let mut obs = Observation::default();
+                let (ending, _) = exchange(&script, Bytes::new(), &clock, &mut obs, limit).await;
+                (obs, ending)
+            }
+        };
+        let (obs, ending) = run(55).await;
+        assert!(matches!(ending, Ending::Completed { .. }), "{ending:?}");
+        assert_eq!(obs.content_chunks, 1);
+        let (obs, ending) = run(54).await;
+        assert!(failed(FailReason::EventTooLarge)(&ending), "{ending:?}");
+        assert_eq!(obs.content_chunks, 1, "the token before the bound counts");
+        let (obs, ending) = run(44).await;
+        assert!(failed(FailReason::EventTooLarge)(&ending), "{ending:?}");
+        assert_eq!(obs.first_token_ms, None);
+    }
+
+    #[tokio::test]
+    async fn a_2xx_body_that_is_not_a_stream_fails_with_its_first_characters() {
+        let doc = |frames, end| Scripted {
+            head: Ok(200),
+            event_stream: false,
+            frames,
+            end,
+        };
+        let clock = Clock::new(Instant::now());
+        let mut obs = Observation::default();
+        let page = doc(
+            vec!["<html>\n<b>bad", " gateway</b></html>"],
+            ScriptEnd::Clean,
+        );
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 1000).await;
+        assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
+        assert_eq!(
+            obs.error_text.as_deref(),
+            Some("<html> <b>bad gateway</b></html>")
+        );
+        // 32 bytes in all (13 + 19): a bound of 32 takes them, 31 does not.
+        let mut obs = Observation::default();
+        let page = doc(
+            vec!["<html>\n<b>bad", " gateway</b></html>"],
+            ScriptEnd::Clean,
+        );
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 32).await;
+        assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
+        let mut obs = Observation::default();
+        let page = doc(
+            vec!["<html>\n<b>bad", " gateway</b></html>"],
+            ScriptEnd::Hang,
+        );
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 31).await;
+        assert!(failed(FailReason::BodyTooLarge)(&ending), "{ending:?}");
+        assert_eq!(
+            obs.error_text.as_deref(),
+            Some("<html> <b>bad gateway</b></html>")
+        );
+        // Even a body that is an SSE stream: the head says it is not one.
+        let mut obs = Observation::default();
+        let sse = doc(vec![TOK, FIN, DONE], ScriptEnd::Clean);
+        let (ending, _) = exchange(&sse, Bytes::new(), &clock, &mut obs, 1000).await;
+        assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
+        assert_eq!(obs.first_token_ms, None);
+    }
+
+    #[tokio::test]
+    async fn an_error_status_keeps_the_first_200_characters_of_its_body() {
+        let long: &'static str = Box::leak("0123456789".repeat(100).into_boxed_str());
+        let script = Scripted {
+            head: Ok(500),
+            event_stream: false,
+            frames: vec!["  ", long],
+            end: ScriptEnd::Hang,
+        };
+        let (obs, ending) = play(script, 1_000, None).await;
+        assert!(failed(FailReason::Http(500))(&ending), "{ending:?}");
+        assert_eq!(obs.error_text, Some("0123456789".repeat(20)));
+        // A body that never comes leaves no text, and the same ending.
+        let script = Scripted {
+            head: Ok(503),
+            event_stream: true,
+            frames: vec![],
+            end: ScriptEnd::Hang,
+        };
+        let (obs, ending) = play(script, 1_000, None).await;
+        assert!(failed(FailReason::Http(503))(&ending), "{ending:?}");
+        assert_eq!(obs.error_text, None);
+    }
+
+    #[tokio::test]
+    async fn an_error_event_keeps_its_message() {
+        let script = Scripted {
+            head: Ok(200),
+            event_stream: true,
+            frames: vec![
+                TOK,
+                "data: {\"object\":\"error\",\"message\":\"out of\\nmemory\"}\n\n",
+            ],
+            end: ScriptEnd::Clean,
+        };
+        let (obs, ending) = play(script, 1_000, None).await;
+        assert!(failed(FailReason::ServerError)(&ending), "{ending:?}");
+        assert_eq!(obs.error_text.as_deref(), Some("out of memory"));
+    }
+
+    #[test]
+    fn error_text_cuts_at_characters_not_bytes() {
+        assert_eq!(error_text(b""), None);
+        assert_eq!(error_text(b" \r\n\t "), None);
+        assert_eq!(
+            error_text("é".repeat(300).as_bytes()),
+            Some("é".repeat(200))
+        );
+        // 800 bytes of 3-byte characters: 266 whole ones, then a cut one.
+        assert_eq!(
+            error_text("€".repeat(300).as_bytes()),
+            Some("€".repeat(200))
+        );
+        let cut = &"€".as_bytes()[..2];
+        assert_eq!(
+            error_text(&[b"ok ".as_slice(), cut].concat()),
+            Some("ok".into())
+        );
+        assert_eq!(error_text(b"a\xffb"), Some("a\u{fffd}b".into()));
     }
 }

@@ -232,6 +232,27 @@ pub fn prompt_hash(text: &str) -> String {
     digest[..6].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What a row's error text becomes when it repeats the prompt.
+pub const WITHHELD_ERROR_TEXT: &str = "(withheld: it repeats the prompt)";
+
+/// Characters compared at a time by [`echoes_prompt`]: any run of at least
+/// `2 × ECHO_WINDOW_CHARS − 1` characters of the prompt is caught.
+const ECHO_WINDOW_CHARS: usize = 12;
+
+/// Whether a server's error text repeats part of the prompt, as sent or
+/// JSON-escaped (validation errors often echo the request body). Prompts
+/// never reach the trace, so such a text is withheld from the row. Checks
+/// the text's windows of [`ECHO_WINDOW_CHARS`] characters that start at
+/// multiples of it: a few substring searches for a 200-character text.
+pub fn echoes_prompt(text: &str, prompt: &str) -> bool {
+    let escaped = serde_json::to_string(prompt).unwrap_or_default();
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks_exact(ECHO_WINDOW_CHARS)
+        .map(|w| w.iter().collect::<String>())
+        .any(|w| prompt.contains(&w) || escaped.contains(&w))
+}
+
 /// The fixed part of every request body.
 #[derive(Debug, Clone)]
 pub struct BodyTemplate {
@@ -303,6 +324,26 @@ impl BodyTemplate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_text_repeating_23_characters_of_the_prompt_is_caught() {
+        let prompt = "Summarize: \"the quick brown fox\" jumps over the lazy dog";
+        // Any 23-character run of the prompt holds a whole aligned window.
+        for start in 0..prompt.len() - 23 {
+            let pad = "x".repeat(start % ECHO_WINDOW_CHARS);
+            let text = format!("{pad}{}!", &prompt[start..start + 23]);
+            assert!(echoes_prompt(&text, prompt), "{text}");
+        }
+        // JSON-escaped, as a validation error would show it.
+        let echoed =
+            r#"{"detail":[{"input":{"messages":[{"content":"Summarize: \"the quick brown fox\""#;
+        assert!(echoes_prompt(echoed, prompt));
+        assert!(!echoes_prompt(
+            "maximum context length is 4096 tokens",
+            prompt
+        ));
+        assert!(!echoes_prompt("", prompt));
+    }
 
     #[test]
     fn random_prompts_are_reproducible_distinct_and_of_the_asked_length() {

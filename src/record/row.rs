@@ -3,7 +3,8 @@
 //! Pure: no clock, no I/O. The rules:
 //! - completed → `firstTokenMs`, `completedMs`, `outputTokens` (the usage
 //!   count, or the content-chunk count when the document counts chunks);
-//! - failed → `reason`, `endedMs`, and `firstTokenMs` when one came;
+//! - failed → `reason`, `endedMs`, and `firstTokenMs` when one came; the
+//!   label `errorText` when the server said why (at most 200 characters);
 //! - in flight → `firstTokenMs` when one came, nothing else;
 //! - never sent (the run stopped before the client got to a due request) →
 //!   in flight with the label `notSent: true`: it had arrived, by the
@@ -49,13 +50,18 @@ pub fn assemble(
             row.completed_ms = Some(round_us(completed_ms));
             row.output_tokens = Some(match tokens {
                 TokenCount::Usage => obs.usage_output_tokens.unwrap_or(obs.content_chunks),
-                TokenCount::Chunks => obs.content_chunks,
+                // The recorder has no tokenizer and never declares client-tokenizer.
+                TokenCount::Chunks | TokenCount::ClientTokenizer => obs.content_chunks,
             });
         }
         Ending::Failed { reason, ended_ms } => {
             row.status = RowStatus::Failed;
             row.reason = Some(reason.as_string());
             row.ended_ms = Some(round_us(ended_ms));
+            if let Some(text) = &obs.error_text {
+                row.labels
+                    .insert("errorText".into(), Scalar::String(text.clone()));
+            }
         }
         Ending::InFlight => row.status = RowStatus::InFlight,
     }
@@ -146,6 +152,7 @@ mod tests {
             usage_output_tokens: Some(10),
             usage_prompt_tokens: Some(12),
             finished: true,
+            error_text: None,
         }
     }
 
@@ -192,6 +199,13 @@ mod tests {
         assert_eq!(row.first_token_ms, Some(1100.0));
         assert_eq!(row.completed_ms, None);
         assert_eq!(row.output_tokens, None);
+        assert!(!row.labels.contains_key("errorText"));
+        let said = Observation {
+            error_text: Some("overloaded".into()),
+            ..obs()
+        };
+        let row = assemble(&meta(), &said, &ending, TokenCount::Usage);
+        assert_eq!(row.labels["errorText"], Scalar::String("overloaded".into()));
     }
 
     #[test]

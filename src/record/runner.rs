@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use super::client::Transport;
 use super::exchange::{run_one, Clock, Ending, Observation};
-use super::request::{prompt_hash, BodyTemplate, PromptSource};
+use super::request::{echoes_prompt, prompt_hash, BodyTemplate, PromptSource, WITHHELD_ERROR_TEXT};
 
 /// How load is offered.
 #[derive(Debug, Clone)]
@@ -57,6 +57,9 @@ pub struct RunConfig {
     pub prompts: PromptSource,
     /// Request bodies.
     pub template: BodyTemplate,
+    /// The most bytes one SSE line or event (or a 2xx body that is not a
+    /// stream) may hold before the request fails.
+    pub max_event_bytes: usize,
 }
 
 /// A request that was sent (or started): what the row needs.
@@ -144,15 +147,23 @@ async fn one_request<T: Transport>(
         let lag_us = ((shared.clock.now_ms() - arrival_ms).max(0.0) * 1000.0) as u64;
         counters.last_lag_us.store(lag_us, Ordering::Relaxed);
     }
-    let (obs, ending) = run_one(
+    let (mut obs, ending) = run_one(
         &*shared.transport,
         body,
         &shared.clock,
         arrival_ms,
         shared.config.timeout,
         shared.cancel.clone(),
+        shared.config.max_event_bytes,
     )
     .await;
+    if obs
+        .error_text
+        .as_deref()
+        .is_some_and(|text| echoes_prompt(text, &prompt.text))
+    {
+        obs.error_text = Some(WITHHELD_ERROR_TEXT.to_owned());
+    }
     match ending {
         Ending::Completed { .. } => counters.completed.fetch_add(1, Ordering::Relaxed),
         Ending::Failed { .. } => counters.failed.fetch_add(1, Ordering::Relaxed),

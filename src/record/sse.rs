@@ -8,6 +8,15 @@
 //! frames (a CR at the end of one frame and an LF at the start of the next is
 //! one line ending) — a proptest below checks that for arbitrary splits.
 //!
+//! What it holds is bounded, so a server cannot exhaust the recorder's
+//! memory with one endless line: a line (without its line ending) longer than
+//! the parser's bound, or an event whose data (its data lines joined by LF)
+//! is longer than it, stops the parser with [`EventTooLarge`]; neither buffer
+//! ever holds more than the bound (plus the LF after the last data line).
+//! The bound is checked where the bytes are, not where the frame ends, so
+//! whether and after which events the parser stops does not depend on the
+//! split either.
+//!
 //! [`classify`] reads one event's data as an OpenAI streaming chunk (chat or
 //! completions): whether it carries model content, a usage block, a finish
 //! reason, the `[DONE]` sentinel, or an error object; anything unreadable is
@@ -15,8 +24,21 @@
 
 use serde::Deserialize;
 
+/// The default bound on one SSE line and on one event's data (1 MiB): far
+/// above any real chunk (a few hundred bytes), far below what hurts.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 1 << 20;
+
+/// A line, or an event's data, passed the parser's bound: the stream is
+/// refused from there on (the request fails `event_too_large`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an SSE line or event is longer than {limit} bytes")]
+pub struct EventTooLarge {
+    /// The bound that was passed, in bytes.
+    pub limit: usize,
+}
+
 /// An incremental SSE framer.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
     /// The unfinished line carried over from the previous `push`.
     line: Vec<u8>,
@@ -27,6 +49,27 @@ pub struct SseParser {
     /// The previous byte was a CR that ended a line: an LF right after it is
     /// part of the same line ending (possibly in the next frame).
     after_cr: bool,
+    /// The most bytes one line, or one event's data, may hold.
+    max_event_bytes: usize,
+    /// The bound was passed: every later `push` is refused.
+    overflowed: bool,
+}
+
+impl Default for SseParser {
+    fn default() -> SseParser {
+        SseParser::with_limit(DEFAULT_MAX_EVENT_BYTES)
+    }
+}
+
+/// Makes room for `extra` more bytes in `buf`, growing its capacity
+/// geometrically but never past `cap` (unless the contents need more), so a
+/// buffer that holds at most `cap` bytes never costs more than `cap` bytes.
+fn reserve_capped(buf: &mut Vec<u8>, extra: usize, cap: usize) {
+    let needed = buf.len() + extra;
+    if needed > buf.capacity() {
+        let target = (buf.capacity() * 2).max(needed).min(cap.max(needed));
+        buf.reserve_exact(target - buf.len());
+    }
 }
 
 /// One dispatched event, borrowed from the parser.
@@ -39,14 +82,36 @@ pub struct Event<'a> {
 }
 
 impl SseParser {
-    /// A parser at the start of a stream.
+    /// A parser at the start of a stream, with the default bound.
     pub fn new() -> SseParser {
         SseParser::default()
     }
 
+    /// A parser at the start of a stream whose lines and events may hold at
+    /// most `max_event_bytes` bytes each.
+    pub fn with_limit(max_event_bytes: usize) -> SseParser {
+        SseParser {
+            line: Vec::new(),
+            data: Vec::new(),
+            error_event: false,
+            after_cr: false,
+            max_event_bytes,
+            overflowed: false,
+        }
+    }
+
     /// Feeds the next bytes of the stream; calls `on_event` for every event
-    /// completed by them, in order.
-    pub fn push(&mut self, mut bytes: &[u8], mut on_event: impl FnMut(Event<'_>)) {
+    /// completed by them, in order. Past the bound, the events before the
+    /// oversized line or event have been delivered and `Err` is returned, now
+    /// and on every later call; the buffers are freed.
+    pub fn push(
+        &mut self,
+        mut bytes: &[u8],
+        mut on_event: impl FnMut(Event<'_>),
+    ) -> Result<(), EventTooLarge> {
+        if self.overflowed {
+            return Err(self.too_large());
+        }
         if self.after_cr && !bytes.is_empty() {
             self.after_cr = false;
             if let Some(rest) = bytes.strip_prefix(b"\n") {
@@ -55,15 +120,20 @@ impl SseParser {
         }
         while let Some(end) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
             let (head, tail) = bytes.split_at(end);
+            if self.line.len() + head.len() > self.max_event_bytes {
+                return Err(self.overflow());
+            }
             let ends_with_cr = tail[0] == b'\r';
             if self.line.is_empty() {
-                self.line_done(head, &mut on_event);
+                self.line_done(head, &mut on_event)?;
             } else {
                 let mut line = std::mem::take(&mut self.line);
+                reserve_capped(&mut line, head.len(), self.max_event_bytes);
                 line.extend_from_slice(head);
-                self.line_done(&line, &mut on_event);
+                let done = self.line_done(&line, &mut on_event);
                 line.clear();
                 self.line = line;
+                done?;
             }
             bytes = &tail[1..];
             if ends_with_cr {
@@ -74,10 +144,33 @@ impl SseParser {
                 }
             }
         }
+        if self.line.len() + bytes.len() > self.max_event_bytes {
+            return Err(self.overflow());
+        }
+        reserve_capped(&mut self.line, bytes.len(), self.max_event_bytes);
         self.line.extend_from_slice(bytes);
+        Ok(())
     }
 
-    fn line_done(&mut self, line: &[u8], on_event: &mut impl FnMut(Event<'_>)) {
+    fn too_large(&self) -> EventTooLarge {
+        EventTooLarge {
+            limit: self.max_event_bytes,
+        }
+    }
+
+    /// Stops the parser for good and gives its memory back.
+    fn overflow(&mut self) -> EventTooLarge {
+        self.overflowed = true;
+        self.line = Vec::new();
+        self.data = Vec::new();
+        self.too_large()
+    }
+
+    fn line_done(
+        &mut self,
+        line: &[u8],
+        on_event: &mut impl FnMut(Event<'_>),
+    ) -> Result<(), EventTooLarge> {
         if line.is_empty() {
             if !self.data.is_empty() {
                 self.data.pop(); // the LF after the last data line
@@ -88,10 +181,10 @@ impl SseParser {
             }
             self.data.clear();
             self.error_event = false;
-            return;
+            return Ok(());
         }
         if line[0] == b':' {
-            return; // comment
+            return Ok(()); // comment
         }
         let (field, value) = match line.iter().position(|&b| b == b':') {
             Some(i) => {
@@ -102,12 +195,19 @@ impl SseParser {
         };
         match field {
             b"data" => {
+                // Joined, the event's data would be `data` (whose last LF
+                // becomes the separator) followed by `value`.
+                if self.data.len() + value.len() > self.max_event_bytes {
+                    return Err(self.overflow());
+                }
+                reserve_capped(&mut self.data, value.len() + 1, self.max_event_bytes + 1);
                 self.data.extend_from_slice(value);
                 self.data.push(b'\n');
             }
             b"event" => self.error_event = value == b"error",
             _ => {} // id, retry and unknown fields do not matter here
         }
+        Ok(())
     }
 }
 
@@ -230,12 +330,23 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn events(parts: &[&[u8]]) -> Vec<(Vec<u8>, bool)> {
-        let mut parser = SseParser::new();
+    type Events = Vec<(Vec<u8>, bool)>;
+
+    /// The events of `parts` fed in order to a parser bounded at `limit`,
+    /// and whether it stopped at the bound.
+    fn bounded(limit: usize, parts: &[&[u8]]) -> (Events, Result<(), EventTooLarge>) {
+        let mut parser = SseParser::with_limit(limit);
         let mut out = Vec::new();
+        let mut outcome = Ok(());
         for part in parts {
-            parser.push(part, |e| out.push((e.data.to_vec(), e.error)));
+            outcome = parser.push(part, |e| out.push((e.data.to_vec(), e.error)));
         }
+        (out, outcome)
+    }
+
+    fn events(parts: &[&[u8]]) -> Events {
+        let (out, outcome) = bounded(DEFAULT_MAX_EVENT_BYTES, parts);
+        assert_eq!(outcome, Ok(()));
         out
     }
 
@@ -272,6 +383,70 @@ mod tests {
             events(&[b"event: error\ndata: boom\n\ndata: ok\n\n"]),
             vec![(b"boom".to_vec(), true), data("ok")]
         );
+    }
+
+    const OVER_8: Result<(), EventTooLarge> = Err(EventTooLarge { limit: 8 });
+
+    #[test]
+    fn a_line_exactly_at_the_bound_passes_and_one_byte_more_stops_the_parser() {
+        // `data: ab` is 8 bytes; the line ending does not count.
+        assert_eq!(bounded(8, &[b"data: ab\n\n"]), (vec![data("ab")], Ok(())));
+        assert_eq!(
+            bounded(8, &[b"data: ab\r\n\r\n"]),
+            (vec![data("ab")], Ok(()))
+        );
+        assert_eq!(bounded(8, &[b"data: abc\n\n"]), (vec![], OVER_8));
+        // An unfinished line is held up to the bound, and refused past it.
+        assert_eq!(bounded(8, &[b"data: ab"]), (vec![], Ok(())));
+        assert_eq!(bounded(8, &[b"data: ab", b"c"]), (vec![], OVER_8));
+        // Comments and unknown fields count like any line.
+        assert_eq!(bounded(8, &[b": 1234567\n"]), (vec![], OVER_8));
+        assert_eq!(bounded(8, &[b": 123456\n"]), (vec![], Ok(())));
+    }
+
+    #[test]
+    fn an_event_exactly_at_the_bound_passes_and_one_byte_more_stops_the_parser() {
+        // Lines of at most 8 bytes under a bound of 10: data `123`, `456`,
+        // `78` join into `123\n456\n78`, 10 bytes; with `789`, 11.
+        let at = b"data:123\ndata:456\ndata:78\n\n";
+        assert_eq!(bounded(10, &[at]), (vec![data("123\n456\n78")], Ok(())));
+        let over = b"data:123\ndata:456\ndata:789\n\n";
+        assert_eq!(
+            bounded(10, &[over]),
+            (vec![], Err(EventTooLarge { limit: 10 }))
+        );
+        // Events before the oversized one are delivered; nothing after it,
+        // and every later push is refused.
+        let mut parser = SseParser::with_limit(8);
+        let mut got = Vec::new();
+        let first = parser.push(b"data: x\n\ndata: 123456789", |e| got.push(e.data.to_vec()));
+        assert_eq!(first, OVER_8);
+        assert_eq!(
+            parser.push(b"\n\ndata: y\n\n", |e| got.push(e.data.to_vec())),
+            OVER_8
+        );
+        assert_eq!(got, vec![b"x".to_vec()]);
+    }
+
+    #[test]
+    fn the_buffers_never_grow_past_the_bound() {
+        let mut parser = SseParser::with_limit(1000);
+        // One 980-byte line, in 70 pieces.
+        for _ in 0..70 {
+            assert_eq!(parser.push(b"data:123456789", |_| {}), Ok(()));
+        }
+        assert!(parser.line.capacity() <= 1000, "{}", parser.line.capacity());
+        // Its value (975 bytes, after `data:`) and an LF.
+        assert_eq!(parser.push(b"\n", |_| {}), Ok(()));
+        assert_eq!(parser.data.len(), 976);
+        assert!(parser.data.capacity() <= 1001, "{}", parser.data.capacity());
+        // 30 more bytes of data would make a 1006-byte event.
+        let more = b"data:123456789012345678901234567890\n";
+        assert_eq!(
+            parser.push(more, |_| {}),
+            Err(EventTooLarge { limit: 1000 })
+        );
+        assert_eq!((parser.line.capacity(), parser.data.capacity()), (0, 0));
     }
 
     fn chunk(s: &str) -> Chunk {
@@ -393,6 +568,28 @@ mod tests {
             cuts in proptest::collection::vec(any::<usize>(), 0..12),
         ) {
             prop_assert_eq!(split(&bytes, &cuts), whole(&bytes));
+        }
+
+        /// The same with a small bound: the events delivered before the
+        /// parser stops, and whether it stops, do not depend on the split.
+        #[test]
+        fn the_bound_stops_the_parser_at_the_same_place_whatever_the_split(
+            bytes in proptest::collection::vec(
+                prop_oneof![Just(b'\n'), Just(b'\r'), Just(b':'), Just(b' '),
+                            Just(b'd'), Just(b'a'), Just(b't'), Just(b'x'), any::<u8>()], 0..200),
+            cuts in proptest::collection::vec(any::<usize>(), 0..12),
+            limit in 1usize..24,
+        ) {
+            let mut positions: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+            positions.sort_unstable();
+            let mut parts: Vec<&[u8]> = Vec::new();
+            let mut last = 0;
+            for p in positions {
+                parts.push(&bytes[last..p]);
+                last = p;
+            }
+            parts.push(&bytes[last..]);
+            prop_assert_eq!(bounded(limit, &parts), bounded(limit, &[&bytes]));
         }
 
         /// Well-formed OpenAI-like streams with mixed line endings: any split

@@ -266,11 +266,22 @@ pub fn text(f: &Frontier) -> String {
     {
         wrap(&mut o, if i == 0 { "capacity" } else { "" }, s);
     }
-    if f.points.iter().any(|p| p.tpot_label != "tpot") {
+    if f.points.iter().any(|p| p.tpot_label == "chunk_cadence") {
         wrap(
             &mut o,
             "note",
             "some traces counted stream chunks: their p95 TPOT is chunk cadence",
+        );
+    }
+    if f.points
+        .iter()
+        .any(|p| p.tpot_label == "tpot_client_tokens")
+    {
+        wrap(
+            &mut o,
+            "note",
+            "some traces' tokens were counted by a client-side tokenizer: their p95 TPOT is per \
+             client token, not necessarily per model token",
         );
     }
     server_peaks(&mut o, f);

@@ -21,6 +21,9 @@ pub fn render(d: &Decision) -> String {
         .as_ref()
         .map_or_else(|| "all rows".to_owned(), |c| format!("class {c:?}"));
     let _ = writeln!(o, "GATE  {scope}; trace sha256 {}", d.trace_sha256);
+    if d.arrivals_unknown.is_some() {
+        let _ = writeln!(o, "      {}", crate::receipt::ARRIVALS_UNKNOWN_LINE);
+    }
     for c in &d.checks {
         let limit = match &c.derivation {
             Some(how) => format!(

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use crate::import::fidelity::{Fidelity, RateCheck, TokenAgreement};
 use crate::import::{fmt_num, Comparison};
 
 const WIDTH: usize = 100;
@@ -22,6 +23,9 @@ pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> S
         "imported {}{version} → {trace_path} ({rows} rows, goodput-trace/1)",
         c.tool
     );
+    if let Some(shape) = &c.shape {
+        wrap_into(&mut s, &format!("shape: {shape}"), "", "  ");
+    }
     let _ = writeln!(s, "gates: {} ({})", c.gates, c.equality);
     let _ = writeln!(s);
     let tool_head = format!("{} reported", c.tool);
@@ -47,6 +51,7 @@ pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> S
         );
     }
     let _ = writeln!(s);
+    checks_into(&mut s, &c.fidelity);
     let _ = writeln!(s, "why they differ:");
     for d in &c.differences {
         wrap_into(&mut s, d, "  - ", "    ");
@@ -54,6 +59,65 @@ pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> S
     let _ = writeln!(s);
     let _ = writeln!(s, "next: {analyze}");
     s
+}
+
+/// The fidelity checks, one line each (the sentences below explain them):
+/// configured beside offered rate, and the tool's token counts beside usage.
+fn checks_into(s: &mut String, f: &Fidelity) {
+    if f.rate.is_none() && f.tokens.is_none() {
+        return;
+    }
+    let _ = writeln!(s, "checks:");
+    if let Some(r) = &f.rate {
+        wrap_into(s, &rate_line(r), "  load    ", "          ");
+    }
+    if let Some(t) = &f.tokens {
+        wrap_into(s, &token_line(t), "  tokens  ", "          ");
+    }
+    let _ = writeln!(s);
+}
+
+fn rate_line(r: &RateCheck) -> String {
+    let verdict = match (r.interval, r.beyond_noise) {
+        (None, _) => "not judged (not a Poisson or constant schedule)".to_owned(),
+        (Some([lo, hi]), true) => {
+            format!(
+                "{} gaps outside [{lo}, {hi}]: BEYOND POISSON NOISE",
+                r.arrivals - 1
+            )
+        }
+        (Some([lo, hi]), false) => {
+            format!(
+                "{} gaps inside [{lo}, {hi}]: within Poisson noise",
+                r.arrivals - 1
+            )
+        }
+    };
+    format!(
+        "configured {} req/s, offered {} req/s; {verdict}",
+        fmt_num(r.configured.per_s),
+        fmt_num(r.offered_per_s)
+    )
+}
+
+fn token_line(t: &TokenAgreement) -> String {
+    let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_num);
+    if t.rows_differing == 0 {
+        format!(
+            "{} agrees with usage on all {} completed rows; TPOT from usage",
+            t.client_field, t.rows_compared
+        )
+    } else {
+        format!(
+            "{} differs from usage on {} of {} completed rows (median {}, max {} tokens); TPOT \
+             from usage",
+            t.client_field,
+            t.rows_differing,
+            t.rows_compared,
+            show(t.median_difference),
+            show(t.max_difference)
+        )
+    }
 }
 
 /// Appends `text` word-wrapped to [`WIDTH`] columns.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::receipt::{Block, LatencySummary, Receipt};
+use crate::receipt::{Block, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE};
 
 /// An invalid row to list by position and id.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,10 +104,10 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         .max()
         .unwrap_or(3)
         .clamp(12, 24);
-    let tpot_name = if c.tpot_label == "tpot" {
-        "tpot"
-    } else {
-        "chunk"
+    let tpot_name = match c.tpot_label.as_str() {
+        "tpot" => "tpot",
+        "tpot_client_tokens" => "tpot*",
+        _ => "chunk",
     };
 
     let _ = writeln!(
@@ -121,16 +121,19 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         "          {} bytes, {} rows; limits {} rows, {} bytes",
         receipt.trace.bytes, receipt.trace.rows, receipt.limits.max_rows, receipt.limits.max_bytes
     );
-    let token_note = if c.tpot_label == "tpot" {
-        "model tokens (TPOT)".to_owned()
-    } else {
-        "stream chunks (chunk cadence, not TPOT)".to_owned()
+    let token_note = match c.tpot_label.as_str() {
+        "tpot" => "model tokens (TPOT)",
+        "tpot_client_tokens" => "a client-side tokenizer's count (tpot*: per client token)",
+        _ => "stream chunks (chunk cadence, not TPOT)",
     };
     let _ = writeln!(
         o,
         "contract  equality {}, {} percentiles, tokens = {}",
         c.equality, c.percentile_method, token_note
     );
+    if c.arrivals_unknown.is_some() {
+        let _ = writeln!(o, "          {}", ARRIVALS_UNKNOWN_LINE);
+    }
     let win = &c.window;
     let mut window_line = format!(
         "          window [{}, {}) ms = {} s, horizon {} ms",
@@ -240,7 +243,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         let _ = writeln!(
             o,
             "{name:<w$} {:>16} {:>16} {:>8} {:>7}",
-            fixed(l.in_flight_mean, 3),
+            opt(l.in_flight_mean, 3),
             opt(l.predicted_in_flight, 3),
             opt(l.ratio, 2),
             steady

@@ -130,6 +130,10 @@ pub struct Decision {
     pub checks: Vec<Check>,
     /// Every criterion holds.
     pub admit: bool,
+    /// The receipt's `contract.arrivalsUnknown`, when its trace declares its
+    /// arrival instants unknown (no criterion here needs them; said anyway).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals_unknown: Option<String>,
 }
 
 /// Applies `criteria` to `receipt`.
@@ -194,5 +198,6 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
         trace_sha256: receipt.trace.sha256.clone(),
         admit: checks.iter().all(|c| c.pass),
         checks,
+        arrivals_unknown: receipt.contract.arrivals_unknown.clone(),
     })
 }

@@ -178,6 +178,9 @@ impl VerifyReport {
             None => notes.push("the receipt does not say which goodput version wrote it".into()),
             _ => {}
         }
+        if claimed.tree.pointer("/contract/arrivalsUnknown").is_some() {
+            notes.push(crate::receipt::ARRIVALS_UNKNOWN_LINE.to_owned());
+        }
         VerifyReport {
             schema: claimed.schema.clone(),
             receipt_generator_version: claimed.generator_version.clone(),

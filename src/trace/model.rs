@@ -50,7 +50,9 @@ impl Equality {
 }
 
 /// What `outputTokens` counts. Chunk counts are not model tokens, so the figure
-/// derived from them is labelled chunk cadence, never TPOT.
+/// derived from them is labelled chunk cadence, never TPOT; a client-side
+/// tokenizer's count may not be the model's, so its figure is labelled as
+/// per client token.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TokenCount {
@@ -59,14 +61,21 @@ pub enum TokenCount {
     Usage,
     /// Stream chunks counted by the client.
     Chunks,
+    /// Tokens counted by the client's own tokenizer on the response text (a
+    /// load generator's count when the server reported no usage); it need not
+    /// be the model's tokenizer.
+    #[serde(rename = "client-tokenizer")]
+    ClientTokenizer,
 }
 
 impl TokenCount {
-    /// The label of the per-token figure in force: `tpot` or `chunk_cadence`.
+    /// The label of the per-token figure in force: `tpot`, `chunk_cadence`,
+    /// or `tpot_client_tokens` (time per token of a client-side tokenizer).
     pub fn tpot_label(self) -> &'static str {
         match self {
             TokenCount::Usage => "tpot",
             TokenCount::Chunks => "chunk_cadence",
+            TokenCount::ClientTokenizer => "tpot_client_tokens",
         }
     }
 
@@ -75,6 +84,7 @@ impl TokenCount {
         match self {
             TokenCount::Usage => "usage",
             TokenCount::Chunks => "chunks",
+            TokenCount::ClientTokenizer => "client-tokenizer",
         }
     }
 }
@@ -180,7 +190,19 @@ pub struct Contract {
     pub workload: Labels,
 }
 
+/// The `boundary.arrival` value of a trace whose sources recorded no arrival
+/// (send) instants: each row's `arrivalMs` is then the window start, its
+/// latencies are exact, and every figure that needs arrival instants is null
+/// in the receipt (`docs/contract.md`).
+pub const ARRIVAL_UNKNOWN: &str = "unknown";
+
 impl Contract {
+    /// Whether the trace declares its arrival instants unknown
+    /// (`boundary.arrival = "unknown"`).
+    pub fn arrivals_unknown(&self) -> bool {
+        matches!(self.boundary.get("arrival"), Some(Scalar::String(s)) if s == ARRIVAL_UNKNOWN)
+    }
+
     /// The window length in seconds: the denominator of every rate.
     pub fn window_s(&self) -> f64 {
         (self.end_ms - self.start_ms) / 1000.0

@@ -150,6 +150,7 @@ pub fn validate_document(
     let tokens = tokens(m)?;
     let boundary = optional_labels(m, "boundary")?;
     let workload = optional_labels(m, "workload")?;
+    no_warmup_without_arrivals(&boundary, warmup.as_ref())?;
     classes_resolve(&rows, &classes, default_class.as_deref())?;
     let contract = Contract {
         start_ms,
@@ -164,6 +165,23 @@ pub fn validate_document(
         workload,
     };
     Ok((contract, rows, doc.strings))
+}
+
+/// A warm-up needs arrival instants: a trace declaring `boundary.arrival =
+/// "unknown"` (every `arrivalMs` is the window start) cannot exclude by one.
+fn no_warmup_without_arrivals(boundary: &Labels, warmup: Option<&Warmup>) -> Result<(), Rejection> {
+    let arrivals_unknown = matches!(
+        boundary.get("arrival"),
+        Some(Scalar::String(s)) if s == super::model::ARRIVAL_UNKNOWN
+    );
+    if arrivals_unknown && warmup.is_some() {
+        return Err(Rejection::at(
+            "/warmup",
+            "cannot be applied: boundary.arrival is \"unknown\", so no row has an arrival \
+             instant to compare with it",
+        ));
+    }
+    Ok(())
 }
 
 /// `schema` names the one trace schema this tool reads.
@@ -400,9 +418,10 @@ fn tokens(m: &Members) -> Result<TokenCount, Rejection> {
         None => Ok(TokenCount::Usage),
         Some(Value::String(s)) if s == "usage" => Ok(TokenCount::Usage),
         Some(Value::String(s)) if s == "chunks" => Ok(TokenCount::Chunks),
+        Some(Value::String(s)) if s == "client-tokenizer" => Ok(TokenCount::ClientTokenizer),
         Some(other) => Err(Rejection::at(
             "/tokens",
-            format_args!("is {other}; it must be \"usage\" or \"chunks\""),
+            format_args!("is {other}; it must be \"usage\", \"chunks\" or \"client-tokenizer\""),
         )),
     }
 }

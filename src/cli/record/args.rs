@@ -147,6 +147,13 @@ pub struct RecordArgs {
         requires = "find_capacity"
     )]
     pub max_points: usize,
+    /// The most bytes one SSE line or event (or a 2xx body that is not a
+    /// stream) may hold; past it the request fails `event_too_large`
+    /// (`body_too_large`) and its connection is dropped. Bounds memory:
+    /// see docs/reliability.md.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::record::sse::DEFAULT_MAX_EVENT_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_event_bytes: u64,
 }
 
 /// Parses `--precision`: a percentage (`5%`) or a fraction (`0.05`), above 0

@@ -228,6 +228,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 max_tokens: args.max_tokens,
                 ignore_eos: args.ignore_eos,
             },
+            max_event_bytes: usize::try_from(args.max_event_bytes).unwrap_or(usize::MAX),
         },
         warmup_ms,
         classes,

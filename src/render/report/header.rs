@@ -53,6 +53,16 @@ fn run_items(o: &mut String, r: &Receipt) {
             short(w.horizon_ms)
         ),
     );
+    if c.arrivals_unknown.is_some() {
+        item(
+            o,
+            "arrivals",
+            format!(
+                "<b id=\"arrivals-unknown\">{}</b>",
+                escape(crate::receipt::ARRIVALS_UNKNOWN_LINE)
+            ),
+        );
+    }
     item(
         o,
         "warm-up",

@@ -20,12 +20,13 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// The metric label of TPOT in force (chunk cadence when tokens are chunks).
+/// The metric label of TPOT in force (chunk cadence when tokens are chunks;
+/// per client token when a client-side tokenizer counted them).
 pub(super) fn tpot_name(r: &Receipt) -> &'static str {
-    if r.contract.tpot_label == "tpot" {
-        "TPOT"
-    } else {
-        "chunk cadence"
+    match r.contract.tpot_label.as_str() {
+        "tpot" => "TPOT",
+        "tpot_client_tokens" => "TPOT (client tokens)",
+        _ => "chunk cadence",
     }
 }
 

@@ -91,6 +91,18 @@ const NO_TIME_PX: f64 = 46.0;
 /// The lanes section: the note and legend, then one SVG of bands,
 /// boundaries, lane labels, marks and the time axis.
 pub(super) fn section(o: &mut String, a: &Analysis) {
+    if a.receipt.contract.arrivals_unknown.is_some() {
+        // Every arrival is the window start by declaration: a timeline would
+        // draw invented instants.
+        let _ = writeln!(
+            o,
+            "<section id=\"lanes-section\">\n<h2>Verdict lanes</h2>\n\
+             <p class=\"note\" id=\"lanes-not-drawn\">Not drawn: the trace declares its arrival \
+             times unknown (<code>boundary.arrival = \"unknown\"</code>), so no row has an instant \
+             on the run's timeline.</p>\n</section>"
+        );
+        return;
+    }
     let chart = Chart::of(a);
     intro(o, a, &chart);
     bands(o, &chart);

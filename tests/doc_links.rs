@@ -168,18 +168,18 @@ fn problems(source: &Source) -> Vec<String> {
         }
         let links = link_targets(line);
         for target in &links {
-            if !in_repo(&root, &source.dir.join(target)) {
+            if !in_repo(root, &source.dir.join(target)) {
                 found.push(format!("{here}: links to `{target}`, which does not exist"));
             }
         }
         // A link's target was checked above, from the document's folder.
         for word in path_words(line).into_iter().filter(|w| !links.contains(w)) {
             let exists = if REPO_DIRS.iter().any(|dir| word.starts_with(dir)) {
-                in_repo(&root, &root.join(&word))
+                in_repo(root, &root.join(&word))
             } else {
-                in_repo(&root, &source.dir.join(&word))
-                    || in_repo(&root, &root.join(&word))
-                    || (!word.contains('/') && in_repo(&root, &root.join("docs").join(&word)))
+                in_repo(root, &source.dir.join(&word))
+                    || in_repo(root, &root.join(&word))
+                    || (!word.contains('/') && in_repo(root, &root.join("docs").join(&word)))
             };
             if !exists {
                 found.push(format!(

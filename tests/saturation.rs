@@ -249,3 +249,42 @@ fn unknown_arrival_times_leave_every_instant_figure_null_and_say_why() {
         s.evidence
     );
 }
+
+#[test]
+fn the_report_draws_the_server_series_broken_at_gaps_and_names_their_peaks() {
+    use goodput::record::metrics::{parse_exposition, MetricsLine};
+    let rows: Vec<Value> = (0..5)
+        .map(|i| done(format!("r{i}"), 100.0 * i as f64, 100.0 * i as f64 + 50.0))
+        .collect();
+    let doc = json!({"schema": "goodput-trace/1", "window": {"startMs": 0, "endMs": 2000},
+        "equality": "inclusive", "classes": {"chat": {"ttftMs": 1000, "tpotMs": null, "e2eMs": null}},
+        "rows": rows});
+    let analysis = analyze_bytes(
+        &serde_json::to_vec(&doc).unwrap(),
+        AnalyzeOptions::default(),
+    )
+    .unwrap();
+    let waiting = |n: u32| parse_exposition(&format!("vllm:num_requests_waiting {n}\n")).unwrap();
+    // Waiting 1, a failed scrape, then 7 and 3: two runs of the line (one
+    // point, then two); running and KV use are never exposed, so no line.
+    let lines = vec![
+        MetricsLine::snapshot(0.0, &waiting(1)),
+        MetricsLine::gap(500.0, "timeout"),
+        MetricsLine::snapshot(1000.0, &waiting(7)),
+        MetricsLine::snapshot(1500.0, &waiting(3)),
+    ];
+    let page = goodput::report::page_with_server(&analysis, Some(&lines)).unwrap();
+    let server = &page[page
+        .find("<section id=\"server\">")
+        .expect("server section")..];
+    let server = &server[..server.find("</section>").unwrap()];
+    assert!(
+        server.contains("(3 snapshots, 1 failed scrapes"),
+        "{server}"
+    );
+    assert!(server.contains("Peak waiting 7."), "{server}");
+    assert_eq!(server.matches("<polyline").count(), 2, "{server}");
+    // Without a sidecar there is no server section at all.
+    let plain = goodput::report::page(&analysis).unwrap();
+    assert!(!plain.contains("<section id=\"server\">"));
+}

@@ -42,7 +42,8 @@ const SERIES: [Series; 3] = [
     },
 ];
 
-/// The section, or nothing without a sidecar.
+/// The section, or nothing without a sidecar. The SVG has the lanes'
+/// width and plot edges, so the two scale alike and a time lines up.
 pub(super) fn section(o: &mut String, a: &Analysis, lines: Option<&[MetricsLine]>) {
     let Some(lines) = lines else {
         return;
@@ -61,9 +62,9 @@ pub(super) fn section(o: &mut String, a: &Analysis, lines: Option<&[MetricsLine]
     let height = 20.0 + PANEL_STEP * SERIES.len() as f64 + 30.0;
     let _ = writeln!(
         o,
-        "<svg class=\"chart\" role=\"img\" aria-label=\"server metrics over time\" viewBox=\"0 0 {} {}\" width=\"100%\">",
-        px(CHART_WIDTH),
-        px(height)
+        "<svg id=\"server-metrics\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"server metrics over time\">",
+        w = px(CHART_WIDTH),
+        h = px(height)
     );
     for (k, series) in SERIES.iter().enumerate() {
         panel(o, lines, series, &axis, 20.0 + PANEL_STEP * k as f64);

@@ -4,6 +4,7 @@
 //! verifier call, so they can never count differently.
 
 use crate::intervals::Confidence;
+use crate::receipt::release::{self, ReleaseOptions};
 use crate::receipt::{build_receipt, Receipt, ReceiptOptions};
 use crate::render::text::InvalidRow;
 use crate::trace::{self, Limits, Rejection, Trace};
@@ -108,7 +109,7 @@ pub fn judge_and_count(
             ));
         }
     }
-    let receipt = build_receipt(
+    let mut receipt = build_receipt(
         &trace,
         &judgements,
         ReceiptOptions {
@@ -116,6 +117,17 @@ pub fn judge_and_count(
             confidence,
         },
     );
+    // The trace's own burst phase and resources; a command with release
+    // flags attaches them again with its options. The default options
+    // name no phase explicitly, so this cannot fail.
+    if let Err(e) = release::attach(
+        &mut receipt,
+        &trace,
+        &judgements,
+        &ReleaseOptions::default(),
+    ) {
+        return Err(Rejection::at("", e));
+    }
     Ok(Analysis {
         trace,
         judgements,

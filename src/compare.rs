@@ -217,6 +217,10 @@ pub struct RunInfo {
     pub cohort: u64,
     /// Window length, s.
     pub window_s: f64,
+    /// Per-GPU and cost figures of the run, when resources are in force
+    /// (declared by its trace, or `--gpus` / `--gpu-hour-cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::receipt::cost::Cost>,
 }
 
 /// The figures of one block of both runs.
@@ -438,6 +442,7 @@ pub fn compare(a: &Receipt, b: &Receipt, judged_under_a: bool) -> Result<Compari
         sha256: r.trace.sha256.clone(),
         cohort: r.results.all.counts.cohort,
         window_s: r.contract.window.duration_ms / 1000.0,
+        cost: r.cost.clone(),
     };
     Ok(Comparison {
         schema: COMPARE_SCHEMA.to_owned(),

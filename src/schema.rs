@@ -14,7 +14,7 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 
 use crate::receipt::Receipt;
-use crate::trace::{Equality, Gates, Labels, TokenCount, Warmup, Window};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources, TokenCount, Warmup, Window};
 
 /// The tag every trace carries.
 #[derive(Serialize)]
@@ -84,6 +84,12 @@ pub struct TraceDocument {
     /// How load was generated: scalar values only.
     #[serde(default)]
     pub workload: Labels,
+    /// Named stretches of the schedule, in time order, not overlapping (optional).
+    #[serde(default)]
+    pub phases: Option<Vec<Phase>>,
+    /// The GPUs behind the run and the price of one GPU-hour (optional).
+    #[serde(default)]
+    pub resources: Option<Resources>,
     /// The requests (may be empty; at most the row limit).
     pub rows: Vec<RowDescription>,
 }

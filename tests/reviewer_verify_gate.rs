@@ -207,6 +207,9 @@ fn criteria(min: f64) -> Criteria {
         max_p95_ttft_ms: None,
         max_p95_e2e_ms: None,
         class: None,
+        max_p95_tpot_ms: None,
+        max_recovery_s: None,
+        class_limits: Vec::new(),
     }
 }
 

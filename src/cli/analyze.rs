@@ -13,7 +13,9 @@ use crate::trace::Limits;
 
 use super::exit::EXIT_OK;
 use super::output::{emit, json_bytes, write_file};
+use super::release::{release_options, CostArgs, RecoveryArgs};
 use super::sweep::run_sweep;
+use crate::receipt::release::attach;
 
 /// Exit statuses of `goodput` and `goodput analyze`, shown in `--help`.
 pub const EXIT_HELP: &str = "\
@@ -61,6 +63,12 @@ pub struct AnalyzeArgs {
     /// Two-sided confidence level of the receipt's intervals, in [0.5, 0.9999]; recorded in the receipt.
     #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
     pub confidence: f64,
+    /// How recovery after the burst phase is measured (recorded in the receipt).
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
+    /// GPUs and price for the per-GPU and cost figures (recorded in the receipt's contract).
+    #[command(flatten)]
+    pub cost: CostArgs,
 }
 
 /// `goodput analyze`.
@@ -70,6 +78,7 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_bytes: args.max_bytes,
     };
     let confidence = super::flags::confidence_flag(args.confidence)?;
+    let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let options = AnalyzeOptions {
         limits,
@@ -77,6 +86,13 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         strict: args.strict,
     };
     let mut analysis = analyze_owned_at(bytes, options, confidence)?;
+    attach(
+        &mut analysis.receipt,
+        &analysis.trace,
+        &analysis.judgements,
+        &release,
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
     if args.sweep {
         let factors = args.sweep_factors.as_deref().unwrap_or(&DEFAULT_FACTORS);
         let entries = run_sweep(

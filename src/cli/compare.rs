@@ -8,11 +8,13 @@ use clap::ValueEnum;
 use super::exit::{EXIT_NO, EXIT_OK};
 use super::flags::{confidence_flag, LimitArgs};
 use super::output::{emit, json_bytes};
+use super::release::{release_options, CostArgs};
 use crate::analyze::{judge_and_count, Analysis, AnalyzeOptions};
 use crate::compare::{adopt_gates, compare, CompareError, Figure};
 use crate::error::Error;
 use crate::intervals::Confidence;
 use crate::io::read_limited;
+use crate::receipt::release::attach;
 use crate::review::verify;
 use crate::trace::{self, Limits, Trace};
 
@@ -71,6 +73,9 @@ pub struct CompareArgs {
     /// Input limits (for each trace given without a receipt).
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// GPUs and price for both runs' per-GPU and cost figures.
+    #[command(flatten)]
+    pub cost: CostArgs,
 }
 
 /// Runs `goodput compare`.
@@ -83,8 +88,13 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if judged_under_a {
         adopt_gates(&trace_a, &mut trace_b);
     }
-    let a = judge(trace_a, confidence)?;
-    let b = judge(trace_b, confidence)?;
+    let release = release_options(None, Some(&args.cost))?;
+    let mut a = judge(trace_a, confidence)?;
+    let mut b = judge(trace_b, confidence)?;
+    for run in [&mut a, &mut b] {
+        attach(&mut run.receipt, &run.trace, &run.judgements, &release)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+    }
     let comparison = compare(&a.receipt, &b.receipt, judged_under_a)?;
     let worse = comparison.worse_on(&args.fail_if_worse);
     if args.json {
@@ -95,6 +105,15 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         } else {
             crate::render::compare::render_text(&comparison)
         };
+        for (side, run) in [("A", &a.receipt), ("B", &b.receipt)] {
+            if let Some(cost) = &run.cost {
+                text.push_str(&format!("\n{side}\n"));
+                text.push_str(&crate::render::diagnosis::cost(
+                    cost,
+                    run.contract.resources.as_ref(),
+                ));
+            }
+        }
         if !args.fail_if_worse.is_empty() {
             text.push_str(&gate_line(&worse));
         }

@@ -9,6 +9,9 @@ use super::exit::{EXIT_NO, EXIT_OK};
 use super::flags::LimitArgs;
 use super::input::load;
 use super::output::{emit, json_bytes};
+use super::release::{release_options, RecoveryArgs};
+use crate::receipt::release::attach;
+use crate::review::release_gate::{parse_class_limits, ClassLimits};
 
 /// Exit statuses of `goodput gate`, shown in `--help`.
 pub const GATE_EXIT_HELP: &str = "\
@@ -18,9 +21,11 @@ Exit status:
   2  the trace was rejected or unreadable, or a flag is out of range
 
 Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
-(default 0.05); censored share <= ceiling (default 0.05); p95 TTFT / E2E <= the
-limits given. A figure that cannot be measured (empty cohort, no completed rows)
-fails its criterion.";
+(default 0.05); censored share <= ceiling (default 0.05); p95 TTFT / TPOT / E2E
+<= the limits given; recovery after the burst phase <= --max-recovery-s;
+--class-limits adds the same criteria for other classes. A figure that cannot be
+measured (empty cohort, no completed rows, no recovery) fails its criterion.
+Each class that lost requests gets a diagnosis line (counts, then a reading).";
 
 /// Flags of `goodput gate`.
 #[derive(Debug, clap::Args)]
@@ -48,6 +53,21 @@ pub struct GateArgs {
     /// Most nearest-rank p95 E2E allowed, ms.
     #[arg(long, value_name = "X")]
     pub max_p95_e2e_ms: Option<f64>,
+    /// Most nearest-rank p95 TPOT allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p95_tpot_ms: Option<f64>,
+    /// Most recovery time after the burst phase, s (fails when the run never
+    /// recovers or the trace has no burst phase).
+    #[arg(long, value_name = "S")]
+    pub max_recovery_s: Option<f64>,
+    /// Limits of one class, `CLASS:KEY=V,…` (keys goodput, failure-share,
+    /// censored-share, ttft, tpot, e2e as p95 ms, recovery in s); repeatable,
+    /// one per class, all checked in the same run.
+    #[arg(long = "class-limits", value_name = "CLASS:LIMITS", value_parser = parse_class_limits)]
+    pub class_limits: Vec<ClassLimits>,
+    /// How recovery is measured.
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
     /// Reject the trace (exit 2) at its first invalid row.
     #[arg(long)]
     pub strict: bool,
@@ -69,10 +89,21 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_p95_ttft_ms: args.max_p95_ttft_ms,
         max_p95_e2e_ms: args.max_p95_e2e_ms,
         class: args.class,
+        max_p95_tpot_ms: args.max_p95_tpot_ms,
+        max_recovery_s: args.max_recovery_s,
+        class_limits: args.class_limits,
     };
     // Flags first: a bad flag is exit 2 before any work.
     criteria.check().map_err(|e| Error::Usage(e.to_string()))?;
-    let analysis = load(&args.trace, args.limits.limits(), args.strict)?;
+    let release = release_options(Some(&args.recovery), None)?;
+    let mut analysis = load(&args.trace, args.limits.limits(), args.strict)?;
+    attach(
+        &mut analysis.receipt,
+        &analysis.trace,
+        &analysis.judgements,
+        &release,
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
     let decision =
         gate::decide(&analysis.receipt, &criteria).map_err(|e| Error::Usage(e.to_string()))?;
     if args.json {

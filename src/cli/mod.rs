@@ -16,6 +16,7 @@ pub mod input;
 pub mod mutate;
 pub mod output;
 pub mod record;
+pub mod release;
 pub mod report;
 pub mod schema;
 pub mod sidecar;

@@ -12,7 +12,9 @@ use crate::trace::Limits;
 
 use super::exit::EXIT_OK;
 use super::output::{emit, write_file};
+use super::release::{release_options, CostArgs, RecoveryArgs};
 use super::sidecar::Sidecar;
+use crate::receipt::release::attach;
 
 /// The exit statuses of `goodput report`, shown by `--help`.
 pub const REPORT_EXIT_HELP: &str = "\
@@ -41,6 +43,12 @@ pub struct ReportArgs {
     /// Two-sided confidence level of the intervals shown beside the figures, in [0.5, 0.9999].
     #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
     pub confidence: f64,
+    /// How recovery after the burst phase is measured.
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
+    /// GPUs and price for the per-GPU and cost figures.
+    #[command(flatten)]
+    pub cost: CostArgs,
 }
 
 /// Runs `goodput report`: analyze, run the default one-at-a-time sweep over
@@ -51,8 +59,9 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_bytes: args.max_bytes,
     };
     let confidence = super::flags::confidence_flag(args.confidence)?;
+    let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
-    let analysis = analyze_owned_at(
+    let mut analysis = analyze_owned_at(
         bytes,
         AnalyzeOptions {
             limits,
@@ -61,6 +70,13 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         },
         confidence,
     )?;
+    attach(
+        &mut analysis.receipt,
+        &analysis.trace,
+        &analysis.judgements,
+        &release,
+    )
+    .map_err(|e| Error::Usage(e.to_string()))?;
     let sidecar = super::sidecar::load(&args.trace, &analysis.trace.contract.workload)?;
     let (lines, note) = match &sidecar {
         Sidecar::Loaded(lines) => (

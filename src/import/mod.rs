@@ -110,6 +110,8 @@ impl ImportOptions {
             tokens: crate::trace::TokenCount::Usage,
             boundary,
             workload,
+            phases: Vec::new(),
+            resources: None,
             rows,
         }
     }

@@ -583,6 +583,8 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             arrivals_unknown: contract
                 .arrivals_unknown()
                 .then(|| super::ARRIVALS_UNKNOWN_NOTE.to_owned()),
+            phases: contract.phases.clone(),
+            resources: None,
         },
         results: Results {
             all: all.finish(trace, &instants, all_latency, confidence),
@@ -590,6 +592,8 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         },
         rows,
         sweep: None,
+        recovery: None,
+        cost: None,
     }
 }
 

@@ -7,6 +7,9 @@
 //! same trace and options always give the same bytes.
 
 pub mod build;
+pub mod cost;
+pub mod recovery;
+pub mod release;
 pub mod saturation;
 
 use std::collections::BTreeMap;
@@ -15,7 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::intervals::{Interval, QuantileInterval};
-use crate::trace::{Gates, Labels, Warmup};
+use crate::trace::{Gates, Labels, Phase, Warmup};
 
 pub use build::{build_receipt, ReceiptOptions};
 pub use saturation::{Saturation, SaturationBin, SaturationVerdict};
@@ -47,6 +50,14 @@ pub struct Receipt {
     /// Never replaces `results`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Vec<crate::review::sweep::SweepEntry>>,
+    /// Recovery after the burst phase, per class (only when the trace
+    /// declares a phase named as the burst; docs/contract.md §10.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<recovery::Recovery>,
+    /// Per-GPU throughput and the cost of good work (only when resources are
+    /// in force: `contract.resources`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<cost::Cost>,
 }
 
 /// The tool that produced a receipt.
@@ -113,6 +124,13 @@ pub struct ContractInfo {
     /// why the figures that need arrival instants are null, and which they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrivals_unknown: Option<String>,
+    /// The trace's phases, echoed (absent when it declares none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+    /// The GPUs and price the cost figures use, and where they come from
+    /// (absent when none are in force).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<cost::ResourcesInfo>,
 }
 
 /// The confidence level of the receipt's intervals and the method behind each

@@ -22,6 +22,7 @@ pub mod capacity;
 pub mod client;
 pub mod exchange;
 pub mod metrics;
+pub mod phases;
 pub mod request;
 pub mod row;
 pub mod runner;
@@ -39,7 +40,7 @@ use hyper::Uri;
 
 use crate::error::Error;
 use crate::trace::write::{round_us, TraceDoc, TraceRow, TRACE_SCHEMA};
-use crate::trace::{Equality, Gates, Labels, Scalar, Warmup, Window};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources, Scalar, Warmup, Window};
 
 use self::client::{HyperTransport, Transport};
 use self::runner::{Counters, Interrupt, Load, RunConfig, RunOutcome};
@@ -61,6 +62,10 @@ pub struct Plan {
     pub equality: Equality,
     /// `workload` labels known before the run.
     pub workload: Labels,
+    /// The phases of a phased schedule (empty: one rate throughout).
+    pub phases: Vec<Phase>,
+    /// The GPUs behind the endpoint and their price, when declared.
+    pub resources: Option<Resources>,
     /// The output path.
     pub out: PathBuf,
     /// The API key, if any (never written anywhere).
@@ -129,7 +134,7 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
             .flatten()
             .map(|f| (&f.obs, &f.ending)),
     );
-    let rows: Vec<TraceRow> = outcome
+    let mut rows: Vec<TraceRow> = outcome
         .results
         .iter()
         .enumerate()
@@ -160,6 +165,7 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
             }
         })
         .collect();
+    phases::label_rows(&mut rows, &plan.phases);
 
     let start_ms = plan.warmup_ms;
     let planned_end_ms = plan.run.window_end_ms;
@@ -221,6 +227,8 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
         tokens,
         boundary,
         workload,
+        phases: plan.phases.clone(),
+        resources: plan.resources,
         rows,
     }
 }

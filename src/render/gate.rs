@@ -33,20 +33,30 @@ pub fn render(d: &Decision) -> String {
             ),
             None => format!("{} {}", c.comparison, measured(c.name, Some(c.limit))),
         };
+        let name = match &c.class {
+            Some(class) => format!("{class}: {}", c.name),
+            None => c.name.to_owned(),
+        };
         let _ = writeln!(
             o,
             "{:<16} {:>12}  {:<28} {}",
-            c.name,
+            name,
             measured(c.name, c.measured),
             limit,
             if c.pass { "PASS" } else { "FAIL" }
         );
+        if let Some(note) = &c.note {
+            let _ = writeln!(o, "    ({note})");
+        }
     }
-    let failed: Vec<&str> = d
+    let failed: Vec<String> = d
         .checks
         .iter()
         .filter(|c| !c.pass)
-        .map(|c| c.name)
+        .map(|c| match &c.class {
+            Some(class) => format!("{class}: {}", c.name),
+            None => c.name.to_owned(),
+        })
         .collect();
     if d.admit {
         let _ = writeln!(o, "ADMIT: all {} criteria pass", d.checks.len());
@@ -59,5 +69,6 @@ pub fn render(d: &Decision) -> String {
             failed.join(", ")
         );
     }
+    o.push_str(&super::diagnosis::render(&d.diagnosis));
     o
 }

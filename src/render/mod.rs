@@ -4,6 +4,7 @@
 
 pub mod capacity;
 pub mod compare;
+pub mod diagnosis;
 pub mod frontier;
 pub mod gate;
 pub mod import;

@@ -300,5 +300,6 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
             );
         }
     }
+    o.push_str(&super::diagnosis::sections(receipt));
     o
 }

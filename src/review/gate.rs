@@ -33,6 +33,12 @@ pub struct Criteria {
     pub max_p95_e2e_ms: Option<f64>,
     /// Judge this class's block instead of all rows.
     pub class: Option<String>,
+    /// Most p95 TPOT allowed, ms (a release criterion: `release_gate`).
+    pub max_p95_tpot_ms: Option<f64>,
+    /// Most recovery time after the burst allowed, s (a release criterion).
+    pub max_recovery_s: Option<f64>,
+    /// Limits of several classes in one run (release criteria, `--class-limits`).
+    pub class_limits: Vec<super::release_gate::ClassLimits>,
 }
 
 /// Why the criteria cannot be applied (a usage error, exit status 2).
@@ -96,7 +102,7 @@ impl Criteria {
                 return bad(flag, v, "a finite number of ms >= 0");
             }
         }
-        Ok(())
+        super::release_gate::check_release_flags(self)
     }
 }
 
@@ -116,6 +122,12 @@ pub struct Check {
     pub derivation: Option<String>,
     /// Whether the criterion holds.
     pub pass: bool,
+    /// The class a `--class-limits` criterion judges (absent: the decision's scope).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// Where a release criterion's figure comes from, or why it is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The admission decision.
@@ -134,6 +146,9 @@ pub struct Decision {
     /// arrival instants unknown (no criterion here needs them; said anyway).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arrivals_unknown: Option<String>,
+    /// One diagnosis per class that lost requests (a reading of the counts, not a criterion).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<super::diagnosis::ClassDiagnosis>,
 }
 
 /// Applies `criteria` to `receipt`.
@@ -163,6 +178,8 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
         limit,
         derivation: None,
         pass: measured.is_some_and(|m| m <= limit),
+        class: None,
+        note: None,
     };
     let required = criteria.min_goodput_per_s * (1.0 + criteria.margin);
     let goodput = block.rates.goodput_per_s;
@@ -175,6 +192,8 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
             derivation: (criteria.margin != 0.0)
                 .then(|| format!("{} × (1 + {})", criteria.min_goodput_per_s, criteria.margin)),
             pass: goodput > required,
+            class: None,
+            note: None,
         },
         at_most(
             "failure share",
@@ -193,11 +212,16 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     if let Some(limit) = criteria.max_p95_e2e_ms {
         checks.push(at_most("p95 e2e ms", block.latency.e2e_ms.p95, limit));
     }
+    checks.extend(super::release_gate::release_checks(
+        receipt, block, criteria,
+    ));
+    checks.extend(super::release_gate::class_limit_checks(receipt, criteria)?);
     Ok(Decision {
         class: criteria.class.clone(),
         trace_sha256: receipt.trace.sha256.clone(),
         admit: checks.iter().all(|c| c.pass),
         checks,
         arrivals_unknown: receipt.contract.arrivals_unknown.clone(),
+        diagnosis: super::diagnosis::diagnose(receipt),
     })
 }

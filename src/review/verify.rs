@@ -16,10 +16,13 @@ use serde_json::Value;
 
 use crate::analyze::{analyze_bytes_at, AnalyzeOptions};
 use crate::intervals::Confidence;
+use crate::receipt::recovery::{RecoveryOptions, DEFAULT_WINDOW_ARRIVALS};
+use crate::receipt::release::{attach, ReleaseOptions};
 use crate::receipt::RECEIPT_SCHEMA;
 use crate::render::json::normalize_numbers;
 use crate::review::sweep::{plan_of, sweep, SweepEntry};
 use crate::trace::pointer::escape;
+use crate::trace::Resources;
 use crate::trace::{sha256_hex, Limits};
 
 /// Why a receipt cannot be verified at all (exit status 2).
@@ -110,6 +113,41 @@ pub fn read_receipt(bytes: &[u8]) -> Result<ClaimedReceipt, VerifyError> {
         schema,
         confidence,
     })
+}
+
+/// The release options a receipt records: its recovery's burst phase and
+/// window, and resources that came from a command's flags rather than from
+/// the trace (docs/contract.md §10.10). Anything unreadable falls back to the
+/// defaults, so the recomputation then shows it as a difference.
+fn release_options_of(tree: &Value) -> ReleaseOptions {
+    let mut options = ReleaseOptions::default();
+    if let Some(phase) = tree.pointer("/recovery/burstPhase").and_then(Value::as_str) {
+        options.recovery = RecoveryOptions {
+            burst_phase: phase.to_owned(),
+            required: false,
+            window_arrivals: tree
+                .pointer("/recovery/windowArrivals")
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|n| *n > 0)
+                .unwrap_or(DEFAULT_WINDOW_ARRIVALS),
+        };
+    }
+    let res = |key: &str| tree.pointer(&format!("/contract/resources/{key}"));
+    let price = res("gpuHourCost").and_then(Value::as_f64);
+    match res("source").and_then(Value::as_str) {
+        Some("options") => {
+            if let Some(gpus) = res("gpus").and_then(Value::as_f64) {
+                options.resources = Some(Resources {
+                    gpus,
+                    gpu_hour_cost: price,
+                });
+            }
+        }
+        Some("trace+options") => options.price_only = price,
+        _ => {}
+    }
+    options
 }
 
 /// A schema tag's family and major version: the part before the first `.`
@@ -230,6 +268,19 @@ pub fn verify(claimed: &ClaimedReceipt, trace_bytes: &[u8]) -> VerifyReport {
     };
     let mut report = VerifyReport::new(claimed, Some(analysis.trace.sha256.clone()));
     let mut receipt = analysis.receipt;
+    let release = release_options_of(&claimed.tree);
+    if release != ReleaseOptions::default() {
+        if let Err(e) = attach(
+            &mut receipt,
+            &analysis.trace,
+            &analysis.judgements,
+            &release,
+        ) {
+            report
+                .notes
+                .push(format!("/recovery and /cost cannot be recomputed: {e}"));
+        }
+    }
     if has("sweep") {
         let recorded: Result<Vec<SweepEntry>, _> =
             serde_json::from_value(claimed.tree.get("sweep").cloned().unwrap_or(Value::Null));

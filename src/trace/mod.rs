@@ -8,6 +8,7 @@
 
 pub mod model;
 pub mod parse;
+pub mod phases;
 pub mod pointer;
 pub mod validate;
 pub mod write;
@@ -16,6 +17,7 @@ use std::fmt;
 
 pub use model::{Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window};
 pub use parse::{Interner, NumSlot, RawRow, RawStatus, Slot};
+pub use phases::{Phase, Resources};
 pub use validate::{InvalidReason, InvalidSet};
 
 use sha2::{Digest, Sha256};

@@ -188,6 +188,10 @@ pub struct Contract {
     pub boundary: Labels,
     /// How the load was generated (echoed).
     pub workload: Labels,
+    /// Named stretches of the schedule, in time order (empty: none declared).
+    pub phases: Vec<super::phases::Phase>,
+    /// The GPUs (and their price) behind the run, when declared.
+    pub resources: Option<super::phases::Resources>,
 }
 
 /// The `boundary.arrival` value of a trace whose sources recorded no arrival

@@ -6,7 +6,7 @@
 //! whatever the key order of the input: top-level type, `schema`, unknown or
 //! repeated top-level members, `rows` (presence, type, row limit), `window`,
 //! `warmup`, `equality`, `classes`, `defaultClass`, `tokens`, `boundary`,
-//! `workload`, and last whether rows without a `class` can be resolved.
+//! `workload`, `phases`, `resources`, and last whether rows without a `class` can be resolved.
 
 use std::collections::BTreeMap;
 
@@ -22,7 +22,7 @@ use super::parse::{Interner, RawDocument, RawRow, RawStatus, RowsField, Slot};
 use super::pointer::escape;
 use super::{Limits, Rejection};
 
-const TOP_LEVEL_FIELDS: [&str; 10] = [
+const TOP_LEVEL_FIELDS: [&str; 12] = [
     "schema",
     "window",
     "warmup",
@@ -32,6 +32,8 @@ const TOP_LEVEL_FIELDS: [&str; 10] = [
     "tokens",
     "boundary",
     "workload",
+    "phases",
+    "resources",
     "rows",
 ];
 
@@ -151,6 +153,8 @@ pub fn validate_document(
     let boundary = optional_labels(m, "boundary")?;
     let workload = optional_labels(m, "workload")?;
     no_warmup_without_arrivals(&boundary, warmup.as_ref())?;
+    let phases = super::phases::validate_phases(m.get("phases"))?;
+    let resources = super::phases::validate_resources(m.get("resources"))?;
     classes_resolve(&rows, &classes, default_class.as_deref())?;
     let contract = Contract {
         start_ms,
@@ -163,6 +167,8 @@ pub fn validate_document(
         tokens,
         boundary,
         workload,
+        phases,
+        resources,
     };
     Ok((contract, rows, doc.strings))
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::trace::{Equality, Gates, Labels, TokenCount, Warmup, Window};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources, TokenCount, Warmup, Window};
 
 /// The schema tag written into every trace.
 pub use crate::trace::model::TRACE_SCHEMA;
@@ -52,6 +52,12 @@ pub struct TraceDoc {
     pub boundary: Labels,
     /// How the load was generated (never the API key, never the prompts).
     pub workload: Labels,
+    /// Named stretches of a phased schedule (left out when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+    /// The GPUs behind the run and their price, when declared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
     /// Exactly one row per scheduled request, ids `r0`, `r1`, … in schedule order.
     pub rows: Vec<TraceRow>,
 }

@@ -23,6 +23,10 @@ A rate list (--request-rate 5,10,20) is a sweep: one recording per rate, in orde
 seed + index each, --out a template containing {rate}, --cooldown between points;
 every point is checked before anything is sent. See docs/frontier.md.
 
+--phases replaces --request-rate and --duration: one open-loop schedule whose
+rate changes at each phase boundary (the warm-up runs at the first phase's
+rate). See docs/recorder.md.
+
 The API key is read from the environment (OPENAI_API_KEY, or --api-key-env NAME)
 and is never written. Prompts are never written: rows carry their length and a
 short hash. Only plain http:// URLs are supported.";
@@ -33,7 +37,7 @@ pub const DEFAULT_COOLDOWN: &str = "10s";
 /// Flags of `goodput record`. Names follow `vllm bench serve` where the
 /// meaning is the same.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency"])))]
+#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases"])))]
 #[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len"])))]
 pub struct RecordArgs {
     /// Server URL: a base (`http://host:8000`, the --api path is appended),
@@ -53,8 +57,15 @@ pub struct RecordArgs {
     #[arg(long, value_name = "C", conflicts_with_all = ["request_rate", "arrival", "burstiness"])]
     pub max_concurrency: Option<u32>,
     /// Length of the measurement window (after the warm-up).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Duration,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present = "phases", conflicts_with = "phases")]
+    pub duration: Option<Duration>,
+    /// Open loop in phases: `NAME:RATE/s:DURATION,…` (e.g.
+    /// `steady:10/s:60s,burst:40/s:10s,recover:10/s:60s`): one seeded
+    /// schedule whose rate changes at each phase boundary; the window is the
+    /// phases' total length; the trace declares the phases and labels each
+    /// row with its phase.
+    #[arg(long, value_name = "PHASES")]
+    pub phases: Option<String>,
     /// Warm-up before the window; its arrivals are recorded and excluded.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
@@ -109,6 +120,9 @@ pub struct RecordArgs {
     /// The environment variable holding the API key.
     #[arg(long, value_name = "NAME", default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
+    /// GPUs behind the endpoint and the price of a GPU-hour, declared in the trace.
+    #[command(flatten)]
+    pub cost: crate::cli::release::CostArgs,
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use hyper::Uri;
 
 use crate::error::Error;
+use crate::record::phases::phased_schedule;
 use crate::record::request::{self, Api, BodyTemplate, PromptSource};
 use crate::record::runner::{Load, RunConfig};
 use crate::record::schedule::{open_schedule, ArrivalProcess};
@@ -18,6 +19,7 @@ use crate::trace::{Equality, Labels, Scalar};
 
 use crate::cli::flags::{parse_slo, DEFAULT_SLO};
 use crate::cli::output::check_writable;
+use crate::cli::release::{parse_phases, ResourcesFlag};
 
 use super::args::RecordArgs;
 
@@ -60,6 +62,15 @@ pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
     Uri::from_parts(parts).map_err(|e| format!("--url `{url}`: {e}"))
 }
 
+/// The gamma shape in force: `--burstiness` only with `--arrival gamma`.
+fn burstiness_for(process: ArrivalProcess, given: Option<f64>) -> Result<f64, Error> {
+    match (process, given) {
+        (ArrivalProcess::Gamma, b) => Ok(b.unwrap_or(1.0)),
+        (_, None) => Ok(1.0),
+        (_, Some(_)) => Err(usage("--burstiness applies only to --arrival gamma")),
+    }
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -68,10 +79,32 @@ fn ms(d: Duration) -> f64 {
 /// output path; sends nothing.
 pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let uri = endpoint_uri(&args.url, args.api).map_err(usage)?;
-    if args.duration.is_zero() {
+    let phases = args
+        .phases
+        .as_deref()
+        .map(parse_phases)
+        .transpose()
+        .map_err(usage)?;
+    let duration = match (&phases, args.duration) {
+        (Some(p), _) => {
+            Duration::from_secs_f64(p.iter().map(|p| p.duration_ms).sum::<f64>() / 1000.0)
+        }
+        (None, Some(d)) => d,
+        (None, None) => return Err(usage("give --duration (or --phases)")),
+    };
+    if duration.is_zero() {
         return Err(usage("--duration must be longer than 0"));
     }
-    if ms(args.duration) + ms(args.grace) > crate::trace::model::MAX_SPAN_MS {
+    let resources = match args.cost.resources()? {
+        None => None,
+        Some(ResourcesFlag::Both(r)) => Some(r),
+        Some(ResourcesFlag::PriceOnly(_)) => {
+            return Err(usage(
+                "--gpu-hour-cost needs --gpus (the price is per GPU-hour)",
+            ))
+        }
+    };
+    if ms(duration) + ms(args.grace) > crate::trace::model::MAX_SPAN_MS {
         return Err(usage(
             "--duration plus --grace must be at most 24 h (a trace's window and horizon span at most a day)",
         ));
@@ -138,20 +171,33 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     }
 
     let warmup_ms = ms(args.warmup);
-    let window_end_ms = warmup_ms + ms(args.duration);
+    let mut window_end_ms = warmup_ms + ms(duration);
+    let mut declared_phases = Vec::new();
     let mut workload = Labels::new();
     let mut put = |k: &str, v: Scalar| {
         workload.insert(k.to_owned(), v);
     };
     let load = match (args.request_rate.as_slice(), args.max_concurrency) {
+        ([], None) if phases.is_some() => {
+            let specs = phases.as_deref().unwrap_or_default();
+            let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
+            let burstiness = burstiness_for(process, args.burstiness)?;
+            let schedule = phased_schedule(process, burstiness, args.seed, warmup_ms, specs)
+                .map_err(|e| usage(e.to_string()))?;
+            put("arrival", Scalar::String(process.as_str().into()));
+            if process != ArrivalProcess::Constant {
+                put("burstiness", Scalar::Number(burstiness));
+            }
+            window_end_ms = schedule.window_end_ms;
+            declared_phases = schedule.phases;
+            Load::Open {
+                arrivals_ms: Arc::new(schedule.arrivals_ms),
+            }
+        }
         ([rate], None) => {
             let rate = rate.per_s;
             let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
-            let burstiness = match (process, args.burstiness) {
-                (ArrivalProcess::Gamma, b) => b.unwrap_or(1.0),
-                (_, None) => 1.0,
-                (_, Some(_)) => return Err(usage("--burstiness applies only to --arrival gamma")),
-            };
+            let burstiness = burstiness_for(process, args.burstiness)?;
             let arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
                 .map_err(|e| usage(e.to_string()))?;
             put("arrival", Scalar::String(process.as_str().into()));
@@ -192,7 +238,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         put("ignoreEos", Scalar::Bool(true));
     }
     put("prompts", Scalar::String(prompts.describe()));
-    put("durationS", Scalar::Number(args.duration.as_secs_f64()));
+    put("durationS", Scalar::Number(duration.as_secs_f64()));
     put("warmupS", Scalar::Number(args.warmup.as_secs_f64()));
     put("graceS", Scalar::Number(args.grace.as_secs_f64()));
     put("timeoutS", Scalar::Number(args.timeout.as_secs_f64()));
@@ -235,6 +281,8 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         default_class,
         equality,
         workload,
+        phases: declared_phases,
+        resources,
         out: args.out.clone(),
         api_key,
         metrics,

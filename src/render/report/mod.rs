@@ -25,7 +25,8 @@
 //! (counts, rates, latency tables), [`lanes`] (verdicts over arrival time),
 //! [`histograms`] (latency distributions with the gates), [`reasons`] (why
 //! rows did not pass), `server` (the server's own metrics, when a sidecar
-//! exists, under the lanes on their time axis), [`sweep`] (the sensitivity table and fragility) and
+//! exists, under the lanes on their time axis), [`release`] (diagnosis, recovery after a burst,
+//! per-GPU and cost figures, when they apply), [`sweep`] (the sensitivity table and fragility) and
 //! [`invalid`] (the invalid rows); [`html`] and [`svg`] hold the small
 //! helpers the sections share.
 
@@ -36,6 +37,7 @@ mod invalid;
 mod lanes;
 mod page;
 mod reasons;
+mod release;
 mod server;
 mod summary;
 mod svg;
@@ -77,6 +79,7 @@ pub fn render_with_server(
     server::section(&mut o, analysis, server);
     histograms::section(&mut o, analysis);
     reasons::section(&mut o, r);
+    release::section(&mut o, r);
     sweep::section(&mut o, sweep);
     invalid::section(&mut o, analysis);
     page::footer(&mut o, r);

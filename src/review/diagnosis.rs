@@ -1,0 +1,172 @@
+//! A diagnosis per class, read from the receipt's own counts: where a
+//! class's lost requests went, and where that points to look.
+//!
+//! Every class with at least one miss, failure or unfinished (censored) row
+//! gets one diagnosis. Its counts come first — misses by metric, the rows
+//! that can only have missed E2E, failures by reason, unfinished rows — then
+//! the dominant cause (the largest of those counts; ties name every tied
+//! cause) and the reading that follows from it:
+//!
+//! | dominant | reading |
+//! |---|---|
+//! | TTFT misses | queueing, prefill, cold starts or admission |
+//! | TPOT misses | decode contention or streaming |
+//! | E2E-only misses | long outputs, or an E2E promise the workload cannot meet |
+//! | failures | their own investigation, by reason |
+//! | unfinished rows | a growing in-flight count: its own investigation |
+//!
+//! A row counts under every metric it missed, so the counts of the receipt
+//! cannot say exactly how many rows missed E2E alone. The diagnosis uses the
+//! smallest number the counts prove: `miss − ttft − tpot` (every missing row
+//! that missed neither TTFT nor TPOT missed E2E alone), never more. The
+//! reading names where to look; it never claims a mechanism the counts do not
+//! show.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::receipt::{Block, Receipt};
+
+/// What lost the most requests of a class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Completed rows over their TTFT gate.
+    TtftMisses,
+    /// Completed rows over their TPOT gate.
+    TpotMisses,
+    /// Completed rows over their E2E gate only (at least this many).
+    E2eOnlyMisses,
+    /// Failed rows.
+    Failures,
+    /// Rows still unfinished at the horizon.
+    Unfinished,
+}
+
+impl Cause {
+    /// The cause in words.
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::TtftMisses => "TTFT misses",
+            Cause::TpotMisses => "TPOT misses",
+            Cause::E2eOnlyMisses => "E2E-only misses",
+            Cause::Failures => "failures",
+            Cause::Unfinished => "unfinished rows",
+        }
+    }
+
+    /// Where the cause points to look.
+    pub fn reading(self) -> &'static str {
+        match self {
+            Cause::TtftMisses => "look at queueing, prefill, cold starts or admission",
+            Cause::TpotMisses => "look at decode contention or streaming",
+            Cause::E2eOnlyMisses => {
+                "long outputs, or an E2E promise this workload cannot meet"
+            }
+            Cause::Failures => "investigate the failures on their own, by reason",
+            Cause::Unfinished => {
+                "the in-flight count grew past the horizon: investigate it on its own (overload or stalls)"
+            }
+        }
+    }
+}
+
+/// One class's diagnosis.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClassDiagnosis {
+    /// The class.
+    pub class: String,
+    /// Cohort rows of the class.
+    pub cohort: u64,
+    /// Cohort rows that did not pass (miss + failed + censored).
+    pub not_passed: u64,
+    /// Completed rows over the TTFT gate.
+    pub ttft_misses: u64,
+    /// Completed rows over the TPOT gate.
+    pub tpot_misses: u64,
+    /// Completed rows over the E2E gate.
+    pub e2e_misses: u64,
+    /// Rows that missed E2E alone: at least this many (miss − ttft − tpot, or 0).
+    pub e2e_only_at_least: u64,
+    /// Failed rows, and by reason.
+    pub failed: u64,
+    /// Failed rows by reason.
+    pub failure_reasons: BTreeMap<String, u64>,
+    /// Rows unfinished at the horizon (censored).
+    pub unfinished: u64,
+    /// Of those, still running at the horizon.
+    pub in_flight: u64,
+    /// Of those, already past a TTFT or E2E gate at the horizon.
+    pub known_late: u64,
+    /// The largest of the counts above (several on a tie).
+    pub dominant: Vec<Cause>,
+}
+
+impl ClassDiagnosis {
+    /// The reading of the dominant cause(s): `TTFT misses dominate: look at
+    /// …`, or on a tie `TTFT misses and failures tie: TTFT misses: look at
+    /// …; failures: investigate …`.
+    pub fn reading(&self) -> String {
+        match self.dominant.as_slice() {
+            [one] => format!("{} dominate: {}", one.label(), one.reading()),
+            several => {
+                let names: Vec<&str> = several.iter().map(|c| c.label()).collect();
+                let each: Vec<String> = several
+                    .iter()
+                    .map(|c| format!("{}: {}", c.label(), c.reading()))
+                    .collect();
+                format!("{} tie: {}", names.join(" and "), each.join("; "))
+            }
+        }
+    }
+}
+
+/// The diagnosis of one block, or `None` when every cohort row passed.
+pub fn diagnose_block(class: &str, block: &Block) -> Option<ClassDiagnosis> {
+    let c = &block.counts;
+    let m = &block.reasons.miss;
+    if c.miss + c.failed + c.censored == 0 {
+        return None;
+    }
+    let e2e_only = c.miss.saturating_sub(m.ttft + m.tpot);
+    let candidates = [
+        (Cause::TtftMisses, m.ttft),
+        (Cause::TpotMisses, m.tpot),
+        (Cause::E2eOnlyMisses, e2e_only),
+        (Cause::Failures, c.failed),
+        (Cause::Unfinished, c.censored),
+    ];
+    let top = candidates.iter().map(|(_, n)| *n).max().unwrap_or(0);
+    let dominant = candidates
+        .iter()
+        .filter(|(_, n)| *n == top && top > 0)
+        .map(|(cause, _)| *cause)
+        .collect();
+    Some(ClassDiagnosis {
+        class: class.to_owned(),
+        cohort: c.cohort,
+        not_passed: c.miss + c.failed + c.censored,
+        ttft_misses: m.ttft,
+        tpot_misses: m.tpot,
+        e2e_misses: m.e2e,
+        e2e_only_at_least: e2e_only,
+        failed: c.failed,
+        failure_reasons: block.reasons.failure.clone(),
+        unfinished: c.censored,
+        in_flight: block.reasons.censored.in_flight,
+        known_late: block.reasons.censored.known_late,
+        dominant,
+    })
+}
+
+/// One diagnosis per class of the receipt that lost requests, in class order.
+pub fn diagnose(receipt: &Receipt) -> Vec<ClassDiagnosis> {
+    receipt
+        .results
+        .classes
+        .iter()
+        .filter_map(|(name, block)| diagnose_block(name, block))
+        .collect()
+}

@@ -1,0 +1,295 @@
+//! The release criteria of the admission gate, kept apart from its base
+//! criteria (`gate`): p95 TPOT, recovery after the burst, and limits for
+//! several classes in one run.
+//!
+//! - `--max-p95-tpot-ms X`: the judged block's nearest-rank p95 TPOT <= X.
+//! - `--max-recovery-s S`: the recovery time (`receipt.recovery`) <= S. For
+//!   all rows, every class must have recovered and the slowest class counts;
+//!   for one class, that class. A receipt without a recovery figure (no burst
+//!   phase) or a class that never recovered fails: no evidence of recovery is
+//!   never an admission.
+//! - `--class-limits CLASS:KEY=V,…` (repeatable): the same criteria applied to
+//!   that class's block, each check labelled with its class. Keys: `goodput`
+//!   (req/s, must be exceeded × (1 + margin)), `failure-share`,
+//!   `censored-share`, `ttft`, `tpot`, `e2e` (p95 ms), `recovery` (s).
+
+use crate::receipt::{Block, Receipt};
+
+use super::gate::{Check, Criteria, GateError};
+
+/// One class's limits (`--class-limits`); every limit is optional.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClassLimits {
+    /// The class.
+    pub class: String,
+    /// Required goodput, requests per window second (exceeded × (1 + margin)).
+    pub min_goodput_per_s: Option<f64>,
+    /// Most failed / cohort.
+    pub max_failure_share: Option<f64>,
+    /// Most censored / cohort.
+    pub max_censored_share: Option<f64>,
+    /// Most p95 TTFT, ms.
+    pub max_p95_ttft_ms: Option<f64>,
+    /// Most p95 TPOT, ms.
+    pub max_p95_tpot_ms: Option<f64>,
+    /// Most p95 E2E, ms.
+    pub max_p95_e2e_ms: Option<f64>,
+    /// Most recovery time, s.
+    pub max_recovery_s: Option<f64>,
+}
+
+/// Parses `CLASS:KEY=V,…` (keys: goodput, failure-share, censored-share,
+/// ttft, tpot, e2e, recovery), checking each value's range.
+pub fn parse_class_limits(text: &str) -> Result<ClassLimits, String> {
+    let (class, rest) = text.split_once(':').ok_or_else(|| {
+        format!("--class-limits `{text}`: expected CLASS:KEY=VALUE,… (e.g. interactive:ttft=800,recovery=30)")
+    })?;
+    let class = class.trim();
+    if class.is_empty() {
+        return Err(format!("--class-limits `{text}`: the class needs a name"));
+    }
+    let mut out = ClassLimits {
+        class: class.to_owned(),
+        ..ClassLimits::default()
+    };
+    for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("--class-limits `{text}`: `{part}` should be KEY=VALUE"))?;
+        let v: f64 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| {
+                format!("--class-limits `{text}`: `{value}` is not a finite number >= 0")
+            })?;
+        let (slot, share) = match key.trim() {
+            "goodput" => (&mut out.min_goodput_per_s, false),
+            "failure-share" => (&mut out.max_failure_share, true),
+            "censored-share" => (&mut out.max_censored_share, true),
+            "ttft" => (&mut out.max_p95_ttft_ms, false),
+            "tpot" => (&mut out.max_p95_tpot_ms, false),
+            "e2e" => (&mut out.max_p95_e2e_ms, false),
+            "recovery" => (&mut out.max_recovery_s, false),
+            other => {
+                return Err(format!(
+                    "--class-limits `{text}`: unknown key `{other}` (goodput, failure-share, \
+                     censored-share, ttft, tpot, e2e, recovery)"
+                ))
+            }
+        };
+        if share && v > 1.0 {
+            return Err(format!(
+                "--class-limits `{text}`: `{key}` is a share in [0, 1], not {v}"
+            ));
+        }
+        if slot.replace(v).is_some() {
+            return Err(format!("--class-limits `{text}`: `{key}` is given twice"));
+        }
+    }
+    Ok(out)
+}
+
+fn at_most(name: &'static str, class: Option<&str>, measured: Option<f64>, limit: f64) -> Check {
+    Check {
+        name,
+        measured,
+        comparison: "<=",
+        limit,
+        derivation: None,
+        pass: measured.is_some_and(|m| m <= limit),
+        class: class.map(str::to_owned),
+        note: None,
+    }
+}
+
+/// The recovery time of one class (`Some`) or the slowest class (`None`),
+/// with how it was found; the time is `None` when there is none to judge.
+pub fn recovery_measure(receipt: &Receipt, class: Option<&str>) -> (Option<f64>, String) {
+    let Some(r) = &receipt.recovery else {
+        return (
+            None,
+            "no recovery figure: the trace declares no burst phase (see --burst-phase)".to_owned(),
+        );
+    };
+    let pick: Vec<(&String, &crate::receipt::recovery::ClassRecovery)> = match class {
+        Some(name) => r
+            .classes
+            .iter()
+            .filter(|(k, _)| k.as_str() == name)
+            .collect(),
+        None => r.classes.iter().collect(),
+    };
+    if let Some((name, c)) = pick.iter().find(|(_, c)| c.recovery_s.is_none()) {
+        let why = c.reason.as_deref().unwrap_or("no reason recorded");
+        return (None, format!("{name}: {why}"));
+    }
+    match pick
+        .iter()
+        .filter_map(|(name, c)| c.recovery_s.map(|s| (name, s)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+    {
+        Some((name, s)) => (
+            Some(s),
+            format!("after phase {:?}; slowest class {name}", r.burst_phase),
+        ),
+        None => (None, "no class to judge".to_owned()),
+    }
+}
+
+fn recovery_check(
+    receipt: &Receipt,
+    class: Option<&str>,
+    limit: f64,
+    label: Option<&str>,
+) -> Check {
+    let (measured, how) = recovery_measure(receipt, class);
+    Check {
+        note: Some(how),
+        ..at_most("recovery s", label, measured, limit)
+    }
+}
+
+/// The release criteria of the base scope (all rows, or `--class`).
+pub fn release_checks(receipt: &Receipt, block: &Block, criteria: &Criteria) -> Vec<Check> {
+    let mut checks = Vec::new();
+    if let Some(limit) = criteria.max_p95_tpot_ms {
+        checks.push(at_most(
+            "p95 tpot ms",
+            None,
+            block.latency.tpot_ms.p95,
+            limit,
+        ));
+    }
+    if let Some(limit) = criteria.max_recovery_s {
+        checks.push(recovery_check(
+            receipt,
+            criteria.class.as_deref(),
+            limit,
+            None,
+        ));
+    }
+    checks
+}
+
+/// Checks every `--class-limits` against its class's block.
+pub fn class_limit_checks(receipt: &Receipt, criteria: &Criteria) -> Result<Vec<Check>, GateError> {
+    let mut checks = Vec::new();
+    for limits in &criteria.class_limits {
+        let name = limits.class.as_str();
+        let block = receipt
+            .results
+            .classes
+            .get(name)
+            .ok_or_else(|| GateError::UnknownClass {
+                name: name.to_owned(),
+                known: receipt
+                    .results
+                    .classes
+                    .keys()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let c = Some(name);
+        if let Some(min) = limits.min_goodput_per_s {
+            let required = min * (1.0 + criteria.margin);
+            let goodput = block.rates.goodput_per_s;
+            checks.push(Check {
+                name: "goodput/s",
+                measured: Some(goodput),
+                comparison: ">",
+                limit: required,
+                derivation: (criteria.margin != 0.0)
+                    .then(|| format!("{min} × (1 + {})", criteria.margin)),
+                pass: goodput > required,
+                class: c.map(str::to_owned),
+                note: None,
+            });
+        }
+        let lat = &block.latency;
+        for (name, measured, limit) in [
+            (
+                "failure share",
+                block.rates.failure_share,
+                limits.max_failure_share,
+            ),
+            (
+                "censored share",
+                block.rates.censored_share,
+                limits.max_censored_share,
+            ),
+            ("p95 ttft ms", lat.ttft_ms.p95, limits.max_p95_ttft_ms),
+            ("p95 tpot ms", lat.tpot_ms.p95, limits.max_p95_tpot_ms),
+            ("p95 e2e ms", lat.e2e_ms.p95, limits.max_p95_e2e_ms),
+        ] {
+            if let Some(limit) = limit {
+                checks.push(at_most(name, c, measured, limit));
+            }
+        }
+        if let Some(limit) = limits.max_recovery_s {
+            checks.push(recovery_check(receipt, c, limit, c));
+        }
+    }
+    Ok(checks)
+}
+
+/// Checks the ranges of the release flags of the base scope.
+pub fn check_release_flags(criteria: &Criteria) -> Result<(), GateError> {
+    for (flag, v) in [
+        ("--max-p95-tpot-ms", criteria.max_p95_tpot_ms),
+        ("--max-recovery-s", criteria.max_recovery_s),
+    ] {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Err(GateError::BadFlag {
+                flag,
+                value: v,
+                rule: "a finite number >= 0",
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_limits_read_every_key() {
+        let l = parse_class_limits(
+            "interactive: goodput=2.5, failure-share=0.01, censored-share=0.02, ttft=800, tpot=40, e2e=5000, recovery=30",
+        )
+        .unwrap();
+        assert_eq!(
+            l,
+            ClassLimits {
+                class: "interactive".into(),
+                min_goodput_per_s: Some(2.5),
+                max_failure_share: Some(0.01),
+                max_censored_share: Some(0.02),
+                max_p95_ttft_ms: Some(800.0),
+                max_p95_tpot_ms: Some(40.0),
+                max_p95_e2e_ms: Some(5000.0),
+                max_recovery_s: Some(30.0),
+            }
+        );
+    }
+
+    #[test]
+    fn bad_class_limits_say_what_is_wrong() {
+        for (text, needle) in [
+            ("interactive", "expected CLASS:KEY=VALUE"),
+            (":ttft=1", "needs a name"),
+            ("a:ttft", "should be KEY=VALUE"),
+            ("a:ttft=-1", "not a finite number"),
+            ("a:speed=1", "unknown key `speed`"),
+            ("a:failure-share=2", "a share in [0, 1]"),
+            ("a:ttft=1,ttft=2", "given twice"),
+        ] {
+            let e = parse_class_limits(text).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+}

@@ -4,8 +4,9 @@
 //! verifier call, so they can never count differently.
 
 use crate::intervals::Confidence;
+use crate::receipt::build::row_verdicts;
 use crate::receipt::release::{self, ReleaseOptions};
-use crate::receipt::{build_receipt, Receipt, ReceiptOptions};
+use crate::receipt::{build_receipt, Receipt, ReceiptOptions, RowVerdict};
 use crate::render::text::InvalidRow;
 use crate::trace::{self, Limits, Rejection, Trace};
 use crate::verdict::{judge_trace, Judgement, Verdict};
@@ -33,6 +34,15 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// One verdict per row, in trace order (the receipt's `rows` when it has
+    /// them): what the per-row text table and the CSV show.
+    pub fn row_verdicts(&self) -> Vec<RowVerdict> {
+        match &self.receipt.rows {
+            Some(rows) => rows.clone(),
+            None => row_verdicts(&self.trace, &self.judgements),
+        }
+    }
+
     /// The invalid rows, by position, with their ids and reasons (for people:
     /// the text summary lists them).
     pub fn invalid_rows(&self) -> Vec<InvalidRow> {

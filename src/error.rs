@@ -32,7 +32,10 @@ pub enum Error {
     #[error("usage: {0}")]
     Usage(String),
     /// Ctrl-C stopped `record`; the trace was still written.
-    #[error("interrupted: wrote {rows} rows to {path} (unfinished requests are in_flight)")]
+    #[error(
+        "interrupted: wrote {} to {path} (unfinished requests are in_flight)",
+        crate::render::number::count(*rows as u64, "row")
+    )]
     Interrupted {
         /// Where the trace went.
         path: String,
@@ -64,6 +67,9 @@ pub enum Error {
         /// What is wrong, and where.
         source: crate::import::error::ImportError,
     },
+    /// `record`'s preflight found the server unusable; nothing was recorded.
+    #[error("preflight: {0}")]
+    Preflight(#[from] crate::record::preflight::PreflightError),
     /// `sim` could not listen where asked.
     #[error("cannot listen on {addr}: {source}")]
     Listen {

@@ -15,7 +15,7 @@ pub enum ReadError {
         source: io::Error,
     },
     /// The input is larger than the limit; nothing past the limit was read.
-    #[error("{path} is larger than the limit of {limit} bytes (raise it with --max-bytes)")]
+    #[error("{path} is larger than the limit of {limit} bytes (raise it with --max-bytes or GOODPUT_MAX_BYTES)")]
     TooLarge {
         /// The path as given.
         path: String,

@@ -1,4 +1,6 @@
-//! JSON Schemas of the trace and the receipt, generated from the types.
+//! JSON Schemas of every JSON document `goodput` reads or writes, generated
+//! from the types: the trace and the receipt, and the `--json` output of
+//! `sweep`, `mutate`, `verify`, `gate`, `frontier` and `import`.
 //!
 //! The receipt schema comes straight from [`crate::receipt::Receipt`]. The trace
 //! schema describes what `analyze` *accepts*: the document level is strict
@@ -102,6 +104,59 @@ pub fn trace_schema_json() -> String {
 /// The receipt schema as pretty JSON with a final newline.
 pub fn receipt_schema_json() -> String {
     pretty(&schemars::schema_for!(Receipt))
+}
+
+/// Every published schema: its `goodput schema` name, its committed file
+/// under `schema/`, and its text.
+pub fn all() -> Vec<(&'static str, &'static str, String)> {
+    use crate::frontier::Frontier;
+    use crate::import::ImportReport;
+    use crate::review::gate::Decision;
+    use crate::review::mutate::MutationReport;
+    use crate::review::sweep::SweepEntry;
+    use crate::review::verify::VerifyReport;
+    vec![
+        ("trace", "trace.schema.json", trace_schema_json()),
+        ("receipt", "receipt.schema.json", receipt_schema_json()),
+        (
+            "sweep",
+            "sweep.schema.json",
+            titled::<Vec<SweepEntry>>("goodput sweep --json"),
+        ),
+        (
+            "mutate",
+            "mutate.schema.json",
+            titled::<MutationReport>("goodput mutate --json"),
+        ),
+        (
+            "verify",
+            "verify.schema.json",
+            titled::<VerifyReport>("goodput verify --json"),
+        ),
+        (
+            "gate",
+            "gate.schema.json",
+            titled::<Decision>("goodput gate --json"),
+        ),
+        (
+            "frontier",
+            "frontier.schema.json",
+            titled::<Frontier>("goodput-frontier/1"),
+        ),
+        (
+            "import",
+            "import.schema.json",
+            titled::<ImportReport<'static>>("goodput import --json"),
+        ),
+        ("compare", "compare.schema.json", compare_schema_json()),
+    ]
+}
+
+/// The schema of `T`, titled, as pretty JSON with a final newline.
+fn titled<T: JsonSchema>(title: &str) -> String {
+    let mut schema = schemars::schema_for!(T);
+    schema.insert("title".to_owned(), title.into());
+    pretty(&schema)
 }
 
 /// The schema of `goodput compare --json` as pretty JSON with a final newline.

@@ -13,6 +13,7 @@ use crate::record::sse::{classify, EventTooLarge, SseParser, DEFAULT_MAX_EVENT_B
 use crate::render::json::to_canonical_json;
 use crate::render::text;
 use crate::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
+use crate::review::verify::{read_receipt, verify};
 use crate::trace::Limits;
 
 /// Limits the checks run under: the defaults' row count raised so generated
@@ -59,7 +60,8 @@ fn counts_add_up(name: &str, b: &Block) -> Result<(), String> {
     Ok(())
 }
 
-/// Trace bytes → full analysis, rendering and sweep. Returns the receipt when
+/// Trace bytes → full analysis, rendering, sweep and verification of the
+/// trace's own receipt (see [`verifies`]). Returns the receipt when
 /// the trace was accepted, `None` when it was rejected with a proper one-line
 /// message.
 pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
@@ -113,7 +115,61 @@ pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
         Some(declared) if declared.pass == receipt.results.all.counts.pass => {}
         _ => return Err("the sweep's declared line differs from the receipt".to_owned()),
     }
+    // A reviewer must be able to check every honest receipt: the receipt as
+    // written, read back and recomputed from the same bytes, says VERIFIED,
+    // with per-row verdicts and raised limits (this one), with an embedded
+    // sweep, and plain under the default limits when those admit the trace.
+    verifies("with --rows and raised limits", receipt, bytes)?;
+    let plain = AnalyzeOptions {
+        rows: false,
+        ..options
+    };
+    let mut swept = analyze_bytes(bytes, plain)
+        .map_err(|e| format!("an analysis without rows rejected what one with rows accepted: {e}"))?
+        .receipt;
+    swept.sweep = Some(entries);
+    verifies("with --sweep", &swept, bytes)?;
+    let defaults = AnalyzeOptions {
+        limits: Limits::default(),
+        ..plain
+    };
+    if let Ok(analysis) = analyze_bytes(bytes, defaults) {
+        verifies("plain, default limits", &analysis.receipt, bytes)?;
+    }
     Ok(Some(analysis.receipt))
+}
+
+/// The receipt, written as `goodput analyze --out` writes it, read back as
+/// `goodput verify` reads it and recomputed from `bytes`: no difference.
+pub fn verifies(what: &str, receipt: &Receipt, bytes: &[u8]) -> Result<(), String> {
+    let written =
+        to_canonical_json(receipt).map_err(|e| format!("receipt does not render: {e}"))?;
+    let claimed =
+        read_receipt(&written).map_err(|e| format!("{what}: own receipt unreadable: {e}"))?;
+    let report = verify(&claimed, bytes);
+    if report.agrees() {
+        return Ok(());
+    }
+    let first: Vec<String> = report
+        .differences
+        .iter()
+        .take(3)
+        .map(|d| format!("{}: {:?} vs {:?}", d.path, d.receipt, d.recomputed))
+        .collect();
+    Err(format!(
+        "{what}: verify of the trace's own receipt says NOT VERIFIED ({} differences{}; {}){}",
+        report.differences.len(),
+        report
+            .recompute_failed
+            .as_deref()
+            .map_or(String::new(), |r| format!(", {r}")),
+        first.join("; "),
+        if report.sha256_matches {
+            ""
+        } else {
+            " (sha256 differs)"
+        },
+    ))
 }
 
 /// A fuzz input for the importers: the first byte picks the tool (vLLM,
@@ -271,6 +327,27 @@ mod tests {
         assert!(counts_add_up("all", &b)
             .unwrap_err()
             .contains("without a missed metric"));
+    }
+
+    #[test]
+    fn verification_catches_a_receipt_one_ulp_off() {
+        let options = AnalyzeOptions {
+            limits: FUZZ_LIMITS,
+            rows: false,
+            strict: false,
+        };
+        let mut receipt = analyze_bytes(TRACE.as_bytes(), options).unwrap().receipt;
+        assert_eq!(verifies("plain", &receipt, TRACE.as_bytes()), Ok(()));
+        // Two cohort rows in a one-second window: 2 per second, one ULP off.
+        let rate = &mut receipt.results.all.rates.offered_per_s;
+        assert_eq!(*rate, 2.0);
+        *rate = f64::from_bits(rate.to_bits() + 1);
+        let broken = verifies("plain", &receipt, TRACE.as_bytes()).unwrap_err();
+        assert!(broken.contains("1 differences"), "{broken}");
+        assert!(
+            broken.contains("/results/all/rates/offeredPerS"),
+            "{broken}"
+        );
     }
 
     #[test]

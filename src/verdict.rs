@@ -100,7 +100,7 @@ pub enum Verdict {
     Censored {
         /// What was unfinished.
         cause: Censor,
-        /// Already past a TTFT or E2E gate at the horizon.
+        /// Already certain at the horizon to miss a TTFT or E2E gate (docs/contract.md §6.3).
         known_late: bool,
     },
     /// In the cohort, failed; the failure reason is interned in the trace.
@@ -248,15 +248,9 @@ pub fn judge_valid_row(row: &RawRow, gates: &Gates, contract: &Contract) -> Verd
         _ => None,
     };
     if let Some(cause) = censor {
-        let ttft_evidence = match first {
-            Some(f) if f <= horizon => f - arrival,
-            _ => horizon - arrival,
-        };
-        let e2e_evidence = horizon - arrival;
-        let late = |evidence: f64, gate: Option<f64>| gate.is_some_and(|g| evidence > g);
         return Verdict::Censored {
             cause,
-            known_late: late(ttft_evidence, gates.ttft_ms) || late(e2e_evidence, gates.e2e_ms),
+            known_late: known_late(arrival, first, horizon, gates, contract.equality),
         };
     }
     match (row.status, row.reason) {
@@ -280,4 +274,30 @@ pub fn judge_valid_row(row: &RawRow, gates: &Gates, contract: &Contract) -> Verd
             }
         }
     }
+}
+
+/// Whether a censored row is already certain, at the horizon, to miss a TTFT
+/// or E2E gate (docs/contract.md §6.3).
+///
+/// A first token seen by the horizon gives a final TTFT, judged under the
+/// declared equality rule. Otherwise the final value is strictly greater than
+/// the elapsed `horizon − arrival` (the row was unfinished), so an elapsed time
+/// at or past the gate is late under either rule — for TTFT without a first
+/// token, and always for E2E. TPOT is never judged at the horizon.
+fn known_late(
+    arrival: f64,
+    first_token: Option<f64>,
+    horizon: f64,
+    gates: &Gates,
+    equality: Equality,
+) -> bool {
+    let elapsed = horizon - arrival;
+    let unfinished_late = |gate: Option<f64>| gate.is_some_and(|g| elapsed >= g);
+    let ttft_late = match first_token {
+        Some(f) if f <= horizon => gates
+            .ttft_ms
+            .is_some_and(|g| !equality.meets(f - arrival, g)),
+        _ => unfinished_late(gates.ttft_ms),
+    };
+    ttft_late || unfinished_late(gates.e2e_ms)
 }

@@ -184,7 +184,7 @@ fn both_limits_are_inclusive() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o),
-        format!("rejected: the input is {n} bytes, over the limit of {less} bytes (raise it with --max-bytes)\n")
+        format!("rejected: the input is {n} bytes, over the limit of {less} bytes (raise it with --max-bytes or GOODPUT_MAX_BYTES)\n")
     );
     // spec_example has 3 rows: --max-rows 3 accepts, 2 rejects.
     assert_eq!(
@@ -194,7 +194,7 @@ fn both_limits_are_inclusive() {
     let o = run(&["analyze", &p, "--max-rows", "2"]);
     assert_eq!(
         stderr(&o),
-        "rejected: /rows has 3 rows, over the limit of 2 (raise it with --max-rows)\n"
+        "rejected: /rows has 3 rows, over the limit of 2 (raise it with --max-rows or GOODPUT_MAX_ROWS)\n"
     );
 }
 
@@ -311,5 +311,83 @@ fn the_written_receipt_is_readable_by_others() {
     assert_eq!(
         std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
         0o644
+    );
+}
+
+/// Runs `goodput args…` with the environment variables `vars` set on the child.
+fn run_with(vars: &[(&str, &str)], args: &[&str]) -> Output {
+    goodput()
+        .envs(vars.iter().copied())
+        .args(args)
+        .output()
+        .expect("spawn goodput")
+}
+
+#[test]
+fn the_limit_variables_reach_every_command_that_reads_a_trace_and_a_flag_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = path("spec_example.json"); // 3 rows
+    let html = dir.path().join("r.html").display().to_string();
+    let commands: [Vec<&str>; 6] = [
+        vec!["analyze", &p],
+        vec!["sweep", &p],
+        vec!["mutate", &p],
+        vec!["gate", &p, "--min-goodput", "0"],
+        vec!["report", &p, "--out", &html],
+        vec!["frontier", &p],
+    ];
+    for args in &commands {
+        let o = run_with(&[("GOODPUT_MAX_ROWS", "2")], args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&o).contains(
+                "/rows has 3 rows, over the limit of 2 (raise it with --max-rows or GOODPUT_MAX_ROWS)"
+            ),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        let o = run_with(&[("GOODPUT_MAX_BYTES", "100")], args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&o).contains(
+                "over the limit of 100 bytes (raise it with --max-bytes or GOODPUT_MAX_BYTES)"
+            ),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        // The flag wins over the variable.
+        let mut with_flag = args.clone();
+        with_flag.extend(["--max-rows", "3"]);
+        let o = run_with(&[("GOODPUT_MAX_ROWS", "2")], &with_flag);
+        assert_ne!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        // A variable that is not a number is a usage error naming it.
+        let o = run_with(&[("GOODPUT_MAX_ROWS", "lots")], args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&o).contains("GOODPUT_MAX_ROWS=lots"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn the_receipt_records_limits_from_the_variables_and_verify_uses_the_receipts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json").display().to_string();
+    let p = path("spec_example.json");
+    let vars = [("GOODPUT_MAX_ROWS", "7"), ("GOODPUT_MAX_BYTES", "100000")];
+    let o = run_with(&vars, &["analyze", &p, "--json", "--out", &out]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&o)["limits"]["maxRows"], 7);
+    assert_eq!(json(&o)["limits"]["maxBytes"], 100000);
+    // verify recomputes under the receipt's recorded limits, whatever the
+    // variables say in the reviewer's shell.
+    let o = run_with(&[("GOODPUT_MAX_ROWS", "1")], &["verify", &out, &p]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
     );
 }

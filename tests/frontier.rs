@@ -351,7 +351,7 @@ fn svg_snapshot_is_deterministic_and_labelled() {
         "knee 20/s",
         "capacity 15/s",
         "data-name=\"goodput/s\"",
-        "data-name=\"completed/s\"",
+        "data-name=\"served/s\"",
     ] {
         assert!(s.contains(needle), "missing {needle}");
     }
@@ -575,4 +575,145 @@ fn a_rate_list_needs_a_rate_template_and_distinct_rates_before_anything_is_sent(
             "nothing written"
         );
     }
+}
+
+/// `n` rows arriving evenly over a 2 s window (horizon 10 s), row `i`
+/// completing at `first_done + gap × i` ms (first token 10 ms before).
+fn served_trace(n: usize, first_done: f64, gap: f64) -> goodput::receipt::Receipt {
+    let rows: Vec<Value> = (0..n)
+        .map(|i| {
+            let arrival = (i * 2000 / n) as f64;
+            let done = first_done + gap * i as f64;
+            json!({"id": format!("r{i}"), "arrivalMs": arrival, "status": "completed",
+                   "firstTokenMs": done - 10.0, "completedMs": done, "outputTokens": 10})
+        })
+        .collect();
+    let doc = json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": 2000, "horizonMs": 10000},
+        "equality": "inclusive",
+        "classes": {"chat": {"ttftMs": 1000, "tpotMs": null, "e2eMs": null}},
+        "rows": rows,
+    });
+    analyze_bytes(
+        &serde_json::to_vec(&doc).unwrap(),
+        AnalyzeOptions::default(),
+    )
+    .expect("accepted")
+    .receipt
+}
+
+#[test]
+fn served_throughput_parts_from_offered_load_where_the_server_stops_keeping_up() {
+    // 10/s: 20 rows, one completion every 100 ms from 50 to 1950 ms: 19 gaps
+    // over 1.9 s → served 10/s = offered. 60/s: 120 rows, but the server
+    // completes one every 50 ms (20/s) from 200 to 6150 ms, in the grace
+    // period: 119 gaps over 5.95 s → served 20/s, while completed/s (per
+    // window second) is 120 / 2 = 60, as high as offered.
+    let f = frontier(
+        &[
+            ("t-60.json".to_owned(), served_trace(120, 200.0, 50.0)),
+            ("t-10.json".to_owned(), served_trace(20, 50.0, 100.0)),
+        ],
+        None,
+        0.9,
+    )
+    .expect("frontier");
+    let (low, high) = (&f.points[0], &f.points[1]);
+    assert_eq!((low.offered_per_s, high.offered_per_s), (10.0, 60.0));
+    assert!(close(low.served_per_s.unwrap(), 10.0));
+    assert!(close(high.served_per_s.unwrap(), 20.0));
+    assert_eq!(high.completed_per_s, 60.0);
+    // The text table shows served/s, not the window-second completions.
+    let t = text(&f);
+    let row = t.lines().find(|l| l.ends_with("t-60.json")).expect("row");
+    assert!(row.trim_start().starts_with("60.00     20.00"), "{row}");
+    // The chart plots served/s against offered load, with the served = offered line.
+    let s = svg(&f);
+    assert!(s.contains(r#"data-name="served/s""#) && s.contains(r#"class="diagonal""#));
+    assert!(!s.contains(r#"data-name="completed/s""#));
+}
+
+#[test]
+fn each_sweep_point_draws_its_prompt_list_in_its_own_seeded_order() {
+    use goodput::record::request::prompt_hash;
+    use goodput::sim::engine::EngineParams;
+    use goodput::sim::{SimConfig, SimServer};
+    let server = SimServer::start(
+        SimConfig {
+            engine: EngineParams {
+                max_batch: 64,
+                prefill_ms_per_1k_tokens: 0.0,
+                decode_step_ms: 2.0,
+                decode_ms_per_seq: 0.0,
+            },
+            output_tokens: (2.0, 0.0),
+            faults: vec![],
+            seed: 1,
+            model_name: "sim".into(),
+            quirks: Default::default(),
+        },
+        1,
+    )
+    .expect("start sim");
+    let dir = tempfile::tempdir().unwrap();
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+    let prompts = dir.path().join("p.jsonl");
+    let lines: Vec<String> = words.iter().map(|w| format!("\"{w} prompt\"")).collect();
+    std::fs::write(&prompts, lines.join("\n")).unwrap();
+    let template = dir.path().join("trace-{rate}.json");
+    let url = server.url();
+    // Constant arrivals over a 1 s window: 8 and 16 rows, seeds 7 and 8.
+    let (code, stdout) = record_in_process(&[
+        "--url",
+        &url,
+        "--request-rate",
+        "8,16",
+        "--arrival",
+        "constant",
+        "--duration",
+        "1s",
+        "--grace",
+        "0.5s",
+        "--cooldown",
+        "0.1s",
+        "--prompts",
+        prompts.to_str().unwrap(),
+        "--seed",
+        "7",
+        "--out",
+        template.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let mut file_order: Vec<String> = words
+        .iter()
+        .map(|w| prompt_hash(&format!("{w} prompt")))
+        .collect();
+    let hashes = |rate: &str| -> Vec<String> {
+        let path = dir.path().join(format!("trace-{rate}.json"));
+        let trace: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        trace["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["labels"]["promptHash"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (a, b) = (hashes("8"), hashes("16"));
+    assert_eq!((a.len(), b.len()), (8, 16));
+    // Point 1 goes round its order twice: rows 8..16 repeat rows 0..8.
+    assert_eq!(b[..8], b[8..]);
+    // Each point uses every prompt once per round, in an order of its own.
+    let (mut a8, mut b8) = (a.clone(), b[..8].to_vec());
+    a8.sort();
+    b8.sort();
+    file_order.sort();
+    assert_eq!((&a8, &b8), (&file_order, &file_order));
+    assert_ne!(
+        a,
+        b[..8].to_vec(),
+        "both points sent the prompts in the same order"
+    );
 }

@@ -531,3 +531,104 @@ fn a_large_trace_is_counted_exactly_when_tallied_on_two_threads() {
     // Tokens: 80,000 rows × 11 + 40,000 × 1 = 920,000 over 200 s.
     assert_eq!(b.rates.output_tokens_per_s, 4600.0);
 }
+
+/// Analyzes a small inline trace (window [0, 10000), horizon 11000) with rows.
+fn inline_receipt(equality: &str, gates: &str, rows: &str) -> Receipt {
+    let doc = format!(
+        r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":10000,"horizonMs":11000}},"equality":"{equality}","classes":{{"c":{gates}}},"rows":[{rows}]}}"#
+    );
+    goodput::analyze::analyze_bytes(
+        doc.as_bytes(),
+        goodput::analyze::AnalyzeOptions {
+            rows: true,
+            ..Default::default()
+        },
+    )
+    .expect("accepted")
+    .receipt
+}
+
+#[test]
+fn a_censored_row_that_ran_exactly_its_gate_by_the_horizon_is_known_late() {
+    // Gates ttft 2000, e2e 2000 (inclusive); arrival 9000, horizon 11000, so
+    // elapsed = 11000 − 9000 = 2000 for every row.
+    //   done: first token 9500 (ttft 500 ≤ 2000), completed 11500 > horizon →
+    //         final e2e > 2000 = elapsed ≥ gate → late on e2e.
+    //   open: in flight, no first token → final ttft > 2000 → late on ttft.
+    //   early: arrival 9000.5, in flight, no first token: elapsed 1999.5 < 2000 → not late.
+    let rows = r#"
+      {"id":"done","arrivalMs":9000,"status":"completed","firstTokenMs":9500,"completedMs":11500,"outputTokens":5},
+      {"id":"open","arrivalMs":9000,"status":"in_flight"},
+      {"id":"early","arrivalMs":9000.5,"status":"in_flight"}"#;
+    for equality in ["inclusive", "strict"] {
+        let r = inline_receipt(
+            equality,
+            r#"{"ttftMs":2000,"tpotMs":null,"e2eMs":2000}"#,
+            rows,
+        );
+        assert_eq!(all(&r).counts.censored, 3, "{equality}");
+        assert_eq!(all(&r).reasons.censored.known_late, 2, "{equality}");
+        assert_eq!(
+            verdicts(&r),
+            vec![
+                v(
+                    "done",
+                    "censored",
+                    &["completed_after_horizon", "knownLate"]
+                ),
+                v("open", "censored", &["in_flight", "knownLate"]),
+                v("early", "censored", &["in_flight"]),
+            ],
+            "{equality}"
+        );
+    }
+}
+
+#[test]
+fn a_first_token_on_its_gate_at_the_horizon_is_judged_by_the_equality_rule() {
+    // Gates ttft 2000, e2e 5000; arrival 9000, in flight, first token 11000 (=
+    // horizon, so seen): final ttft 2000, on the gate. elapsed 2000 < e2e gate.
+    //   strict: 2000 == gate misses → knownLate; inclusive: 2000 == gate meets → not late.
+    let rows = r#"{"id":"edge","arrivalMs":9000,"status":"in_flight","firstTokenMs":11000}"#;
+    let gates = r#"{"ttftMs":2000,"tpotMs":null,"e2eMs":5000}"#;
+    let strict = inline_receipt("strict", gates, rows);
+    assert_eq!(all(&strict).reasons.censored.known_late, 1);
+    let inclusive = inline_receipt("inclusive", gates, rows);
+    assert_eq!(all(&inclusive).reasons.censored.known_late, 0);
+}
+
+#[test]
+fn served_throughput_divides_completions_by_the_span_they_happened_in() {
+    // Window [0, 10000), horizon 11000; gate ttft 1000 (inclusive).
+    //   a completes 1000, b 3000, c 5000 (miss: ttft 2000), d 10500 (in the grace period):
+    //   4 completions over 10500 − 1000 = 9500 ms are 3 gaps → 3 / 9.5 = 0.3157894736842105/s,
+    //   while completedPerS = 4 / 10 window s = 0.4.
+    //   e completes at 11500, after the horizon: censored, not a completion.
+    //   f fails, g is in flight: neither is a completion.
+    let rows = r#"
+      {"id":"a","arrivalMs":500,"status":"completed","firstTokenMs":600,"completedMs":1000,"outputTokens":2},
+      {"id":"b","arrivalMs":2500,"status":"completed","firstTokenMs":2600,"completedMs":3000,"outputTokens":2},
+      {"id":"c","arrivalMs":2900,"status":"completed","firstTokenMs":4900,"completedMs":5000,"outputTokens":2},
+      {"id":"d","arrivalMs":9900,"status":"completed","firstTokenMs":10000,"completedMs":10500,"outputTokens":2},
+      {"id":"e","arrivalMs":9950,"status":"completed","firstTokenMs":10050,"completedMs":11500,"outputTokens":2},
+      {"id":"f","arrivalMs":100,"status":"failed","reason":"timeout","endedMs":200},
+      {"id":"g","arrivalMs":9990,"status":"in_flight"}"#;
+    let r = inline_receipt(
+        "inclusive",
+        r#"{"ttftMs":1000,"tpotMs":null,"e2eMs":null}"#,
+        rows,
+    );
+    let b = all(&r);
+    assert_eq!((b.counts.pass, b.counts.miss), (3, 1));
+    assert_eq!(b.rates.completed_per_s, 0.4);
+    assert_eq!(b.rates.served_per_s, Some(3.0 / 9.5));
+    assert_eq!(r.results.classes["c"].rates.served_per_s, Some(3.0 / 9.5));
+
+    // One completion has no span: null.
+    let one = inline_receipt(
+        "inclusive",
+        r#"{"ttftMs":1000,"tpotMs":null,"e2eMs":null}"#,
+        r#"{"id":"a","arrivalMs":500,"status":"completed","firstTokenMs":600,"completedMs":1000,"outputTokens":2}"#,
+    );
+    assert_eq!(all(&one).rates.served_per_s, None);
+}

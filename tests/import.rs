@@ -551,3 +551,114 @@ fn a_large_import_prints_the_analyze_command_with_raised_limits() {
         "(raise it with --max-input-bytes)",
     );
 }
+
+/// One AIPerf profiling record starting at `start_ms` (ns since an epoch).
+fn aiperf_record(id: &str, start_ms: u64, cancelled_at_ms: Option<u64>) -> String {
+    let ns = |ms: u64| 1_700_000_000_000_000_000u64 + ms * 1_000_000;
+    match cancelled_at_ms {
+        None => format!(
+            r#"{{"metadata":{{"x_request_id":"{id}","credit_issued_ns":{s},"request_start_ns":{s},"request_end_ns":{e},"benchmark_phase":"profiling","was_cancelled":false}},"metrics":{{"time_to_first_token":{{"value":10,"unit":"ms"}},"request_latency":{{"value":50,"unit":"ms"}},"usage_completion_tokens":{{"value":5,"unit":"tokens"}}}},"error":null}}"#,
+            s = ns(start_ms),
+            e = ns(start_ms + 50)
+        ),
+        Some(c) => format!(
+            r#"{{"metadata":{{"x_request_id":"{id}","credit_issued_ns":{s},"request_start_ns":{s},"request_end_ns":{e},"benchmark_phase":"profiling","was_cancelled":true,"cancellation_time_ns":{e}}},"metrics":{{}},"error":null}}"#,
+            s = ns(start_ms),
+            e = ns(c)
+        ),
+    }
+}
+
+#[test]
+fn aiperf_cancelled_profiling_requests_stay_in_the_cohort() {
+    // 10 profiling records 100 ms apart: q0–q7 complete (TTFT 10 ms, latency
+    // 50 ms), q8 (800 ms) and q9 (900 ms) are cancelled at 1000 ms, the end of
+    // --benchmark-duration. AIPerf counted 10 requests, 2 incomplete. The
+    // window [0, 1000) covers every send: cohort 10, pass 8, failed 2
+    // (cancelled), pass share 8 / 10 = 0.8.
+    let lines: Vec<String> = (0..10u64)
+        .map(|i| aiperf_record(&format!("q{i}"), i * 100, (i >= 8).then_some(1000)))
+        .collect();
+    let o = pipeline(
+        Source::Aiperf,
+        lines.join("\n").as_bytes(),
+        &options("aiperf:ttft=35,tpot=12.8"),
+        None,
+    )
+    .expect("imports");
+    let w = o.imported.trace.window;
+    assert_eq!((w.start_ms, w.end_ms), (0.0, 1000.0));
+    let all = &o.receipt.results.all;
+    let c = all.counts;
+    assert_eq!((c.cohort, c.pass, c.failed, c.excluded), (10, 8, 2, 0));
+    assert_eq!(all.rates.pass_share, Some(0.8));
+    assert_eq!(all.reasons.failure.get("cancelled"), Some(&2));
+    assert_eq!(o.imported.reported.requests, Some(10));
+    assert!(
+        !o.comparison
+            .differences
+            .iter()
+            .any(|d| d.contains("excluded by goodput as by")),
+        "{:?}",
+        o.comparison.differences
+    );
+}
+
+/// A `vllm bench serve` result with send times: `ttfts` (s), one ITL each,
+/// `duration` and `request_goodput` as given.
+fn vllm_doc(duration: f64, starts: &[f64], ttfts: &[f64], goodput: f64) -> Vec<u8> {
+    let n = ttfts.len();
+    serde_json::to_vec(&serde_json::json!({
+        "duration": duration,
+        "completed": n,
+        "request_throughput": n as f64 / duration,
+        "request_goodput": goodput,
+        "start_times": starts,
+        "ttfts": ttfts,
+        "itls": vec![vec![0.01]; n],
+        "output_lens": vec![2; n],
+        "errors": vec![""; n],
+    }))
+    .unwrap()
+}
+
+#[test]
+fn vllm_goodput_is_reproduced_with_a_raw_timer_duration() {
+    // 10 requests, every one passing (TTFT 0.1 s ≤ 0.25 s, E2E 0.11 s); vLLM
+    // divides by its raw timer difference: 10 / 4.7959394321 req/s.
+    let duration = 4.7959394321;
+    let starts: Vec<f64> = (0..10).map(|i| 1000.0 + 0.4 * i as f64).collect();
+    let doc = vllm_doc(duration, &starts, &[0.1; 10], 10.0 / duration);
+    let o =
+        pipeline(Source::Vllm, &doc, &options("vllm:ttft=250,e2e=4000"), None).expect("imports");
+    assert_eq!(o.receipt.results.all.counts.pass, 10);
+    let said = o.comparison.differences.join("\n");
+    assert!(said.contains("Goodput reproduced"), "{said}");
+    assert!(!said.contains("Goodput differs"), "{said}");
+}
+
+#[test]
+fn vllm_times_keep_their_precision_so_no_verdict_flips_near_a_gate() {
+    // TTFT gate 250 ms. vLLM: 0.2500004 s (0.4 µs over) is not good,
+    // 0.2499996 s (0.4 µs under) is. Rounded to the microsecond both would
+    // read 250.000 ms: a pass under "inclusive" for the first, a miss under
+    // "strict" for the second. Kept at full precision, each verdict stays.
+    let starts = [2000.123456789, 2000.523456789];
+    let ttfts = [0.2500004, 0.2499996];
+    let doc = vllm_doc(1.5, &starts, &ttfts, 1.0 / 1.5);
+    for equality in [Equality::Inclusive, Equality::Strict] {
+        let (name, gates) = parse_slo("vllm:ttft=250").unwrap();
+        let o = pipeline(
+            Source::Vllm,
+            &doc,
+            &ImportOptions::with_gates(&name, gates, equality),
+            None,
+        )
+        .expect("imports");
+        let rows = o.receipt.rows.as_ref().expect("rows");
+        let verdicts: Vec<&str> = rows.iter().map(|r| r.verdict.as_str()).collect();
+        assert_eq!(verdicts, ["miss", "pass"], "{equality:?}");
+        let ttft0 = rows[0].ttft_ms.unwrap();
+        assert!((ttft0 - 250.0004).abs() < 1e-9, "{ttft0}");
+    }
+}

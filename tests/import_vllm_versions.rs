@@ -70,11 +70,12 @@ fn april_2025_rows_carry_vllms_latencies_and_error_text() {
     assert_eq!(rows.len(), 50);
     // Row 0 by hand: ttfts[0] = 0.0293721559999085 s, itls[0] =
     // [0.023621764999916195, 3.8360999951692065e-05] s, output_lens[0] = 2:
-    // TTFT 29.372 ms; E2E = TTFT + sum of ITLs = 53.03228199977639 ms → 53.032.
+    // TTFT 29.3721559999085 ms; E2E = TTFT + sum of ITLs = 53.03228199977639 ms,
+    // both at full precision (never rounded to the microsecond).
     let r0 = &rows[0];
     assert_eq!(r0.arrival_ms, 0.0);
-    assert_eq!(r0.first_token_ms, Some(29.372));
-    assert_eq!(r0.completed_ms, Some(53.032));
+    assert_eq!(r0.first_token_ms, Some(0.0293721559999085 * 1000.0));
+    assert!((r0.completed_ms.unwrap() - 53.03228199977639).abs() < 1e-9);
     assert_eq!(r0.output_tokens, Some(2));
     // errors[46] and errors[47] are "Internal Server Error" (the sim's HTTP 500).
     for i in [46, 47] {
@@ -175,10 +176,10 @@ fn each_released_shape_is_named_and_mapped() {
         )
     );
     let rows = &o.imported.trace.rows;
-    assert_eq!(
-        (rows[0].first_token_ms, rows[0].completed_ms),
-        (Some(100.0), Some(150.0))
-    );
+    // In doubles 0.1 + 0.02 + 0.03 s is 0.15000000000000002 s, as in vLLM's
+    // own Python: kept at full precision, 150.00000000000003 ms.
+    assert_eq!(rows[0].first_token_ms, Some(100.0));
+    assert!((rows[0].completed_ms.unwrap() - 150.0).abs() < 1e-9);
     assert_eq!(rows[1].reason.as_deref(), Some("disconnect"));
     assert_eq!(
         rows[1].labels.get("error"),

@@ -341,3 +341,111 @@ proptest! {
         prop_assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
 }
+
+/// `digits / 10^scale` written as a decimal (`15`, 1 → `"1.5"`).
+fn decimal_text(digits: u64, scale: u32) -> String {
+    let s = format!("{digits:0>width$}", width = scale as usize + 1);
+    let (whole, fraction) = s.split_at(s.len() - scale as usize);
+    if fraction.is_empty() {
+        whole.to_owned()
+    } else {
+        format!("{whole}.{fraction}")
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Milliseconds with three decimals, as the recorder writes them.
+fn ms3(thousandths: u64) -> Value {
+    json!(thousandths as f64 / 1000.0)
+}
+
+prop_compose! {
+    /// A recorder-shaped trace: timestamps with three decimals, a window that
+    /// does not start or end on a whole millisecond, and many classes. Rates
+    /// and means over such windows are 17-digit decimals: the numbers a
+    /// receipt must read back exactly for `verify` to agree.
+    fn recorded_trace()(
+        start in 0u64..5_000_000,
+        length in 1_000_000u64..60_000_000,
+        n_classes in 2usize..12,
+        gates in prop::collection::vec((1u64..3_000_000, 1u64..200_000, 1u64..30_000_000), 12),
+        rows in prop::collection::vec((0u64..1_000_000, 0usize..12, 0u64..3_000_000, 0u64..20_000_000, 1u32..500, 0u32..10), 1..80),
+    ) -> Value {
+        let end = start + length;
+        let classes: serde_json::Map<String, Value> = gates.iter().take(n_classes).enumerate()
+            .map(|(i, (t, p, e))| (format!("class-{i}"), json!({"ttftMs": ms3(*t), "tpotMs": ms3(*p), "e2eMs": ms3(*e)})))
+            .collect();
+        let rows: Vec<Value> = rows.iter().enumerate().map(|(i, (at, class, ttft, decode, tokens, kind))| {
+            // Arrivals spread over the window (and a little past its end).
+            let arrival = start + at * (length + length / 10) / 1_000_000;
+            let first = arrival + ttft;
+            let done = first + decode;
+            let class = format!("class-{}", class % n_classes);
+            match kind {
+                0 => json!({"id": format!("r{i}"), "class": class, "arrivalMs": ms3(arrival),
+                            "status": "failed", "reason": "http_503", "endedMs": ms3(first)}),
+                1 => json!({"id": format!("r{i}"), "class": class, "arrivalMs": ms3(arrival),
+                            "status": "in_flight", "firstTokenMs": ms3(first)}),
+                _ => json!({"id": format!("r{i}"), "class": class, "arrivalMs": ms3(arrival),
+                            "status": "completed", "firstTokenMs": ms3(first),
+                            "completedMs": ms3(done), "outputTokens": tokens}),
+            }
+        }).collect();
+        json!({
+            "schema": "goodput-trace/1",
+            "window": {"startMs": ms3(start), "endMs": ms3(end), "horizonMs": ms3(end + 30_000_000)},
+            "equality": "inclusive",
+            "classes": classes,
+            "rows": rows,
+        })
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    /// A goodput exactly equal to `R × (1 + margin)` never admits, one more
+    /// pass always does, whatever the digits of R and margin and the window.
+    #[test]
+    fn a_goodput_equal_to_the_requirement_always_refuses(
+        a in 1u64..=1_000_000, k in 0u32..=4,
+        b in 0u64..1000, j in 0u32..=3,
+        t in 1u64..=1000, start in 0u64..(1 << 20),
+    ) {
+        use goodput::review::exact::{goodput_exceeds, Decimal};
+        let b = b % 10u64.pow(j);
+        let rate: Decimal = decimal_text(a, k).parse().expect("rate");
+        let margin: Decimal = decimal_text(b, j).parse().expect("margin");
+        // required = a (10^j + b) / 10^(k + j) per s; over W ms that is
+        // a (10^j + b) W / 10^(k + j + 3) requests. W = t × D / g makes it the
+        // integer t × N / g.
+        let n = a * (10u64.pow(j) + b);
+        let d = 10u64.pow(k + j + 3);
+        let g = gcd(n, d);
+        let (window_ms, pass) = (t * d / g, t * (n / g));
+        let (start_ms, end_ms) = (start as f64, (start + window_ms) as f64);
+        prop_assert!(!goodput_exceeds(pass, start_ms, end_ms, &rate, &margin),
+            "{pass} in {window_ms} ms vs {rate} × (1 + {margin})");
+        prop_assert!(goodput_exceeds(pass + 1, start_ms, end_ms, &rate, &margin));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Every honest receipt verifies: plain, with `--rows`, with `--sweep` and
+    /// with raised limits, each written, read back and recomputed.
+    #[test]
+    fn every_recorded_shape_receipt_verifies_against_its_trace(doc in recorded_trace()) {
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let outcome = goodput::selfcheck::check_trace_bytes(&bytes);
+        prop_assert!(matches!(outcome, Ok(Some(_))), "{:?}", outcome.err());
+    }
+}

@@ -173,6 +173,9 @@ fn a_refused_connection_is_a_row_too() {
             "0.25s",
             "--grace",
             "0.5s",
+            // The preflight would stop at the dead port (exit 2); this test
+            // is about the rows of a run that went ahead anyway.
+            "--no-preflight",
         ],
     );
     assert_eq!(code, 0);
@@ -547,4 +550,110 @@ fn the_sim_binary_prints_its_loopback_address_and_serves_every_route() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(0));
+}
+
+/// The real transport, noting the instant of every send (ms since `t0`,
+/// negative before it), so a test can compare it with the row's stamp.
+struct Stamping {
+    inner: goodput::record::client::HyperTransport,
+    t0: tokio::time::Instant,
+    sends: std::sync::Mutex<Vec<f64>>,
+}
+
+impl goodput::record::client::Transport for Stamping {
+    type Body =
+        <goodput::record::client::HyperTransport as goodput::record::client::Transport>::Body;
+
+    async fn send(
+        &self,
+        body: bytes::Bytes,
+    ) -> Result<(goodput::record::client::Head, Self::Body), goodput::record::client::SendError>
+    {
+        let now = tokio::time::Instant::now();
+        let ms = match now.checked_duration_since(self.t0) {
+            Some(d) => d.as_secs_f64() * 1000.0,
+            None => -(self.t0 - now).as_secs_f64() * 1000.0,
+        };
+        self.sends.lock().unwrap().push(ms);
+        self.inner.send(body).await
+    }
+}
+
+/// Runs a closed loop of `concurrency` workers for 0.5 s against `server`,
+/// with t0 50 ms after the call; returns (sends, stamped arrivals), each
+/// sorted, ms since t0.
+fn closed_loop_sends_and_stamps(server: &SimServer, concurrency: u32) -> (Vec<f64>, Vec<f64>) {
+    use goodput::record::request::{Api, BodyTemplate, PromptSource};
+    use goodput::record::runner::{run, Counters, Load, RunConfig};
+    let uri = format!("{}/v1/chat/completions", server.url())
+        .parse()
+        .unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let t0 = tokio::time::Instant::now() + Duration::from_millis(50);
+        let transport = std::sync::Arc::new(Stamping {
+            inner: goodput::record::client::HyperTransport::new(uri, None).unwrap(),
+            t0,
+            sends: Default::default(),
+        });
+        let config = std::sync::Arc::new(RunConfig {
+            load: Load::Closed { concurrency },
+            window_end_ms: 500.0,
+            grace_ms: 1000.0,
+            timeout: Duration::from_secs(5),
+            prompts: PromptSource::Random { words: 8, seed: 1 },
+            max_event_bytes: goodput::record::sse::DEFAULT_MAX_EVENT_BYTES,
+            template: BodyTemplate {
+                api: Api::Chat,
+                model: "sim".into(),
+                max_tokens: None,
+                ignore_eos: false,
+                extra: Default::default(),
+            },
+            secrets: Default::default(),
+        });
+        let outcome = run(
+            transport.clone(),
+            config,
+            t0,
+            std::sync::Arc::new(Counters::default()),
+            Box::pin(std::future::pending()),
+        )
+        .await;
+        let mut stamps: Vec<f64> = outcome
+            .results
+            .iter()
+            .map(|r| r.as_ref().expect("every issued request reports").arrival_ms)
+            .collect();
+        let mut sends = transport.sends.lock().unwrap().clone();
+        stamps.sort_by(f64::total_cmp);
+        sends.sort_by(f64::total_cmp);
+        (sends, stamps)
+    })
+}
+
+#[test]
+fn closed_loop_stamps_every_send_at_or_before_its_real_instant() {
+    // Each request is sent at or after the instant it is stamped with (its
+    // arrivalMs), and never before t0. When every request i has
+    // stamp_i <= send_i, the k-th smallest stamp is <= the k-th smallest send.
+    // (Before the fix, the workers sent their first requests up to 50 ms
+    // before t0 and the clock stamped them 0.)
+    let server = sim(engine(64, 0.0, 5.0, 0.0), 4.0, vec![]);
+    for concurrency in [1, 4] {
+        let (sends, stamps) = closed_loop_sends_and_stamps(&server, concurrency);
+        assert_eq!(sends.len(), stamps.len(), "C = {concurrency}");
+        assert!(sends.len() >= concurrency as usize, "C = {concurrency}");
+        assert!(
+            sends[0] >= 0.0,
+            "C = {concurrency}: first send {} ms",
+            sends[0]
+        );
+        for (k, (send, stamp)) in sends.iter().zip(&stamps).enumerate() {
+            assert!(
+                stamp <= send,
+                "C = {concurrency}: #{k} stamped {stamp} ms, sent {send} ms"
+            );
+        }
+    }
 }

@@ -31,9 +31,11 @@ fn regressions(target: &str) -> Vec<PathBuf> {
 #[test]
 fn every_fixture_holds_the_fuzzing_invariants() {
     let mut checked = 0;
+    let reviewer = files(&common::fixture("reviewer"));
     for path in common::accepted_fixtures()
         .into_iter()
         .chain(common::rejected_fixtures())
+        .chain(reviewer)
     {
         let bytes = std::fs::read(&path).unwrap();
         goodput::selfcheck::check_trace_bytes(&bytes)

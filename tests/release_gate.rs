@@ -424,7 +424,7 @@ fn the_gate_checks_recovery_tpot_and_several_classes_in_one_run() {
     let text = out(&o);
     assert!(text.contains("api: recovery s"), "{text}");
     assert!(
-        text.contains("REFUSE: 1 of 4 criteria fail (api: recovery s)"),
+        text.contains("REFUSE: 1 of 5 criteria fail (api: recovery s)"),
         "{text}"
     );
     assert!(text.contains("diagnosis api: 36 of 100"), "{text}");

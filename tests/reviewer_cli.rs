@@ -12,6 +12,10 @@ use goodput::trace::{Limits, Rejection};
 use serde_json::Value;
 
 const MIXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/mixed.json");
+const CLOSED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/reviewer/closed-loop.json"
+);
 const TWO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/fixtures/reviewer/two-classes.json"
@@ -19,6 +23,8 @@ const TWO: &str = concat!(
 
 fn goodput(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .env_remove("GOODPUT_MAX_ROWS")
+        .env_remove("GOODPUT_MAX_BYTES")
         .args(args)
         .output()
         .expect("the binary runs")
@@ -201,8 +207,8 @@ fn mutate_exits_1_when_a_mutation_is_not_caught() {
         trace: MIXED.to_owned(),
         json: false,
         limits: LimitArgs {
-            max_rows: Limits::DEFAULT_MAX_ROWS,
-            max_bytes: Limits::DEFAULT_MAX_BYTES,
+            max_rows: Some(Limits::DEFAULT_MAX_ROWS),
+            max_bytes: Some(Limits::DEFAULT_MAX_BYTES),
         },
     };
     let mut out = Vec::new();
@@ -334,6 +340,51 @@ fn gate_refuses_with_status_1_and_names_each_failing_criterion() {
     assert_eq!(v["admit"], false);
 }
 
+/// 18 completed rows in a 10 s window, each well inside its gates: goodput 1.8/s.
+fn eighteen_passes_in_ten_seconds() -> String {
+    let rows: Vec<String> = (0..18)
+        .map(|i| {
+            let a = i * 500;
+            format!(
+                r#"{{"id":"r{i}","arrivalMs":{a},"status":"completed","firstTokenMs":{},"completedMs":{},"outputTokens":2}}"#,
+                a + 10,
+                a + 20
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":10000}},"equality":"inclusive","classes":{{"c":{{"ttftMs":100,"tpotMs":null,"e2eMs":null}}}},"rows":[{}]}}"#,
+        rows.join(",")
+    )
+}
+
+#[test]
+fn gate_refuses_a_goodput_exactly_equal_to_the_requirement_with_its_margin() {
+    // 18 / 10 s = 1.8/s; 1.5 × (1 + 0.2) = 1.8 exactly (1.7999999999999998 in
+    // binary floating point): equal is not "more than", so both forms refuse,
+    // and 1.79 × 1 (below) admits.
+    let dir = Scratch::new("gate-equal");
+    let trace = dir.file("eighteen.json", eighteen_passes_in_ten_seconds().as_bytes());
+    for args in [
+        ["--min-goodput", "1.5", "--margin", "0.2"],
+        ["--min-goodput", "1.8", "--margin", "0"],
+    ] {
+        let mut all = vec!["gate", trace.as_str()];
+        all.extend(args);
+        let o = goodput(&all);
+        assert_eq!(code(&o), EXIT_NO, "{args:?}: {}", stdout(&o));
+        assert!(
+            stdout(&o)
+                .lines()
+                .any(|l| l.starts_with("goodput/s") && l.ends_with("FAIL")),
+            "{}",
+            stdout(&o)
+        );
+    }
+    let o = goodput(&["gate", trace.as_str(), "--min-goodput", "1.79"]);
+    assert_eq!(code(&o), EXIT_OK, "{}", stdout(&o));
+}
+
 #[test]
 fn gate_refuses_bad_input_with_status_2() {
     let dir = Scratch::new("gate-bad");
@@ -414,4 +465,68 @@ fn a_receipt_with_a_sweep_matches_the_receipt_schema() {
             .collect();
         assert!(errors.is_empty(), "{args:?}: {errors:?}");
     }
+}
+
+#[test]
+fn a_closed_loop_trace_is_named_in_every_view_and_refused_by_gate_unless_allowed() {
+    // The receipt carries the mode it judged.
+    let o = goodput(&["analyze", CLOSED, "--json"]);
+    assert_eq!(code(&o), EXIT_OK, "{}", stderr(&o));
+    let receipt: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(receipt["contract"]["arrivalMode"], "closed-loop");
+    let o = goodput(&["analyze", MIXED, "--json"]);
+    let receipt: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(receipt["contract"]["arrivalMode"], "open-loop");
+    // The summary says so on its second line; the open-loop one does not.
+    let text = stdout(&goodput(&["analyze", CLOSED]));
+    let second = text.lines().nth(1).unwrap_or_default();
+    assert!(
+        second.starts_with("WARNING   closed-loop workload"),
+        "{text}"
+    );
+    assert!(!stdout(&goodput(&["analyze", MIXED])).contains("closed-loop"));
+    // The report's header says so before anything else.
+    let dir = Scratch::new("closed-loop-report");
+    let html = dir.path("r.html").display().to_string();
+    let o = goodput(&["report", CLOSED, "--out", &html]);
+    assert_eq!(code(&o), EXIT_OK, "{}", stderr(&o));
+    let page = std::fs::read_to_string(&html).expect("report written");
+    let header =
+        &page[page.find("<header>").expect("header")..page.find("</header>").expect("end")];
+    assert!(header.contains("id=\"closed-loop\""), "{header}");
+    // gate: the same figures admit the open-loop trace and refuse the closed-loop one.
+    let criteria = [
+        "--min-goodput",
+        "0.4",
+        "--max-failure-share",
+        "0.25",
+        "--max-censored-share",
+        "0.1",
+    ];
+    let mut args = vec!["gate", MIXED];
+    args.extend(criteria);
+    assert_eq!(code(&goodput(&args)), EXIT_OK);
+    let mut args = vec!["gate", CLOSED];
+    args.extend(criteria);
+    let o = goodput(&args);
+    assert_eq!(code(&o), EXIT_NO, "{}", stdout(&o));
+    let text = stdout(&o);
+    assert!(
+        text.lines().any(|l| l.starts_with("arrival mode")
+            && l.contains("closed-loop")
+            && l.ends_with("FAIL")),
+        "{text}"
+    );
+    assert!(
+        text.contains("REFUSE: 1 of 4 criteria fail (arrival mode)"),
+        "{text}"
+    );
+    args.push("--allow-closed-loop");
+    let o = goodput(&args);
+    assert_eq!(code(&o), EXIT_OK, "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("ADMIT: all 4 criteria pass"),
+        "{}",
+        stdout(&o)
+    );
 }

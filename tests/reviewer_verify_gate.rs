@@ -3,13 +3,18 @@
 
 use goodput::analyze::{analyze_bytes, AnalyzeOptions};
 use goodput::render::json::to_canonical_json;
+use goodput::review::exact::Decimal;
 use goodput::review::gate::{decide, Criteria, GateError};
 use goodput::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
 use goodput::review::verify::{read_receipt, verify, verify_oversized, VerifyError};
-use goodput::trace::Limits;
+use goodput::trace::{ArrivalMode, Limits};
 use serde_json::{json, Value};
 
 const MIXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/mixed.json");
+const CLOSED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/reviewer/closed-loop.json"
+);
 const TWO: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/fixtures/reviewer/two-classes.json"
@@ -198,18 +203,23 @@ fn mixed_receipt() -> goodput::receipt::Receipt {
         .receipt
 }
 
-fn criteria(min: f64) -> Criteria {
+fn dec(text: &str) -> Decimal {
+    text.parse().expect("decimal")
+}
+
+fn criteria(min: &str) -> Criteria {
     Criteria {
-        min_goodput_per_s: min,
-        margin: 0.0,
-        max_failure_share: 0.25,
-        max_censored_share: 0.1,
+        min_goodput_per_s: dec(min),
+        margin: dec("0"),
+        max_failure_share: dec("0.25"),
+        max_censored_share: dec("0.1"),
         max_p95_ttft_ms: None,
         max_p95_e2e_ms: None,
         class: None,
         max_p95_tpot_ms: None,
         max_recovery_s: None,
         class_limits: Vec::new(),
+        allow_closed_loop: false,
     }
 }
 
@@ -224,14 +234,14 @@ fn goodput_must_exceed_the_required_rate_with_its_margin() {
     let d = decide(
         &r,
         &Criteria {
-            margin: 0.2,
-            ..criteria(0.4)
+            margin: dec("0.2"),
+            ..criteria("0.4")
         },
     )
     .expect("decide");
     assert!(d.admit, "{d:#?}");
     // 0.5 is not > 0.5: equal to the requirement is a refusal.
-    let d = decide(&r, &criteria(0.5)).expect("decide");
+    let d = decide(&r, &criteria("0.5")).expect("decide");
     assert!(!d.admit);
     assert_eq!(d.checks[0].name, "goodput/s");
     assert!(!d.checks[0].pass);
@@ -245,8 +255,8 @@ fn shares_at_their_ceiling_pass_and_above_fail() {
     let d = decide(
         &r,
         &Criteria {
-            max_failure_share: 0.1,
-            ..criteria(0.1)
+            max_failure_share: dec("0.1"),
+            ..criteria("0.1")
         },
     )
     .expect("decide");
@@ -260,13 +270,16 @@ fn shares_at_their_ceiling_pass_and_above_fail() {
 #[test]
 fn tail_limits_are_checked_only_when_given() {
     let r = mixed_receipt();
-    assert_eq!(decide(&r, &criteria(0.1)).expect("decide").checks.len(), 3);
+    assert_eq!(
+        decide(&r, &criteria("0.1")).expect("decide").checks.len(),
+        3
+    );
     let d = decide(
         &r,
         &Criteria {
-            max_p95_ttft_ms: Some(1200.0),
-            max_p95_e2e_ms: Some(3000.0),
-            ..criteria(0.1)
+            max_p95_ttft_ms: Some(dec("1200.0")),
+            max_p95_e2e_ms: Some(dec("3000.0")),
+            ..criteria("0.1")
         },
     )
     .expect("decide");
@@ -286,8 +299,8 @@ fn one_class_can_be_gated_and_unknown_classes_are_refused() {
     // batch: pass b1 of 3 in 4 s → 0.25/s; failed b3 → failure share 1/3.
     let c = Criteria {
         class: Some("batch".into()),
-        max_failure_share: 0.5,
-        ..criteria(0.2)
+        max_failure_share: dec("0.5"),
+        ..criteria("0.2")
     };
     let d = decide(&two, &c).expect("decide");
     assert_eq!(d.checks[0].measured, Some(0.25));
@@ -296,7 +309,7 @@ fn one_class_can_be_gated_and_unknown_classes_are_refused() {
         &two,
         &Criteria {
             class: Some("x".into()),
-            ..criteria(0.2)
+            ..criteria("0.2")
         },
     )
     .unwrap_err();
@@ -314,8 +327,8 @@ fn what_cannot_be_measured_fails() {
     let d = decide(
         &r,
         &Criteria {
-            max_p95_ttft_ms: Some(1e9),
-            ..criteria(0.0)
+            max_p95_ttft_ms: Some(dec("1e9")),
+            ..criteria("0.0")
         },
     )
     .expect("decide");
@@ -329,20 +342,20 @@ fn out_of_range_flags_are_refused() {
     let r = mixed_receipt();
     for bad in [
         Criteria {
-            min_goodput_per_s: f64::NAN,
-            ..criteria(0.0)
+            min_goodput_per_s: dec("-0.5"),
+            ..criteria("0.0")
         },
         Criteria {
-            margin: -0.1,
-            ..criteria(0.0)
+            margin: dec("-0.1"),
+            ..criteria("0.0")
         },
         Criteria {
-            max_failure_share: 1.5,
-            ..criteria(0.0)
+            max_failure_share: dec("1.5"),
+            ..criteria("0.0")
         },
         Criteria {
-            max_p95_e2e_ms: Some(-1.0),
-            ..criteria(0.0)
+            max_p95_e2e_ms: Some(dec("-1.0")),
+            ..criteria("0.0")
         },
     ] {
         assert!(
@@ -350,4 +363,34 @@ fn out_of_range_flags_are_refused() {
             "{bad:?}"
         );
     }
+}
+
+#[test]
+fn a_closed_loop_run_is_refused_unless_allowed_and_nothing_else_changes() {
+    // closed-loop.json is mixed.json with boundary.arrival "closed-loop" and
+    // workload.arrival "closed": the same figures, so 0.5 > 0.4 holds.
+    let closed = analyze_bytes(&fixture(CLOSED), AnalyzeOptions::default())
+        .expect("accepted")
+        .receipt;
+    assert_eq!(closed.contract.arrival_mode, ArrivalMode::ClosedLoop);
+    assert_eq!(mixed_receipt().contract.arrival_mode, ArrivalMode::OpenLoop);
+    let d = decide(&closed, &criteria("0.4")).expect("decide");
+    assert!(d.checks.iter().all(|c| c.pass), "{d:#?}");
+    assert!(!d.arrival.pass);
+    assert!(!d.admit);
+    let d = decide(
+        &closed,
+        &Criteria {
+            allow_closed_loop: true,
+            ..criteria("0.4")
+        },
+    )
+    .expect("decide");
+    assert!(d.arrival.pass && d.admit, "{d:#?}");
+    // The same criteria admit the open-loop original.
+    assert!(
+        decide(&mixed_receipt(), &criteria("0.4"))
+            .expect("decide")
+            .admit
+    );
 }

@@ -71,9 +71,10 @@ fn twice_the_capacity_with_a_short_grace_reads_overloaded() {
     // Completions at 50 … 15000 ms: 299 intervals over 14950 ms = 20/s.
     assert_eq!(s.served_span_ms, Some(14_950.0));
     assert_eq!(s.served_per_s, Some(20.0));
-    // At 0: row 0 (arrived at 0, ends at 50). At 5000: arrived i ≤ 200
-    // (201 rows), completed i ≤ 99 (100) → 101. At 10000: all 400 arrived,
-    // completed i ≤ 199 (200) → 200.
+    assert_eq!(s.served_per_s, b.rates.served_per_s); // one figure, repeated
+                                                      // At 0: row 0 (arrived at 0, ends at 50). At 5000: arrived i ≤ 200
+                                                      // (201 rows), completed i ≤ 99 (100) → 101. At 10000: all 400 arrived,
+                                                      // completed i ≤ 199 (200) → 200.
     assert_eq!(
         (s.in_flight_at_start, s.in_flight_at_end),
         (Some(1), Some(200))
@@ -237,10 +238,14 @@ fn unknown_arrival_times_leave_every_instant_figure_null_and_say_why() {
         .all;
     let s = &b.saturation;
     assert_eq!(s.offered_per_s, 30.0); // 30 rows / 1 s
-    assert_eq!(
-        (s.served_per_s, s.in_flight_at_start, s.in_flight_at_end),
-        (None, None, None)
-    );
+    assert_eq!((s.in_flight_at_start, s.in_flight_at_end), (None, None));
+    // servedPerS is rates.servedPerS, repeated (docs/contract.md §10.3): the
+    // same figure whatever the arrivals; completions at 100 … 390 ms are 29
+    // gaps over 290 ms, 100/s.
+    assert_eq!(s.served_per_s, b.rates.served_per_s);
+    assert_eq!(s.served_span_ms, Some(290.0));
+    let served = s.served_per_s.expect("30 completions");
+    assert!((served - 100.0).abs() < 1e-9, "{served}");
     assert_eq!((s.in_flight_growth_per_s, s.bins.is_none()), (None, true));
     assert_eq!(s.verdict, SaturationVerdict::Inconclusive);
     assert!(

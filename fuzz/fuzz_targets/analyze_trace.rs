@@ -1,6 +1,7 @@
 //! Trace bytes → full analysis, receipt rendering and sweep, with the
 //! invariants of `goodput::selfcheck` and the receipt schema checked on every
-//! accepted input.
+//! accepted input; among those invariants, `verify` of the trace's own
+//! receipt (plain, with rows, with a sweep, with raised limits) agrees.
 #![no_main]
 
 use std::sync::OnceLock;

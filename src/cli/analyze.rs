@@ -9,9 +9,9 @@ use crate::error::Error;
 use crate::io::read_limited;
 use crate::render::text;
 use crate::review::sweep::DEFAULT_FACTORS;
-use crate::trace::Limits;
 
 use super::exit::EXIT_OK;
+use super::flags::LimitArgs;
 use super::output::{emit, json_bytes, write_file};
 use super::release::{release_options, CostArgs, RecoveryArgs};
 use super::sweep::run_sweep;
@@ -31,23 +31,25 @@ pub struct AnalyzeArgs {
     /// The trace file (`-` reads standard input).
     pub trace: String,
     /// Print the JSON receipt instead of the summary for people.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub json: bool,
+    /// Print one CSV line per row instead of the summary: index, id, class,
+    /// verdict, reasons, arrivalMs, ttftMs, tpotMs, e2eMs, outputTokens, then
+    /// one column per label key (sorted).
+    #[arg(long)]
+    pub csv: bool,
     /// Also write the JSON receipt to FILE, atomically (temporary file, then rename).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Include per-row verdicts in the JSON receipt.
+    /// Include per-row verdicts: in the JSON receipt, and as a table after the summary.
     #[arg(long)]
     pub rows: bool,
     /// Reject the trace (exit 2) at its first invalid row instead of counting it.
     #[arg(long)]
     pub strict: bool,
-    /// Most rows accepted (inclusive); recorded in the receipt.
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_ROWS)]
-    pub max_rows: u64,
-    /// Most bytes accepted (inclusive), checked before parsing; recorded in the receipt.
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
-    pub max_bytes: u64,
+    /// Input limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Embed a sensitivity sweep (the same array as `goodput sweep --json`) under "sweep".
     #[arg(long)]
     pub sweep: bool,
@@ -73,10 +75,7 @@ pub struct AnalyzeArgs {
 
 /// `goodput analyze`.
 pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let limits = Limits {
-        max_rows: args.max_rows,
-        max_bytes: args.max_bytes,
-    };
+    let limits = args.limits.limits()?;
     let confidence = super::flags::confidence_flag(args.confidence)?;
     let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
@@ -115,11 +114,25 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     }
     if let (true, Some(bytes)) = (args.json, &json) {
         emit(stdout, bytes)?;
+    } else if args.csv {
+        let bytes = crate::render::csv::analysis_rows(&analysis).map_err(|e| Error::Write {
+            path: "CSV".to_owned(),
+            source: e.into(),
+        })?;
+        emit(stdout, &bytes)?;
     } else {
         let invalid = analysis.invalid_rows();
         emit(stdout, text::render(&analysis.receipt, &invalid).as_bytes())?;
         if let Some(entries) = &analysis.receipt.sweep {
             let table = format!("\n{}", crate::render::sweep::render(entries));
+            emit(stdout, table.as_bytes())?;
+        }
+        if let Some(rows) = &analysis.receipt.rows {
+            let tpot_name = match analysis.receipt.contract.tpot_label.as_str() {
+                "tpot" => "tpot",
+                _ => "chunk",
+            };
+            let table = format!("\n{}", crate::render::rows::table(rows, tpot_name));
             emit(stdout, table.as_bytes())?;
         }
     }

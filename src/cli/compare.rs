@@ -81,7 +81,7 @@ pub struct CompareArgs {
 /// Runs `goodput compare`.
 pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let confidence = confidence_flag(args.confidence)?;
-    let limits = args.limits.limits();
+    let limits = args.limits.limits()?;
     let trace_a = load(&args.a, args.receipt_a.as_deref(), limits)?;
     let mut trace_b = load(&args.b, args.receipt_b.as_deref(), limits)?;
     let judged_under_a = args.judge_under.is_some();

@@ -37,7 +37,8 @@ impl Error {
             | Error::RejectedFile { .. }
             | Error::Import { .. }
             | Error::Listen { .. }
-            | Error::Compare(_) => EXIT_ERROR,
+            | Error::Compare(_)
+            | Error::Preflight(_) => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }
     }
@@ -58,7 +59,9 @@ impl Error {
                 limit,
                 size: None,
             }) => format!(
-                "rejected: {path} is over the limit of {limit} bytes (raise it with --max-bytes)"
+                "rejected: {path} is over the limit of {limit} bytes \
+                 (raise it with --max-bytes or {})",
+                crate::trace::Limits::BYTES_VARIABLE
             ),
             other => other.to_string(),
         }

@@ -2,27 +2,64 @@
 //! classes (`--slo`), request rates (`--request-rate`). Durations are in
 //! [`super::duration`].
 
+use std::ffi::OsString;
+
 use crate::error::Error;
 use crate::trace::{Gates, Limits};
 
-/// Input limits shared by the reviewer commands.
-#[derive(Debug, clap::Args)]
+/// Input limits shared by every command that reads a trace. A flag wins; with
+/// no flag, `GOODPUT_MAX_ROWS` / `GOODPUT_MAX_BYTES` set the limit (so a long
+/// recording does not need the flags on every command); with neither, the
+/// defaults (docs/contract.md §4.1). The limits in force are recorded in the
+/// receipt either way.
+#[derive(Debug, Default, clap::Args)]
 pub struct LimitArgs {
-    /// Most rows accepted (inclusive).
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_ROWS)]
-    pub max_rows: u64,
-    /// Most bytes accepted (inclusive), checked before parsing.
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
-    pub max_bytes: u64,
+    /// Most rows accepted (inclusive) [default: $GOODPUT_MAX_ROWS, else 500]; recorded in the receipt.
+    #[arg(long, value_name = "N")]
+    pub max_rows: Option<u64>,
+    /// Most bytes accepted (inclusive), checked before parsing [default:
+    /// $GOODPUT_MAX_BYTES, else 65536]; recorded in the receipt.
+    #[arg(long, value_name = "N")]
+    pub max_bytes: Option<u64>,
 }
 
 impl LimitArgs {
-    pub(crate) fn limits(&self) -> Limits {
-        Limits {
-            max_rows: self.max_rows,
-            max_bytes: self.max_bytes,
-        }
+    /// The limits in force: the flags, else the environment, else the defaults.
+    pub(crate) fn limits(&self) -> Result<Limits, Error> {
+        resolve_limits(self.max_rows, self.max_bytes, |name| std::env::var_os(name))
     }
+}
+
+/// The limits in force given the flags and a way to read a variable: a flag
+/// wins over its variable, a variable over the default. An empty variable
+/// counts as unset; any other value must be a whole number, or the command
+/// stops (exit 2) with a message naming the variable.
+pub fn resolve_limits(
+    max_rows: Option<u64>,
+    max_bytes: Option<u64>,
+    var: impl Fn(&str) -> Option<OsString>,
+) -> Result<Limits, Error> {
+    let pick = |flag: Option<u64>, name: &str, default: u64| -> Result<u64, Error> {
+        if let Some(n) = flag {
+            return Ok(n);
+        }
+        let Some(value) = var(name).filter(|v| !v.is_empty()) else {
+            return Ok(default);
+        };
+        value
+            .to_str()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "{name}={} is not a whole number >= 0 (unset it, or give the flag instead)",
+                    value.to_string_lossy()
+                ))
+            })
+    };
+    Ok(Limits {
+        max_rows: pick(max_rows, Limits::ROWS_VARIABLE, Limits::DEFAULT_MAX_ROWS)?,
+        max_bytes: pick(max_bytes, Limits::BYTES_VARIABLE, Limits::DEFAULT_MAX_BYTES)?,
+    })
 }
 
 /// The class declared when no `--slo` is given, as flag text: the trace
@@ -146,6 +183,62 @@ mod tests {
                 tpot_ms: Some(50.0),
                 e2e_ms: Some(10000.0)
             }
+        );
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.into())
+    }
+
+    #[test]
+    fn a_flag_wins_over_its_variable_and_a_variable_over_the_default() {
+        let limits = |rows, bytes, vars: &[(&str, &str)]| {
+            resolve_limits(rows, bytes, env(vars)).map_err(|e| e.to_string())
+        };
+        assert_eq!(limits(None, None, &[]), Ok(Limits::default()));
+        let both = [
+            ("GOODPUT_MAX_ROWS", "2000"),
+            ("GOODPUT_MAX_BYTES", "700000"),
+        ];
+        assert_eq!(
+            limits(None, None, &both),
+            Ok(Limits {
+                max_rows: 2000,
+                max_bytes: 700_000
+            })
+        );
+        assert_eq!(
+            limits(Some(3), None, &both),
+            Ok(Limits {
+                max_rows: 3,
+                max_bytes: 700_000
+            })
+        );
+        assert_eq!(
+            limits(None, Some(10), &both),
+            Ok(Limits {
+                max_rows: 2000,
+                max_bytes: 10
+            })
+        );
+        // Empty counts as unset; junk names the variable.
+        assert_eq!(
+            limits(None, None, &[("GOODPUT_MAX_ROWS", "")]),
+            Ok(Limits::default())
+        );
+        let junk = limits(None, None, &[("GOODPUT_MAX_BYTES", "64k")]).unwrap_err();
+        assert!(junk.contains("GOODPUT_MAX_BYTES=64k"), "{junk}");
+        // A flag given makes a bad variable irrelevant.
+        assert_eq!(
+            limits(Some(1), Some(2), &[("GOODPUT_MAX_BYTES", "64k")]),
+            Ok(Limits {
+                max_rows: 1,
+                max_bytes: 2
+            })
         );
     }
 

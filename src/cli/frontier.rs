@@ -15,6 +15,7 @@ use crate::render::frontier as render;
 use crate::trace::{Limits, Rejection};
 
 use super::exit::EXIT_OK;
+use super::flags::LimitArgs;
 use super::output::{emit, json_bytes, write_file};
 use super::sidecar::Sidecar;
 use crate::record::metrics::{peaks, Peaks};
@@ -24,7 +25,7 @@ pub const FRONTIER_EXIT_HELP: &str = "\
 Exit status:
   0  the frontier was computed (whatever it shows)
   2  a trace was rejected or unreadable (the message names it; raise --max-rows /
-     --max-bytes for long recordings), --attainment is not in (0, 1], --class
+     --max-bytes, or GOODPUT_MAX_ROWS / GOODPUT_MAX_BYTES, for long recordings), --attainment is not in (0, 1], --class
      names no class of some trace, or the SVG could not be written
 
 Points are sorted by measured offered load (cohort / window s). The knee is the
@@ -51,18 +52,18 @@ pub struct FrontierArgs {
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
     /// Print the frontier as a Markdown table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "csv")]
     pub markdown: bool,
+    /// Print the points as CSV (one line per trace, the JSON points' fields as columns).
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
     /// Also draw goodput/s and completed/s (top) and p95 TTFT (bottom) against
     /// offered/s into FILE, atomically.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// Most rows accepted per trace (inclusive).
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_ROWS)]
-    pub max_rows: u64,
-    /// Most bytes accepted per trace (inclusive), checked before parsing.
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
-    pub max_bytes: u64,
+    /// Input limits, per trace.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Two-sided confidence level of the interval bars, in [0.5, 0.9999].
     #[arg(long, value_name = "LEVEL", default_value_t = Confidence::DEFAULT)]
     pub confidence: f64,
@@ -111,10 +112,7 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
         ));
     }
     let confidence = super::flags::confidence_flag(args.confidence)?;
-    let limits = Limits {
-        max_rows: args.max_rows,
-        max_bytes: args.max_bytes,
-    };
+    let limits = args.limits.limits()?;
     let mut receipts = Vec::with_capacity(args.traces.len());
     let mut server = Vec::with_capacity(args.traces.len());
     for path in &args.traces {
@@ -141,6 +139,11 @@ pub fn run(args: FrontierArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     }
     let bytes = if args.json {
         json_bytes(&f, "frontier")?
+    } else if args.csv {
+        crate::render::csv::frontier_points(&f).map_err(|e| Error::Write {
+            path: "CSV".to_owned(),
+            source: e.into(),
+        })?
     } else if args.markdown {
         render::markdown(&f).into_bytes()
     } else {

@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use crate::error::Error;
+use crate::review::exact::Decimal;
 use crate::review::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
 
 use super::exit::{EXIT_NO, EXIT_OK};
@@ -23,9 +24,12 @@ Exit status:
 Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
 (default 0.05); censored share <= ceiling (default 0.05); p95 TTFT / TPOT / E2E
 <= the limits given; recovery after the burst phase <= --max-recovery-s;
---class-limits adds the same criteria for other classes. A figure that cannot be
+--class-limits adds the same criteria for other classes; the run is open-loop (a
+closed-loop run is refused unless --allow-closed-loop). A figure that cannot be
 measured (empty cohort, no completed rows, no recovery) fails its criterion.
-Each class that lost requests gets a diagnosis line (counts, then a reading).";
+Each class that lost requests gets a diagnosis line (counts, then a reading).
+The goodput, share and p95 TTFT / E2E flags are decimals compared exactly as
+written (equal to the requirement refuses; docs/contract.md §9.2).";
 
 /// Flags of `goodput gate`.
 #[derive(Debug, clap::Args)]
@@ -34,25 +38,25 @@ pub struct GateArgs {
     pub trace: String,
     /// Required goodput, requests per window second; the measured rate must exceed it × (1 + margin).
     #[arg(long, value_name = "R")]
-    pub min_goodput: f64,
+    pub min_goodput: Decimal,
     /// Judge this class instead of all rows.
     #[arg(long, value_name = "NAME")]
     pub class: Option<String>,
     /// Safety margin on the required goodput (0.2 = 20 % headroom).
-    #[arg(long, value_name = "F", default_value_t = 0.0)]
-    pub margin: f64,
+    #[arg(long, value_name = "F", default_value = "0")]
+    pub margin: Decimal,
     /// Most failed / cohort allowed.
-    #[arg(long, value_name = "F", default_value_t = DEFAULT_MAX_FAILURE_SHARE)]
-    pub max_failure_share: f64,
+    #[arg(long, value_name = "F", default_value = DEFAULT_MAX_FAILURE_SHARE)]
+    pub max_failure_share: Decimal,
     /// Most censored / cohort allowed.
-    #[arg(long, value_name = "F", default_value_t = DEFAULT_MAX_CENSORED_SHARE)]
-    pub max_censored_share: f64,
+    #[arg(long, value_name = "F", default_value = DEFAULT_MAX_CENSORED_SHARE)]
+    pub max_censored_share: Decimal,
     /// Most nearest-rank p95 TTFT allowed, ms.
     #[arg(long, value_name = "X")]
-    pub max_p95_ttft_ms: Option<f64>,
+    pub max_p95_ttft_ms: Option<Decimal>,
     /// Most nearest-rank p95 E2E allowed, ms.
     #[arg(long, value_name = "X")]
-    pub max_p95_e2e_ms: Option<f64>,
+    pub max_p95_e2e_ms: Option<Decimal>,
     /// Most nearest-rank p95 TPOT allowed, ms.
     #[arg(long, value_name = "X")]
     pub max_p95_tpot_ms: Option<f64>,
@@ -71,6 +75,10 @@ pub struct GateArgs {
     /// Reject the trace (exit 2) at its first invalid row.
     #[arg(long)]
     pub strict: bool,
+    /// Admit a closed-loop run (`--max-concurrency` recordings) anyway; by
+    /// default it is refused, since the server paced its own load.
+    #[arg(long)]
+    pub allow_closed_loop: bool,
     /// Print the decision as JSON.
     #[arg(long)]
     pub json: bool,
@@ -92,11 +100,12 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_p95_tpot_ms: args.max_p95_tpot_ms,
         max_recovery_s: args.max_recovery_s,
         class_limits: args.class_limits,
+        allow_closed_loop: args.allow_closed_loop,
     };
     // Flags first: a bad flag is exit 2 before any work.
     criteria.check().map_err(|e| Error::Usage(e.to_string()))?;
     let release = release_options(Some(&args.recovery), None)?;
-    let mut analysis = load(&args.trace, args.limits.limits(), args.strict)?;
+    let mut analysis = load(&args.trace, args.limits.limits()?, args.strict)?;
     attach(
         &mut analysis.receipt,
         &analysis.trace,

@@ -4,10 +4,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use crate::error::Error;
-use crate::import::{pipeline, Comparison, ImportError, ImportOptions, Reported, Source};
+use crate::import::{pipeline, ImportError, ImportOptions, ImportReport, Source};
 use crate::io::{read_limited, write_atomic, ReadError};
 use crate::render::record::analyze_command;
 use crate::trace::Equality;
@@ -131,8 +129,11 @@ pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         outcome.imported.trace.rows.len(),
         outcome.trace_bytes.len(),
     );
+    // Without --slo the trace declares the writer's placeholder class.
+    let placeholder_gates = args.slo.is_empty();
     let text = if args.json {
-        let doc = JsonReport {
+        let doc = ImportReport {
+            placeholder_gates,
             trace: &path,
             rows: outcome.imported.trace.rows.len(),
             bytes: outcome.trace_bytes.len(),
@@ -142,32 +143,21 @@ pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         };
         json_bytes(&doc, "comparison")?
     } else {
-        crate::render::import::render(
+        let mut text = String::new();
+        if placeholder_gates {
+            text.push_str(&crate::render::import::placeholder_gates_line(
+                &outcome.comparison.tool,
+                &outcome.comparison.gates,
+            ));
+        }
+        text.push_str(&crate::render::import::render(
             &outcome.comparison,
             &path,
             outcome.imported.trace.rows.len(),
             &command,
-        )
-        .into_bytes()
+        ));
+        text.into_bytes()
     };
     emit(stdout, &text)?;
     Ok(EXIT_OK)
-}
-
-/// `goodput import --json`: where the trace went, the tool's figures and rules, the comparison.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct JsonReport<'a> {
-    /// The trace path.
-    trace: &'a str,
-    /// Rows written.
-    rows: usize,
-    /// Bytes written.
-    bytes: usize,
-    /// The exact analyze command.
-    analyze: &'a str,
-    /// The tool's figures and rules.
-    reported: &'a Reported,
-    /// Side by side, with the differences explained.
-    comparison: &'a Comparison,
 }

@@ -89,7 +89,7 @@ pub enum Command {
     /// Is B better or worse than A beyond noise? Every headline figure with its interval.
     #[command(after_help = compare::COMPARE_EXIT_HELP)]
     Compare(compare::CompareArgs),
-    /// Print the JSON Schema of a trace, a receipt or a comparison.
+    /// Print the JSON Schema of a trace, a receipt, a comparison, or another command's `--json` output.
     Schema {
         /// Which schema.
         #[arg(value_enum)]

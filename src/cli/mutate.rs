@@ -34,7 +34,7 @@ pub struct MutateArgs {
 
 /// `goodput mutate` with the real analyzer.
 pub fn run(args: MutateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let calc = Analyzer::for_mutations_of(args.limits.limits());
+    let calc = Analyzer::for_mutations_of(args.limits.limits()?);
     mutate_with(args, &calc, stdout)
 }
 
@@ -45,7 +45,7 @@ pub fn mutate_with(
     calc: &dyn mutate::Calculator,
     stdout: &mut dyn Write,
 ) -> Result<i32, Error> {
-    let limits = args.limits.limits();
+    let limits = args.limits.limits()?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     // The trace itself must pass the limits the reviewer gave.
     analyze_bytes(

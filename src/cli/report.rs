@@ -8,9 +8,9 @@ use crate::analyze::{analyze_owned_at, AnalyzeOptions};
 use crate::error::Error;
 use crate::io::read_limited;
 use crate::report::page_with_server;
-use crate::trace::Limits;
 
 use super::exit::EXIT_OK;
+use super::flags::LimitArgs;
 use super::output::{emit, write_file};
 use super::release::{release_options, CostArgs, RecoveryArgs};
 use super::sidecar::Sidecar;
@@ -34,12 +34,9 @@ pub struct ReportArgs {
     /// Where to write the HTML page, atomically (temporary file, then rename).
     #[arg(long, value_name = "FILE", default_value = "report.html")]
     pub out: PathBuf,
-    /// Most rows accepted (inclusive).
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_ROWS)]
-    pub max_rows: u64,
-    /// Most bytes accepted (inclusive), checked before parsing.
-    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT_MAX_BYTES)]
-    pub max_bytes: u64,
+    /// Input limits.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Two-sided confidence level of the intervals shown beside the figures, in [0.5, 0.9999].
     #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
     pub confidence: f64,
@@ -54,10 +51,7 @@ pub struct ReportArgs {
 /// Runs `goodput report`: analyze, run the default one-at-a-time sweep over
 /// all classes, render, write atomically, print the path written.
 pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let limits = Limits {
-        max_rows: args.max_rows,
-        max_bytes: args.max_bytes,
-    };
+    let limits = args.limits.limits()?;
     let confidence = super::flags::confidence_flag(args.confidence)?;
     let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;

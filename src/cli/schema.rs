@@ -1,4 +1,4 @@
-//! `goodput schema`: print the JSON Schema of a trace or of a receipt.
+//! `goodput schema`: print the JSON Schema of a document goodput reads or writes.
 
 use std::io::Write;
 
@@ -17,17 +17,33 @@ pub enum SchemaKind {
     Trace,
     /// The `goodput-receipt/1` output document.
     Receipt,
+    /// `goodput sweep --json`.
+    Sweep,
+    /// `goodput mutate --json`.
+    Mutate,
+    /// `goodput verify --json`.
+    Verify,
+    /// `goodput gate --json`.
+    Gate,
+    /// `goodput frontier --json` (`goodput-frontier/1`).
+    Frontier,
+    /// `goodput import --json`.
+    Import,
     /// The `goodput-compare/1` document of `goodput compare --json`.
     Compare,
 }
 
 /// `goodput schema`.
 pub fn run(which: SchemaKind, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let text = match which {
-        SchemaKind::Trace => schema::trace_schema_json(),
-        SchemaKind::Receipt => schema::receipt_schema_json(),
-        SchemaKind::Compare => schema::compare_schema_json(),
-    };
+    let name = which
+        .to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default();
+    let text = schema::all()
+        .into_iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, _, text)| text)
+        .ok_or_else(|| Error::Usage(format!("no schema named {name:?}")))?;
     emit(stdout, text.as_bytes())?;
     Ok(EXIT_OK)
 }

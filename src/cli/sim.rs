@@ -11,7 +11,8 @@ use crate::sim::engine::EngineParams;
 use crate::sim::fault::{check_faults, parse_fault, Fault};
 use crate::sim::http::SimStats;
 use crate::sim::quirks::StreamQuirks;
-use crate::sim::{serve, SimConfig};
+use crate::sim::tls::{self, Front, RequiredHeader};
+use crate::sim::{serve_with, SimConfig};
 
 use super::exit::EXIT_OK;
 
@@ -19,7 +20,7 @@ use super::exit::EXIT_OK;
 pub const SIM_EXIT_HELP: &str = "\
 Exit status:
   0  stopped by Ctrl-C
-  2  usage error, or the address cannot be bound
+  2  usage error, unreadable --tls-cert/--tls-key, or the address cannot be bound
 
 Capacity at a full batch B is B / (decode-step-ms + B x decode-ms-per-seq) tokens per ms.
 A lone request sees TTFT = prefill + decode-step-ms + decode-ms-per-seq and
@@ -27,7 +28,11 @@ TPOT = decode-step-ms + decode-ms-per-seq.
 
 Stream quirks (--close-after-response, --usage-before-last-token, --tokens-per-chunk,
 --no-done, --no-finish-reason, --no-usage) reproduce behaviours of real servers that
-a recorder must survive; see docs/recorder.md.";
+a recorder must survive; see docs/recorder.md.
+
+--tls-cert FILE --tls-key FILE serve https (rustls, HTTP/1.1). --require-header
+'Name: value' answers 401 to any request without it; the 401 body echoes the
+values received (to test that a recorder keeps secrets out of its traces).";
 
 /// Flags of `goodput sim`.
 #[derive(Debug, Clone, clap::Args)]
@@ -85,6 +90,34 @@ pub struct SimArgs {
     /// `stream_options.include_usage`.
     #[arg(long)]
     pub no_usage: bool,
+    /// Serve https with this PEM certificate chain (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Answer 401 to any request (but /health) without this header, `'Name: value'`.
+    #[arg(long, value_name = "'NAME: VALUE'")]
+    pub require_header: Option<String>,
+}
+
+/// The TLS and header settings of `goodput sim`'s flags.
+pub fn front_from_args(args: &SimArgs) -> Result<Front, Error> {
+    let usage = |e: tls::FrontError| Error::Usage(e.to_string());
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tls::server_config(cert, key).map_err(usage)?),
+        _ => None,
+    };
+    let require_header = args
+        .require_header
+        .as_deref()
+        .map(RequiredHeader::parse)
+        .transpose()
+        .map_err(usage)?;
+    Ok(Front {
+        tls,
+        require_header,
+    })
 }
 
 /// Parses `MEAN[:STD]`.
@@ -148,6 +181,8 @@ pub fn config_from(args: &SimArgs) -> Result<SimConfig, Error> {
 /// `goodput sim`: bind, print the address, serve until Ctrl-C.
 pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let config = config_from(&args)?;
+    let front = front_from_args(&args)?;
+    let scheme = if front.tls.is_some() { "https" } else { "http" };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -165,7 +200,7 @@ pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     })?;
     let p = config.engine;
     let line = format!(
-        "goodput sim listening on http://{addr} (max batch {}, prefill {} ms/1k tokens, decode step {} ms + {} ms/seq, \
+        "goodput sim listening on {scheme}://{addr} (max batch {}, prefill {} ms/1k tokens, decode step {} ms + {} ms/seq, \
          output {}:{} tokens, ceiling {:.0} tokens/s{})\n",
         p.max_batch,
         p.prefill_ms_per_1k_tokens,
@@ -182,9 +217,10 @@ pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let _ = stdout
         .write_all(line.as_bytes())
         .and_then(|()| stdout.flush());
-    runtime.block_on(serve(
+    runtime.block_on(serve_with(
         listener,
         config,
+        front,
         Arc::new(SimStats::default()),
         async {
             if tokio::signal::ctrl_c().await.is_err() {

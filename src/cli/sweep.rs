@@ -49,7 +49,7 @@ pub struct SweepArgs {
 
 /// `goodput sweep`.
 pub fn run(args: SweepArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let analysis = load(&args.trace, args.limits.limits(), false)?;
+    let analysis = load(&args.trace, args.limits.limits()?, false)?;
     let entries = run_sweep(&analysis, args.class, &args.factors, args.grid)?;
     if let Some(path) = &args.out {
         write_file(path, &json_bytes(&entries, "sweep")?)?;

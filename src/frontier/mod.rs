@@ -127,8 +127,13 @@ pub struct FrontierPoint {
     pub cohort: u64,
     /// cohort / window s: the offered load actually measured.
     pub offered_per_s: f64,
-    /// (pass + miss) / window s.
+    /// (pass + miss) / window s (completions in the grace period included).
     pub completed_per_s: f64,
+    /// Served throughput: (pass + miss) per second from the first to the
+    /// last completion (`rates.servedPerS`); what the server kept up with,
+    /// whatever the grace period. Null with fewer than two completions.
+    #[serde(default)]
+    pub served_per_s: Option<f64>,
     /// pass / window s.
     pub goodput_per_s: f64,
     /// pass / cohort; null for an empty cohort.
@@ -284,6 +289,7 @@ fn point(label: &str, receipt: &Receipt, block: &Block) -> FrontierPoint {
         cohort: block.counts.cohort,
         offered_per_s: r.offered_per_s,
         completed_per_s: r.completed_per_s,
+        served_per_s: r.served_per_s,
         goodput_per_s: r.goodput_per_s,
         pass_share: r.pass_share,
         goodput_interval: block.intervals.goodput_per_s,

@@ -24,7 +24,10 @@
 //!   So TPOT is per model token, where AIPerf's inter_token_latency is per
 //!   token of its tokenizer.
 //! - window = from the first profiling credit (or start, if earlier) to the
-//!   last profiling response (`request_start + request_latency`); with the
+//!   last profiling response (`request_start + request_latency`), stretched
+//!   to the latest profiling end when a request was sent at or after that
+//!   response (cancelled at the end of `--benchmark-duration`): every
+//!   profiling request is in the cohort, as AIPerf counts it; with the
 //!   summary ([`apply_summary`]) its length becomes AIPerf's own observation
 //!   span. horizon = the latest end of any profiling record (or the window end).
 //! - warmup = `[first warm-up start, window start)` when warm-up records exist.
@@ -212,6 +215,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     let mut rows = Vec::with_capacity(lines.len());
     let mut window_start_ns = i64::MAX;
     let mut last_response_ns = i64::MIN;
+    // The latest profiling send: the window must hold every profiling request.
+    let mut last_send_ns = i64::MIN;
     let mut horizon_ms: f64 = 0.0;
     let mut warmup_start_ns: Option<i64> = None;
     let (mut successful, mut failed, mut cancelled, mut in_profiling) = (0u64, 0u64, 0u64, 0u64);
@@ -236,6 +241,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             in_profiling += 1;
             let opened = md.credit_issued_ns.unwrap_or(md.request_start_ns);
             window_start_ns = window_start_ns.min(md.request_start_ns).min(opened);
+            last_send_ns = last_send_ns.max(md.request_start_ns);
             horizon_ms = horizon_ms.max(ended_ms);
             if let Some(l) = latency {
                 let response_ns = md.request_start_ns.saturating_add((l * 1e6).round() as i64);
@@ -336,13 +342,22 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     }
 
     let start_ms = ns_diff_ms(window_start_ns, t0);
-    let duration_ms = if last_response_ns > window_start_ns {
+    let mut duration_ms = if last_response_ns > window_start_ns {
         ns_diff_ms(last_response_ns, window_start_ns)
     } else {
         // No profiling record has a latency (all failed): the window spans the
         // profiling records' ends, at least 1 ms.
         (horizon_ms - start_ms).max(1.0)
     };
+    // Every profiling request belongs to the cohort, as AIPerf counts it: a
+    // request sent at or after the last response (one cancelled at the end
+    // of --benchmark-duration) stretches the window to the latest profiling
+    // end, and at least just past its send (the window is half-open).
+    let last_send_ms = ns_diff_ms(last_send_ns, t0);
+    if start_ms + duration_ms <= last_send_ms {
+        let past_send = f64::from_bits(last_send_ms.to_bits() + 1);
+        duration_ms = horizon_ms.max(past_send) - start_ms;
+    }
     if duration_ms > MAX_SPAN_MS {
         return Err(ImportError::Whole(format!(
             "the profiling phase spans {duration_ms} ms, over the trace limit of a day"
@@ -397,8 +412,10 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
                             (numpy's default)"
             .into(),
         window_rule: "without --summary the window runs from the first profiling credit to the \
-                      last profiling response (AIPerf's phase starts earlier, before its first \
-                      credit, an interval the records do not show)"
+                      last profiling response, or to the latest profiling end when a request \
+                      was sent after that response, so every profiling request is in the \
+                      cohort (AIPerf's phase starts earlier, before its first credit, an \
+                      interval the records do not show)"
             .into(),
         one_token_rule: "AIPerf has no inter_token_latency for them, so with an \
                          inter_token_latency SLO it never counts them as good"

@@ -3,6 +3,7 @@
 //! a sentence (failures in the denominator, one-token TPOT, percentile
 //! method, window, the tool's own gates).
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::receipt::{LatencySummary, Receipt};
@@ -12,7 +13,7 @@ use super::{Imported, Reported};
 
 /// The source tool's figures beside the receipt's, with every difference
 /// explained. Built by [`compare`]; rendered by `render::import`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Comparison {
     /// The source tool.
@@ -36,7 +37,7 @@ pub struct Comparison {
 }
 
 /// One figure as the tool reported it and as the receipt gives it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FigurePair {
     /// What it is (`requests`, `goodput/s`, `TTFT p99 ms`, …).
@@ -132,17 +133,28 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
 
     let mut differences = Vec::new();
     let tool = r.tool.as_str();
-    let excluded = c.excluded;
-    if excluded > 0 {
+    // Only the warm-up is excluded by the tool as by goodput; a request
+    // outside the window is one the tool may have counted, so it is not
+    // said to agree.
+    let exclusion = &all.reasons.exclusion;
+    if exclusion.warmup > 0 {
         differences.push(format!(
-            "{excluded} request(s) arrived in the warm-up or outside the window: excluded by \
-             goodput as by {tool} (counts.excluded)."
+            "{} request(s) arrived in the warm-up: excluded by goodput as by {tool} \
+             (reasons.exclusion.warmup).",
+            exclusion.warmup
+        ));
+    }
+    if exclusion.outside_window > 0 {
+        differences.push(format!(
+            "{} request(s) arrived outside the window: excluded from goodput's cohort \
+             (reasons.exclusion.outside_window); compare with the requests {tool} counted.",
+            exclusion.outside_window
         ));
     }
     if c.failed > 0 {
-        let share = all.rates.failure_share.unwrap_or(0.0) * 100.0;
+        let share = crate::render::figures::percent(all.rates.failure_share.unwrap_or(0.0), 1);
         differences.push(format!(
-            "{} failed request(s) stay in goodput's cohort ({share:.1} % failure share) and \
+            "{} failed request(s) stay in goodput's cohort ({share} failure share) and \
              count against passShare; {tool} leaves failures out of its latency figures.",
             c.failed
         ));

@@ -48,7 +48,7 @@ pub const POISSON_TAIL: f64 = 0.0005;
 
 /// The arrival process a tool was configured for, as far as the rate check
 /// needs it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Process {
     /// Exponential gaps (vLLM burstiness 1, AIPerf and guidellm `poisson`).
@@ -61,7 +61,7 @@ pub enum Process {
 }
 
 /// The rate a tool was asked to offer, read from its export.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfiguredRate {
     /// Requests per second.
@@ -73,7 +73,7 @@ pub struct ConfiguredRate {
 }
 
 /// The tool's own output-token counts set beside the server's usage counts.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenAgreement {
     /// The field that holds the tool's own count (e.g. AIPerf's `output_sequence_length`).
@@ -96,7 +96,7 @@ pub struct TokenAgreement {
 }
 
 /// The receipt's figures when `outputTokens` is the tool's own count.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientCountJudgement {
     /// Passing cohort rows.
@@ -112,7 +112,7 @@ pub struct ClientCountJudgement {
 }
 
 /// The configured rate beside the offered one, judged by the rule in the module docs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RateCheck {
     /// What the tool was asked for.
@@ -132,7 +132,7 @@ pub struct RateCheck {
 }
 
 /// Everything the fidelity checks found; empty parts are `None`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Fidelity {
     /// Client counts beside usage counts (when the export carries both).

@@ -28,6 +28,7 @@ pub mod vllm;
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
@@ -40,7 +41,7 @@ pub use self::compare::{compare, fmt_num, same_figure, Comparison, FigurePair};
 pub use self::error::ImportError;
 
 /// Which tool wrote the source file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// vLLM result JSON: `benchmark_serving.py` or `vllm bench serve` (`--save-result`), any release.
@@ -137,7 +138,7 @@ pub struct Imported {
 }
 
 /// Two percentiles as a tool reported them, ms.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, JsonSchema)]
 pub struct Quantiles {
     /// Median.
     pub p50: Option<f64>,
@@ -148,7 +149,7 @@ pub struct Quantiles {
 /// What the source tool reported for its run, and the rules behind those
 /// figures, so each difference from the receipt can be explained. `None`
 /// means the source file does not carry the figure.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Reported {
     /// The tool (`vllm`, `aiperf`, `guidellm`).
@@ -198,6 +199,28 @@ pub struct Reported {
     /// The tool's own output-token count field, when rows carry it beside the
     /// server's usage count (as the label `clientOutputTokens`).
     pub client_tokens_from: Option<String>,
+}
+
+/// `goodput import --json`: where the trace went, the tool's figures and
+/// rules, and the comparison (schema: `goodput schema import`).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport<'a> {
+    /// No `--slo` was given: the trace declares the placeholder class, so its
+    /// goodput is not the tool's goodput under the tool's SLOs.
+    pub placeholder_gates: bool,
+    /// The trace path.
+    pub trace: &'a str,
+    /// Rows written.
+    pub rows: usize,
+    /// Bytes written.
+    pub bytes: usize,
+    /// The exact analyze command.
+    pub analyze: &'a str,
+    /// The tool's figures and rules.
+    pub reported: &'a Reported,
+    /// Side by side, with the differences explained.
+    pub comparison: &'a Comparison,
 }
 
 /// A time or duration read from a source file: finite and not negative, or

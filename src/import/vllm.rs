@@ -38,8 +38,8 @@ use serde::Deserialize;
 use super::fidelity::{ConfiguredRate, Process};
 use super::json::{parse_typed, python_literals_to_json, Within};
 use super::{
-    failure_reason, fmt_num, ms_since, non_negative, ImportError, ImportOptions, Imported,
-    Quantiles, Reported,
+    failure_reason, fmt_num, non_negative, ImportError, ImportOptions, Imported, Quantiles,
+    Reported,
 };
 use crate::trace::model::MAX_SPAN_MS;
 use crate::trace::write::{round_us, RowStatus, TraceRow};
@@ -294,7 +294,9 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
                 non_negative(s, format!("/start_times/{i}"))?;
             }
             let t0 = starts.iter().copied().fold(f64::INFINITY, f64::min);
-            starts.iter().map(|&s| ms_since(s, t0)).collect()
+            // Full precision: rounding an instant to the microsecond could
+            // move a latency across a gate it is within 0.5 µs of.
+            starts.iter().map(|&s| (s - t0) * 1000.0).collect()
         }
         // Arrival-unknown: every row at the window start (see the module docs).
         None => vec![0.0; n],
@@ -349,11 +351,12 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
                 format!("{e2e_s} s is shorter than the request's TTFT of {ttft_s} s"),
             ));
         }
-        // Latencies are added to the rounded arrival so TTFT and E2E in the
-        // trace are vLLM's own values (to the microsecond), not differences
-        // of two independently rounded instants.
-        let first = round_us(arrival_ms + round_us(ttft_s * 1000.0));
-        let done = round_us(arrival_ms + round_us(e2e_s * 1000.0)).max(first);
+        // Latencies are added to the arrival at full precision (never rounded
+        // to the microsecond), so TTFT and E2E in the trace are vLLM's own
+        // values to within a rounding of the sum, far below any clock: a
+        // request 0.4 µs over a gate stays over it, as vLLM judged it.
+        let first = arrival_ms + ttft_s * 1000.0;
+        let done = (arrival_ms + e2e_s * 1000.0).max(first);
         if done > MAX_SPAN_MS {
             return Err(ImportError::at(
                 e2e_place,

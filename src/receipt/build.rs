@@ -70,6 +70,45 @@ struct Tally {
     censored_time: FixedSum,
     /// In flight at fixed instants, arrivals and completions per bin.
     saturation: SaturationTally,
+    /// Earliest and latest `completedMs` of pass and miss rows (served throughput).
+    completions: Span,
+}
+
+/// The earliest and latest of a set of instants; min and max do not depend
+/// on the order the rows come in, so the receipt stays deterministic.
+#[derive(Clone, Copy, Debug, Default)]
+struct Span(Option<(f64, f64)>);
+
+impl Span {
+    fn add(&mut self, t: f64) {
+        self.0 = Some(match self.0 {
+            None => (t, t),
+            Some((lo, hi)) => (lo.min(t), hi.max(t)),
+        });
+    }
+
+    fn absorb(&mut self, other: Span) {
+        if let Some((lo, hi)) = other.0 {
+            self.add(lo);
+            self.add(hi);
+        }
+    }
+
+    /// The rate of `n` events spread over the span (docs/contract.md §7.6
+    /// `servedPerS`): the first event opens the span, so `n` events are
+    /// `n − 1` gaps, and a steady stream at r per second reads exactly r.
+    /// `None` with fewer than two events or a zero span.
+    fn rate_per_s(self, n: u64) -> Option<f64> {
+        let (lo, hi) = self.0?;
+        let span_s = (hi - lo) / 1000.0;
+        (n >= 2 && span_s > 0.0).then(|| (n - 1) as f64 / span_s)
+    }
+
+    /// The span `rate_per_s` divides by, in ms, when that rate exists.
+    fn span_ms(self, n: u64) -> Option<f64> {
+        let (lo, hi) = self.0?;
+        self.rate_per_s(n).map(|_| hi - lo)
+    }
 }
 
 /// A sum of milliseconds in fixed point (units of 2^-32 ms, in an i128).
@@ -163,6 +202,9 @@ impl Tally {
             }
             Verdict::Pass(m) | Verdict::Miss(m, _) => {
                 c.cohort += 1;
+                if let Some(done) = row.completed_ms.value() {
+                    self.completions.add(done.min(clip.horizon_ms));
+                }
                 self.output_tokens += m.output_tokens;
                 self.ttft.push(m.ttft_ms);
                 self.e2e.push(m.e2e_ms);
@@ -224,6 +266,7 @@ impl Tally {
         self.busy.0 += other.busy.0;
         self.censored_time.0 += other.censored_time.0;
         self.saturation.absorb(&other.saturation);
+        self.completions.absorb(other.completions);
     }
 
     fn finish(
@@ -250,6 +293,7 @@ impl Tally {
             good_tokens_per_s: self.good_tokens as f64 / window_s,
             failure_share: share(c.failed),
             censored_share: share(c.censored),
+            served_per_s: self.completions.rate_per_s(c.pass + c.miss),
         };
         let mut reasons = self.reasons;
         reasons.failure = self
@@ -277,9 +321,10 @@ impl Tally {
             instants,
             BlockFigures {
                 cohort: c.cohort,
-                completed: c.pass + c.miss,
                 failed: c.failed,
                 censored: c.censored,
+                served_per_s: rates.served_per_s,
+                served_span_ms: self.completions.span_ms(c.pass + c.miss),
             },
             trace.contract.arrivals_unknown(),
         );
@@ -580,6 +625,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             warmup: contract.warmup,
             default_class: contract.default_class.clone(),
             classes: contract.classes.clone(),
+            arrival_mode: contract.arrival_mode(),
             arrivals_unknown: contract
                 .arrivals_unknown()
                 .then(|| super::ARRIVALS_UNKNOWN_NOTE.to_owned()),
@@ -597,7 +643,9 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
     }
 }
 
-fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
+/// One verdict per row, in trace order: what `--rows` embeds in the receipt,
+/// and what the per-row text table and CSV show.
+pub fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> {
     let class_names: Vec<&String> = trace.contract.classes.keys().collect();
     trace
         .rows

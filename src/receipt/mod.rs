@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::intervals::{Interval, QuantileInterval};
-use crate::trace::{Gates, Labels, Phase, Warmup};
+use crate::trace::{ArrivalMode, Gates, Labels, Phase, Warmup};
 
 pub use build::{build_receipt, ReceiptOptions};
 pub use saturation::{Saturation, SaturationBin, SaturationVerdict};
@@ -120,6 +120,10 @@ pub struct ContractInfo {
     pub default_class: Option<String>,
     /// SLO gates per class.
     pub classes: BTreeMap<String, Gates>,
+    /// `open-loop`, or `closed-loop` when `boundary.arrival` is `closed-loop`
+    /// or `workload.arrival` is `closed`: such a run is not SLA evidence
+    /// (docs/contract.md §10.2). Added within schema major version 1.
+    pub arrival_mode: ArrivalMode,
     /// Present only when the trace declares `boundary.arrival = "unknown"`:
     /// why the figures that need arrival instants are null, and which they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -321,6 +325,13 @@ pub struct Rates {
     pub failure_share: Option<f64>,
     /// censored / cohort; null for an empty cohort.
     pub censored_share: Option<f64>,
+    /// Served throughput: (pass + miss − 1) / the seconds from the first to
+    /// the last of their `completedMs` (all at or before the horizon, so the
+    /// span is clipped to it): n completions from first to last are n − 1
+    /// gaps. Unlike `completedPerS` it does not divide the grace period's
+    /// completions by the window, so it says what the server kept up with.
+    /// Null with fewer than two completions or a zero span.
+    pub served_per_s: Option<f64>,
 }
 
 /// Latency summaries per metric.

@@ -47,11 +47,11 @@ pub const MIN_GROWTH: u64 = 5;
 pub struct Saturation {
     /// Cohort requests per window second, as in `rates.offeredPerS`.
     pub offered_per_s: f64,
-    /// Completions per second over the span in which they happened: (pass +
-    /// miss − 1) / (last − first `completedMs` of those rows, clipped to the
-    /// horizon) in seconds; null with fewer than two completions or a zero span.
+    /// Completions per second over the span in which they happened: always
+    /// equal to `rates.servedPerS` (docs/contract.md §7.6), repeated here so
+    /// the verdict's evidence stands beside its figures.
     pub served_per_s: Option<f64>,
-    /// The span `servedPerS` is measured over, ms (null with it).
+    /// The completion span `servedPerS` is measured over, ms (null with it).
     pub served_span_ms: Option<f64>,
     /// Rows (any arrival, not invalid) in flight at `window.startMs`; null
     /// when arrival times are unknown.
@@ -158,7 +158,6 @@ pub(crate) struct SaturationTally {
     in_flight: [u64; BINS + 1],
     arrivals: [u64; BINS],
     completions: [u64; BINS],
-    completion_span: Option<(f64, f64)>,
 }
 
 impl SaturationTally {
@@ -188,10 +187,6 @@ impl SaturationTally {
             if let Some(k) = instants.bin(done) {
                 self.completions[k] += 1;
             }
-            self.completion_span = Some(match self.completion_span {
-                Some((first, last)) => (first.min(done), last.max(done)),
-                None => (done, done),
-            });
         }
     }
 
@@ -206,10 +201,6 @@ impl SaturationTally {
         for (a, b) in self.completions.iter_mut().zip(other.completions) {
             *a += b;
         }
-        self.completion_span = match (self.completion_span, other.completion_span) {
-            (Some((f1, l1)), Some((f2, l2))) => Some((f1.min(f2), l1.max(l2))),
-            (a, b) => a.or(b),
-        };
     }
 
     /// The block's saturation figures and verdict. When arrival times are
@@ -223,11 +214,12 @@ impl SaturationTally {
     ) -> Saturation {
         let window_s = (instants.at[BINS] - instants.at[0]) / 1000.0;
         let offered = figures.cohort as f64 / window_s;
+        let served = figures.served_per_s;
         if arrivals_unknown {
             return Saturation {
                 offered_per_s: offered,
-                served_per_s: None,
-                served_span_ms: None,
+                served_per_s: served,
+                served_span_ms: figures.served_span_ms,
                 in_flight_at_start: None,
                 in_flight_at_end: None,
                 in_flight_growth_per_s: None,
@@ -236,11 +228,6 @@ impl SaturationTally {
                 evidence: ARRIVALS_UNKNOWN_EVIDENCE.to_owned(),
             };
         }
-        let span_ms = self
-            .completion_span
-            .map(|(first, last)| last - first)
-            .filter(|span| *span > 0.0 && figures.completed >= 2);
-        let served = span_ms.map(|span| (figures.completed - 1) as f64 * 1000.0 / span);
         let (start, end) = (self.in_flight[0], self.in_flight[BINS]);
         let bins = (0..BINS)
             .map(|k| SaturationBin {
@@ -264,7 +251,7 @@ impl SaturationTally {
         Saturation {
             offered_per_s: offered,
             served_per_s: served,
-            served_span_ms: span_ms.filter(|_| served.is_some()),
+            served_span_ms: figures.served_span_ms,
             in_flight_at_start: Some(start),
             in_flight_at_end: Some(end),
             in_flight_growth_per_s: Some((end as f64 - start as f64) / window_s),
@@ -280,12 +267,15 @@ impl SaturationTally {
 pub(crate) struct BlockFigures {
     /// Cohort rows.
     pub cohort: u64,
-    /// Pass + miss rows.
-    pub completed: u64,
     /// Failed cohort rows.
     pub failed: u64,
     /// Censored cohort rows.
     pub censored: u64,
+    /// `rates.servedPerS` (docs/contract.md §7.6): the one served figure,
+    /// copied, never computed a second way.
+    pub served_per_s: Option<f64>,
+    /// The completion span `rates.servedPerS` divides by, ms (null with it).
+    pub served_span_ms: Option<f64>,
 }
 
 /// What the verdict is decided on.

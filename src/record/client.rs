@@ -20,6 +20,12 @@
 //! (`workload.keepAliveRetries`). A connection that closes before answering
 //! its *first* request is the server's failure: `disconnect`, no retry.
 //!
+//! `https://` goes through the [`Connector`] of [`super::tls`] (rustls, HTTP/1.1);
+//! a failed handshake is [`SendError::Tls`]. Extra headers
+//! ([`super::headers`]) go on every request, after the recorder's own
+//! (`Content-Type`, `Accept`, `Authorization`), which a header of the same
+//! name replaces.
+//!
 //! Bounds: a response head (status line and headers) larger than
 //! [`MAX_HEAD_BYTES`], or with more than 100 headers, is refused
 //! ([`SendError::HeadTooLarge`]); the same figure caps each connection's
@@ -35,10 +41,13 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use hyper::Uri;
-use hyper_util::client::legacy::connect::{Connected, HttpConnector, HttpInfo};
+use hyper::{Method, Uri};
+use hyper_util::client::legacy::connect::{Connected, HttpInfo};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+
+use super::headers::ExtraHeader;
+use super::tls::{Connector, TlsFailure};
 
 /// Why a request got no response head.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +58,8 @@ pub enum SendError {
     Connect(String),
     /// The connection broke before a response head arrived.
     Disconnected(String),
+    /// The TLS handshake failed (`tls_certificate` or `tls_handshake`).
+    Tls(TlsFailure),
     /// The response head was larger than [`MAX_HEAD_BYTES`] (or had more
     /// than 100 headers); the connection was dropped.
     HeadTooLarge,
@@ -102,12 +113,13 @@ pub trait Transport: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(Head, Self::Body), SendError>> + Send;
 }
 
-/// The real transport: hyper 1 over plain HTTP/1.1 with keep-alive.
+/// The real transport: hyper 1, HTTP/1.1 with keep-alive, plain or over TLS.
 #[derive(Clone, Debug)]
 pub struct HyperTransport {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<Connector, Full<Bytes>>,
     uri: Uri,
-    authorization: Option<HeaderValue>,
+    /// Every request's headers (values marked sensitive).
+    headers: HeaderMap,
     /// Local addresses of connections that have carried a response head.
     carried: Arc<Mutex<HashSet<SocketAddr>>>,
     /// Requests sent again after the keep-alive race.
@@ -118,26 +130,41 @@ impl HyperTransport {
     /// A transport for `uri`, sending `Authorization: Bearer <key>` when a key
     /// is given. The key lives only in this header value, marked sensitive.
     pub fn new(uri: Uri, api_key: Option<&str>) -> Result<HyperTransport, String> {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
+        HyperTransport::with_options(uri, api_key, &[], None)
+    }
+
+    /// A transport for `uri` with extra headers and, for `https://`, a TLS
+    /// configuration ([`super::tls::client_config`]).
+    pub fn with_options(
+        uri: Uri,
+        api_key: Option<&str>,
+        extra: &[ExtraHeader],
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> Result<HyperTransport, String> {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(std::time::Duration::from_secs(30))
             .http1_max_buf_size(MAX_HEAD_BYTES)
-            .build(connector);
-        let authorization = match api_key {
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    "the API key contains characters not allowed in a header".to_owned()
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => None,
-        };
+            .build(Connector::new(tls));
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(key) = api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                "the API key contains characters not allowed in a header".to_owned()
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        for h in extra {
+            headers.remove(&h.name);
+        }
+        for h in extra {
+            headers.append(h.name.clone(), h.value.clone());
+        }
         Ok(HyperTransport {
             client,
             uri,
-            authorization,
+            headers,
             carried: Arc::default(),
             retries: Arc::default(),
         })
@@ -160,17 +187,35 @@ impl HyperTransport {
         self.carried.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether the endpoint is `https://`.
+    pub fn is_https(&self) -> bool {
+        self.uri.scheme_str() == Some("https")
+    }
+
+    /// The endpoint.
+    pub fn uri(&self) -> &Uri {
+        &self.uri
+    }
+
+    /// `GET uri` with the same headers and connection settings (the
+    /// preflight's `/v1/models`); one attempt.
+    pub async fn get(&self, uri: Uri) -> Result<(Head, HyperBody), SendError> {
+        self.attempt(Method::GET, uri, Bytes::new())
+            .await
+            .map_err(|(e, _)| e)
+    }
+
     /// One attempt; `Err((error, stale))` where `stale` means the keep-alive race.
-    async fn attempt(&self, body: Bytes) -> Result<(Head, HyperBody), (SendError, bool)> {
-        let mut builder = hyper::Request::post(self.uri.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
-        if let Some(auth) = &self.authorization {
-            builder = builder.header(AUTHORIZATION, auth.clone());
-        }
-        let request = builder
-            .body(Full::new(body))
-            .map_err(|e| (SendError::Connect(e.to_string()), false))?;
+    async fn attempt(
+        &self,
+        method: Method,
+        uri: Uri,
+        body: Bytes,
+    ) -> Result<(Head, HyperBody), (SendError, bool)> {
+        let mut request = hyper::Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = uri;
+        *request.headers_mut() = self.headers.clone();
         match self.client.request(request).await {
             Ok(response) => {
                 if let Some(info) = response.extensions().get::<HttpInfo>() {
@@ -244,7 +289,10 @@ impl Transport for HyperTransport {
     async fn send(&self, body: Bytes) -> Result<(Head, HyperBody), SendError> {
         let mut attempts = 1;
         loop {
-            match self.attempt(body.clone()).await {
+            match self
+                .attempt(Method::POST, self.uri.clone(), body.clone())
+                .await
+            {
                 Err((_, true)) if attempts < MAX_ATTEMPTS => {
                     attempts += 1;
                     self.retries.fetch_add(1, Ordering::Relaxed);
@@ -259,6 +307,9 @@ fn classify_send_error(e: &hyper_util::client::legacy::Error) -> SendError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     let mut refused = false;
     while let Some(err) = source {
+        if let Some(tls) = err.downcast_ref::<TlsFailure>() {
+            return SendError::Tls(tls.clone());
+        }
         if let Some(io) = err.downcast_ref::<std::io::Error>() {
             refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
         }

@@ -9,6 +9,7 @@
 //!   reason (some servers omit `[DONE]`); with no content at all it fails as
 //!   `no_content` instead (there is no first token to measure);
 //! - failed `connect_refused` / `connect_error` before a response head,
+//!   `tls_certificate` / `tls_handshake` when the TLS handshake fails,
 //!   `disconnect` when the connection breaks (before the head or mid-body),
 //!   `http_<status>` on a non-2xx head, `bad_stream` on an unreadable chunk or
 //!   a body that ends cleanly without an end marker, `server_error` on an
@@ -24,10 +25,13 @@
 //!
 //! A failed request may carry an error text (the row's `errorText` label):
 //! the message of an error object or `event: error` in the stream, or the
-//! first [`ERROR_TEXT_CHARS`] characters of a non-2xx body or of a 2xx body
-//! that is not a stream. Only the first [`ERROR_TEXT_BYTES`] bytes of such a
-//! body are ever kept; an error body is read for at most
-//! [`ERROR_TEXT_WAIT`] after the head, which already decided the ending.
+//! first bytes of a non-2xx body or of a 2xx body that is not a stream. Only
+//! the first [`ERROR_TEXT_BYTES`] bytes of such a body are ever kept (an
+//! [`ErrorHead`]); an error body is read for at most [`ERROR_TEXT_WAIT`]
+//! after the head, which already decided the ending. The runner turns the
+//! kept bytes into the label ([`super::error_text`]: at most
+//! [`ERROR_TEXT_CHARS`] characters, secrets redacted, withheld when it
+//! repeats the prompt).
 
 use std::time::Duration;
 
@@ -36,16 +40,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::client::{Head, ResponseBody, SendError, Transport};
+use super::error_text::read_head;
+pub use super::error_text::{ErrorHead, ERROR_TEXT_BYTES, ERROR_TEXT_CHARS, ERROR_TEXT_WAIT};
 use super::sse::{classify, Chunk, SseParser};
-
-/// Characters of a server's error text kept for the row.
-pub const ERROR_TEXT_CHARS: usize = 200;
-/// Bytes of an error body kept: enough for [`ERROR_TEXT_CHARS`] characters
-/// of any UTF-8 text, and never more, whatever the server sends.
-pub const ERROR_TEXT_BYTES: usize = 4 * ERROR_TEXT_CHARS;
-/// How long an error body is read for its text after the head ended the
-/// request (a body that trickles gives what it gave by then).
-pub const ERROR_TEXT_WAIT: Duration = Duration::from_millis(250);
 
 /// The run's monotonic clock: milliseconds since `t0`.
 #[derive(Clone, Copy, Debug)]
@@ -97,6 +94,10 @@ pub enum FailReason {
     BodyTooLarge,
     /// The response head was larger than the client accepts.
     HeadersTooLarge,
+    /// The server's TLS certificate was not trusted.
+    TlsCertificate,
+    /// The TLS handshake failed otherwise.
+    TlsHandshake,
 }
 
 impl FailReason {
@@ -114,6 +115,8 @@ impl FailReason {
             FailReason::EventTooLarge => "event_too_large".into(),
             FailReason::BodyTooLarge => "body_too_large".into(),
             FailReason::HeadersTooLarge => "headers_too_large".into(),
+            FailReason::TlsCertificate => "tls_certificate".into(),
+            FailReason::TlsHandshake => "tls_handshake".into(),
         }
     }
 }
@@ -153,30 +156,12 @@ pub struct Observation {
     pub usage_prompt_tokens: Option<u64>,
     /// A choice carried a finish reason.
     pub finished: bool,
-    /// What the server said about its failure, at most [`ERROR_TEXT_CHARS`]
-    /// characters (see the module documentation).
+    /// The first bytes of what the server said about its failure (see the
+    /// module documentation); never written as they are.
+    pub error_head: Option<ErrorHead>,
+    /// The row's `errorText` label, made from `error_head` by the runner
+    /// ([`super::error_text`]).
     pub error_text: Option<String>,
-}
-
-/// The row's error text from the first bytes of a body: the longest UTF-8
-/// prefix (a character cut by the byte bound is dropped, invalid bytes
-/// become U+FFFD), control characters as spaces, leading white space
-/// skipped, at most [`ERROR_TEXT_CHARS`] characters, trailing white space
-/// trimmed; `None` when nothing is left.
-pub fn error_text(bytes: &[u8]) -> Option<String> {
-    let bytes = &bytes[..bytes.len().min(ERROR_TEXT_BYTES)];
-    let whole = match std::str::from_utf8(bytes) {
-        Err(e) if e.error_len().is_none() => &bytes[..e.valid_up_to()],
-        _ => bytes,
-    };
-    let text: String = String::from_utf8_lossy(whole)
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .skip_while(|c| c.is_whitespace())
-        .take(ERROR_TEXT_CHARS)
-        .collect();
-    let text = text.trim_end();
-    (!text.is_empty()).then(|| text.to_owned())
 }
 
 /// The SSE-reading half of a request, without I/O: feed frames, get the ending.
@@ -223,7 +208,7 @@ impl StreamState {
                     }
                 }
                 Chunk::ServerError(message) => {
-                    obs.error_text = error_text(message.as_bytes());
+                    obs.error_head = Some(ErrorHead::of(message.as_bytes()));
                     ending = Some(Ending::Failed {
                         reason: FailReason::ServerError,
                         ended_ms: now_ms,
@@ -302,6 +287,10 @@ pub async fn exchange<T: Transport>(
                 SendError::Connect(_) => FailReason::ConnectError,
                 SendError::Disconnected(_) => FailReason::Disconnect,
                 SendError::HeadTooLarge => FailReason::HeadersTooLarge,
+                SendError::Tls(failure) => match failure.reason() {
+                    "tls_certificate" => FailReason::TlsCertificate,
+                    _ => FailReason::TlsHandshake,
+                },
             };
             let ending = Ending::Failed {
                 reason,
@@ -376,30 +365,16 @@ async fn read_document<B: ResponseBody>(
             Err(_) => break FailReason::Disconnect,
         }
     };
-    obs.error_text = error_text(&first);
+    // Cut unless the body ended cleanly within the kept bytes.
+    let truncated = reason != FailReason::BadStream || total > first.len();
+    obs.error_head = Some(ErrorHead {
+        bytes: first,
+        truncated,
+    });
     Ending::Failed {
         reason,
         ended_ms: clock.now_ms(),
     }
-}
-
-/// The first [`ERROR_TEXT_BYTES`] of an error body, or what came of them
-/// within [`ERROR_TEXT_WAIT`].
-async fn read_error_text<B: ResponseBody>(mut body: B) -> Option<String> {
-    let mut first = Vec::new();
-    let read = async {
-        while first.len() < ERROR_TEXT_BYTES {
-            match body.next_frame().await {
-                Ok(Some(frame)) => {
-                    let room = ERROR_TEXT_BYTES - first.len();
-                    first.extend_from_slice(&frame[..frame.len().min(room)]);
-                }
-                _ => break,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(ERROR_TEXT_WAIT, read).await;
-    error_text(&first)
 }
 
 /// Runs one request with its timeout (from `arrival_ms`) and the run's
@@ -445,7 +420,9 @@ pub async fn run_one<T: Transport>(
             let drain = async { while let Ok(Some(_)) = body.next_frame().await {} };
             let _ = tokio::time::timeout(Duration::from_millis(100), drain).await;
         }
-        Leftover::ErrorBody(body) => obs.error_text = read_error_text(body).await,
+        Leftover::ErrorBody(mut body) => {
+            obs.error_head = Some(read_head(&mut body, ERROR_TEXT_WAIT).await);
+        }
     }
     (obs, ending)
 }
@@ -460,8 +437,18 @@ async fn cancelled(cancel: &mut watch::Receiver<Option<f64>>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::error_text::{label, Secrets};
     use super::super::sse::DEFAULT_MAX_EVENT_BYTES;
     use super::*;
+
+    /// The label the runner makes of a kept error text (no secrets here).
+    fn text(obs: &Observation) -> Option<String> {
+        obs.error_head.as_ref()?.label(&Secrets::default())
+    }
+
+    fn error_text(bytes: &[u8]) -> Option<String> {
+        label(bytes, false, &Secrets::default())
+    }
     use std::collections::VecDeque;
     use std::sync::Mutex;
 
@@ -812,7 +799,7 @@ mod tests {
         let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 1000).await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         assert_eq!(
-            obs.error_text.as_deref(),
+            text(&obs).as_deref(),
             Some("<html> <b>bad gateway</b></html>")
         );
         // 32 bytes in all (13 + 19): a bound of 32 takes them, 31 does not.
@@ -831,7 +818,7 @@ mod tests {
         let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 31).await;
         assert!(failed(FailReason::BodyTooLarge)(&ending), "{ending:?}");
         assert_eq!(
-            obs.error_text.as_deref(),
+            text(&obs).as_deref(),
             Some("<html> <b>bad gateway</b></html>")
         );
         // Even a body that is an SSE stream: the head says it is not one.
@@ -853,7 +840,7 @@ mod tests {
         };
         let (obs, ending) = play(script, 1_000, None).await;
         assert!(failed(FailReason::Http(500))(&ending), "{ending:?}");
-        assert_eq!(obs.error_text, Some("0123456789".repeat(20)));
+        assert_eq!(text(&obs), Some("0123456789".repeat(20)));
         // A body that never comes leaves no text, and the same ending.
         let script = Scripted {
             head: Ok(503),
@@ -863,7 +850,7 @@ mod tests {
         };
         let (obs, ending) = play(script, 1_000, None).await;
         assert!(failed(FailReason::Http(503))(&ending), "{ending:?}");
-        assert_eq!(obs.error_text, None);
+        assert_eq!(text(&obs), None);
     }
 
     #[tokio::test]
@@ -879,7 +866,7 @@ mod tests {
         };
         let (obs, ending) = play(script, 1_000, None).await;
         assert!(failed(FailReason::ServerError)(&ending), "{ending:?}");
-        assert_eq!(obs.error_text.as_deref(), Some("out of memory"));
+        assert_eq!(text(&obs).as_deref(), Some("out of memory"));
     }
 
     #[test]

@@ -15,20 +15,31 @@
 //!
 //! Honesty rules: arrivals are scheduled instants and latency counts from
 //! them; every scheduled request becomes exactly one row (failures are rows;
-//! unfinished work is `in_flight`); the API key and prompts never reach the
-//! trace; the trace is written atomically, also after Ctrl-C.
+//! unfinished work is `in_flight`); the API key, header values and prompts
+//! never reach the trace; the trace is written atomically, also after Ctrl-C.
+//!
+//! Reaching real servers (`https://`, headers, `--extra-body`, the
+//! preflight, the server's error text on failed rows) lives in
+//! [`endpoint`], [`tls`], [`headers`], [`extra_body`], [`preflight`] and
+//! [`error_text`].
 
 pub mod capacity;
 pub mod client;
+pub mod endpoint;
+pub mod error_text;
 pub mod exchange;
+pub mod extra_body;
+pub mod headers;
 pub mod metrics;
 pub mod phases;
+pub mod preflight;
 pub mod request;
 pub mod row;
 pub mod runner;
 pub mod schedule;
 pub mod sse;
 pub mod summary;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -42,7 +53,8 @@ use crate::error::Error;
 use crate::trace::write::{round_us, TraceDoc, TraceRow, TRACE_SCHEMA};
 use crate::trace::{Equality, Gates, Labels, Phase, Resources, Scalar, Warmup, Window};
 
-use self::client::{HyperTransport, Transport};
+use self::client::Transport;
+use self::endpoint::Endpoint;
 use self::runner::{Counters, Interrupt, Load, RunConfig, RunOutcome};
 
 /// A validated recording plan.
@@ -68,8 +80,10 @@ pub struct Plan {
     pub resources: Option<Resources>,
     /// The output path.
     pub out: PathBuf,
-    /// The API key, if any (never written anywhere).
-    pub api_key: Option<String>,
+    /// How the server is reached (TLS, headers, the API key, secrets).
+    pub endpoint: Endpoint,
+    /// Whether to probe the server before the schedule starts.
+    pub preflight: bool,
     /// Where to scrape server metrics while the run lasts (`--metrics`).
     pub metrics: Option<metrics::MetricsPlan>,
 }
@@ -311,8 +325,10 @@ async fn sample_progress(counters: Arc<Counters>, t0: tokio::time::Instant, sink
 /// `in_flight` rows) and the outcome says when it was interrupted. A single
 /// `record` and every point of a rate sweep go through here.
 pub fn record(plan: &Plan, progress: Option<ProgressSink>) -> Result<Recording, Error> {
-    let transport =
-        HyperTransport::new(plan.uri.clone(), plan.api_key.as_deref()).map_err(Error::Usage)?;
+    let transport = plan
+        .endpoint
+        .transport(plan.uri.clone())
+        .map_err(Error::Usage)?;
     let retries = transport.retries();
     let mut recording = execute(
         plan,
@@ -329,4 +345,31 @@ pub fn record(plan: &Plan, progress: Option<ProgressSink>) -> Result<Recording, 
     )?;
     recording.outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
     Ok(recording)
+}
+
+/// The preflight of [`preflight`] for a plan (nothing when `--no-preflight`):
+/// its own transport and runtime, the run's headers, key and TLS settings.
+/// A server that cannot serve the run is [`Error::Preflight`], before any
+/// request of the run is sent and before any trace is written.
+pub fn preflight(plan: &Plan) -> Result<(), Error> {
+    if !plan.preflight {
+        return Ok(());
+    }
+    let transport = plan
+        .endpoint
+        .transport(plan.uri.clone())
+        .map_err(Error::Usage)?;
+    let mut template = plan.run.template.clone();
+    if template.max_tokens.is_some() || !template.extra.has("max_tokens") {
+        template.max_tokens = Some(1);
+    }
+    template.ignore_eos = false;
+    let wait = plan.run.timeout.min(preflight::PREFLIGHT_TIMEOUT);
+    preflight::check_blocking(
+        &transport,
+        template.body("Hello"),
+        &plan.endpoint.secrets,
+        wait,
+    )
+    .map_err(Error::Preflight)
 }

@@ -103,6 +103,26 @@ impl PromptSource {
         }
     }
 
+    /// The same prompts in the order drawn by `seed`: a list is permuted
+    /// (Fisher–Yates over ChaCha8 seeded with `seed`, stream 0) and then used
+    /// cyclically as before; random prompts are already drawn per request
+    /// from their own seed and are returned unchanged. A rate sweep gives
+    /// each point its own seed, so no two points send a list in the same
+    /// order and a prefix cache cannot carry one point into the next.
+    pub fn in_seeded_order(&self, seed: u64) -> PromptSource {
+        match self {
+            PromptSource::Random { .. } => self.clone(),
+            PromptSource::List(list) => {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let mut order: Vec<Prompt> = list.as_ref().clone();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, rng.random_range(0..=i));
+                }
+                PromptSource::List(Arc::new(order))
+            }
+        }
+    }
+
     /// A short description for `workload.prompts` (never a path or the text).
     pub fn describe(&self) -> String {
         match self {
@@ -264,6 +284,8 @@ pub struct BodyTemplate {
     pub max_tokens: Option<u32>,
     /// `ignore_eos` (a vLLM extension), sent only when set.
     pub ignore_eos: bool,
+    /// `--extra-body` members, merged into every body.
+    pub extra: super::extra_body::ExtraBody,
 }
 
 #[derive(Serialize)]
@@ -317,7 +339,8 @@ impl BodyTemplate {
             ignore_eos: self.ignore_eos,
         };
         // Serializing strings and integers into a Vec cannot fail.
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        Bytes::from(self.extra.merge_into(body))
     }
 }
 
@@ -369,6 +392,7 @@ mod tests {
             model: "m".into(),
             max_tokens: Some(64),
             ignore_eos: true,
+            extra: Default::default(),
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("hi \"there\"")).unwrap();
         assert_eq!(
@@ -381,11 +405,18 @@ mod tests {
             model: "m".into(),
             max_tokens: None,
             ignore_eos: false,
+            extra: super::super::extra_body::ExtraBody::parse(
+                r#"{"temperature":0.5}"#,
+                false,
+                false,
+            )
+            .unwrap(),
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("x")).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true}})
+            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true},
+                "temperature": 0.5})
         );
     }
 

@@ -152,6 +152,7 @@ mod tests {
             usage_output_tokens: Some(10),
             usage_prompt_tokens: Some(12),
             finished: true,
+            error_head: None,
             error_text: None,
         }
     }

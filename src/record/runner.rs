@@ -6,8 +6,9 @@
 //! then spawns request `i` on the runtime. It never waits for an earlier
 //! request, and there is no connection cap.
 //!
-//! Closed loop: `C` workers each send, wait for the ending, and send again,
-//! until the window ends.
+//! Closed loop: `C` workers wait for t0, then each sends (stamped with the
+//! instant it sends), waits for the ending, and sends again, until the
+//! window ends.
 //!
 //! Observation stops at the horizon (window end + grace) or at an interrupt:
 //! the cancellation signal goes out, every request still running reports
@@ -24,6 +25,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::client::Transport;
+use super::error_text::Secrets;
 use super::exchange::{run_one, Clock, Ending, Observation};
 use super::request::{echoes_prompt, prompt_hash, BodyTemplate, PromptSource, WITHHELD_ERROR_TEXT};
 
@@ -60,6 +62,8 @@ pub struct RunConfig {
     /// The most bytes one SSE line or event (or a 2xx body that is not a
     /// stream) may hold before the request fails.
     pub max_event_bytes: usize,
+    /// Header values and the API key: redacted from every `errorText`.
+    pub secrets: Secrets,
 }
 
 /// A request that was sent (or started): what the row needs.
@@ -157,13 +161,20 @@ async fn one_request<T: Transport>(
         shared.config.max_event_bytes,
     )
     .await;
-    if obs
-        .error_text
-        .as_deref()
-        .is_some_and(|text| echoes_prompt(text, &prompt.text))
-    {
-        obs.error_text = Some(WITHHELD_ERROR_TEXT.to_owned());
-    }
+    // The one place the label is made: bounded bytes, secrets redacted,
+    // at most 200 characters, withheld when it repeats the prompt.
+    // The raw bytes are not kept past here.
+    obs.error_text = obs
+        .error_head
+        .take()
+        .and_then(|head| head.label(&shared.config.secrets))
+        .map(|text| {
+            if echoes_prompt(&text, &prompt.text) {
+                WITHHELD_ERROR_TEXT.to_owned()
+            } else {
+                text
+            }
+        });
     match ending {
         Ending::Completed { .. } => counters.completed.fetch_add(1, Ordering::Relaxed),
         Ending::Failed { .. } => counters.failed.fetch_add(1, Ordering::Relaxed),
@@ -224,6 +235,10 @@ pub async fn run<T: Transport>(
                 let issued = issued.clone();
                 let stopped = stopped.clone();
                 tokio::spawn(async move {
+                    // Every timestamp counts from t0, and the clock reads 0
+                    // before it: a worker that sent early would be stamped
+                    // later than its real send. So the workers start at t0.
+                    tokio::time::sleep_until(shared.clock.at(0.0)).await;
                     loop {
                         let now = shared.clock.now_ms();
                         if stopped.load(Ordering::Relaxed)

@@ -15,6 +15,11 @@
 //!   counts from the scheduled instant, so lag is charged to the server's
 //!   TTFT and E2E (never to TPOT, a difference of token times), and it
 //!   matters only when it is large against what those gates judge.
+//!
+//! When more than half of the rows failed for the same reason (a dead
+//! server, a wrong key, an untrusted certificate), the first line says so,
+//! with the server's most frequent error text for that reason, so the
+//! failure cannot hide among the figures.
 
 use std::collections::BTreeMap;
 
@@ -52,6 +57,46 @@ pub struct Figures {
     pub send_lag_ms: Option<(f64, f64, f64)>,
     /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows).
     pub arrival_rates_per_s: Option<(f64, f64)>,
+    /// The failure reason of more than half of the rows, if there is one.
+    pub dominant_failure: Option<DominantFailure>,
+}
+
+/// One failure reason that most rows share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DominantFailure {
+    /// The reason (`connect_refused`, `http_401`…).
+    pub reason: String,
+    /// Rows failed with it.
+    pub rows: usize,
+    /// The most frequent `errorText` among them (ties: the first in order).
+    pub text: Option<String>,
+}
+
+fn dominant_failure(
+    rows: &[TraceRow],
+    failed: &BTreeMap<String, usize>,
+) -> Option<DominantFailure> {
+    let (reason, &count) = failed
+        .iter()
+        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(*r)))?;
+    if count * 2 <= rows.len() {
+        return None;
+    }
+    let mut texts: BTreeMap<&str, usize> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.reason.as_deref() == Some(reason)) {
+        if let Some(Scalar::String(t)) = row.labels.get(super::error_text::LABEL) {
+            *texts.entry(t).or_default() += 1;
+        }
+    }
+    let text = texts
+        .iter()
+        .max_by_key(|(t, n)| (**n, std::cmp::Reverse(*t)))
+        .map(|(t, _)| (*t).to_owned());
+    Some(DominantFailure {
+        reason: reason.clone(),
+        rows: count,
+        text,
+    })
 }
 
 fn number(row: &TraceRow, key: &str) -> Option<f64> {
@@ -73,6 +118,7 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
         output_tokens: 0,
         send_lag_ms: None,
         arrival_rates_per_s: None,
+        dominant_failure: None,
     };
     let mut lags = Vec::new();
     let mut last_send: Option<f64> = None;
@@ -117,6 +163,7 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
             f.arrival_rates_per_s = Some((achieved, scheduled));
         }
     }
+    f.dominant_failure = dominant_failure(rows, &f.failed);
     f
 }
 
@@ -302,5 +349,38 @@ mod tests {
         // TPOT gates (50, 20) do not count: send lag never shifts TPOT.
         assert_eq!(smallest_gate_ms(&gates), Some(300.0));
         assert_eq!(smallest_gate_ms(&[]), None);
+    }
+
+    #[test]
+    fn the_first_line_names_a_reason_shared_by_most_rows() {
+        let failed = |reason: &str, text: Option<&str>| {
+            let mut r = row(0.0, RowStatus::Failed, Some(0.0));
+            r.reason = Some(reason.into());
+            if let Some(t) = text {
+                r.labels
+                    .insert("errorText".into(), Scalar::String(t.into()));
+            }
+            r
+        };
+        // 3 of 5 rows are http_401: more than half.
+        let rows = vec![
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("expired key")),
+            failed("timeout", None),
+            row(0.0, RowStatus::Completed, Some(0.0)),
+        ];
+        let f = figures(&rows, true);
+        assert_eq!(
+            f.dominant_failure,
+            Some(DominantFailure {
+                reason: "http_401".into(),
+                rows: 3,
+                text: Some("bad key".into())
+            })
+        );
+        // 2 of 4: not more than half.
+        let f = figures(&rows[1..], true);
+        assert_eq!(f.dominant_failure, None);
     }
 }

@@ -148,6 +148,8 @@ fn value(f: &FigureComparison, v: Option<f64>) -> String {
 fn number(f: &FigureComparison, v: f64, signed: bool) -> String {
     let sign = if signed && v >= 0.0 { "+" } else { "" };
     match f.unit.as_str() {
+        // A run's share never reads 100 % or 0 % unless it is exactly that.
+        "share" if !signed => crate::render::figures::percent(v, 1),
         "share" => format!("{sign}{:.1} %", v * 100.0),
         "req/s" => format!("{sign}{v:.3}"),
         _ => format!("{sign}{v:.1}"),

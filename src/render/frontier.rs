@@ -14,14 +14,11 @@
 use std::fmt::Write;
 
 use crate::frontier::{Capacity, Frontier, FrontierPoint, Knee};
+use crate::render::figures::{percent, percent_beside, percent_or_dash, percent_short};
 use crate::render::sweep::short;
 
 /// The widest line the text table may print (the trace label is cut from the left).
 pub const MAX_TEXT_COLUMNS: usize = 100;
-
-fn pct(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| format!("{:.1}%", v * 100.0))
-}
 
 fn fixed(x: Option<f64>, decimals: usize) -> String {
     x.map_or_else(|| "—".to_owned(), |v| format!("{v:.decimals$}"))
@@ -76,14 +73,12 @@ pub fn knee_sentence(knee: &Knee) -> String {
     }
 }
 
-/// A share as a percentage with at most one decimal: `90 %`, `57.9 %`.
-fn share_text(x: f64) -> String {
-    format!("{} %", short((x * 1000.0).round() / 10.0))
-}
-
 /// The capacity in one sentence (and a warning line when pass share was not monotone).
+/// Shares compared with the target are shown with the digits that keep them
+/// on their side of it (`best 89.96 %`, never `best 90 %` below a 90 % target).
 pub fn capacity_sentences(capacity: &Capacity, attainment: f64) -> Vec<String> {
-    let target = share_text(attainment);
+    let target = percent_short(attainment, None);
+    let share_text = |x: f64| percent_short(x, Some(attainment));
     let warn = |below: &[f64]| {
         (!below.is_empty()).then(|| {
             let list: Vec<String> = below.iter().map(|x| format!("{}/s", short(*x))).collect();
@@ -166,7 +161,7 @@ fn fit(label: &str, width: usize) -> String {
 
 const TEXT_HEAD: [&str; 9] = [
     "offered/s",
-    "compl/s",
+    "served/s",
     "goodput/s",
     "pass",
     "failed",
@@ -175,16 +170,19 @@ const TEXT_HEAD: [&str; 9] = [
     "p95 TPOT ms",
     "λW",
 ];
-const TEXT_WIDTHS: [usize; 9] = [9, 9, 9, 6, 6, 6, 11, 11, 7];
+const TEXT_WIDTHS: [usize; 9] = [9, 9, 9, 7, 7, 7, 11, 11, 7];
 
-fn text_cells(p: &FrontierPoint) -> [String; 9] {
+/// One point's cells. The pass share is shown beside the attainment target
+/// it is compared with, so it never rounds onto or across it.
+fn text_cells(p: &FrontierPoint, attainment: f64) -> [String; 9] {
     [
         format!("{:.2}", p.offered_per_s),
-        format!("{:.2}", p.completed_per_s),
+        fixed(p.served_per_s, 2),
         format!("{:.2}", p.goodput_per_s),
-        pct(p.pass_share),
-        pct(p.failure_share),
-        pct(p.censored_share),
+        p.pass_share
+            .map_or_else(|| "—".to_owned(), |s| percent_beside(s, attainment, 1)),
+        percent_or_dash(p.failure_share, 1),
+        percent_or_dash(p.censored_share, 1),
         fixed(p.p95_ttft_ms, 1),
         fixed(p.p95_tpot_ms, 1),
         fixed(p.littles_in_flight, 2),
@@ -197,16 +195,19 @@ fn goodput_with_interval(p: &FrontierPoint) -> String {
     format!("{:.2} ({:.2}–{:.2})", p.goodput_per_s, i.lower, i.upper)
 }
 
-/// The pass share with its interval, e.g. `58.5% (49.1–67.3%)`.
-fn pass_share_with_interval(p: &FrontierPoint) -> String {
+/// The pass share with its interval, e.g. `58.5 % (49.1 %–67.3 %)`: the
+/// share beside the attainment target it is compared with, and each bound
+/// with the digits that keep it off 0 % and 100 % unless it is exact.
+fn pass_share_with_interval(p: &FrontierPoint, attainment: f64) -> String {
     match (p.pass_share, p.pass_share_interval) {
         (Some(share), Some(i)) => format!(
-            "{:.1}% ({:.1}–{:.1}%)",
-            share * 100.0,
-            i.lower * 100.0,
-            i.upper * 100.0
+            "{} ({}–{})",
+            percent_beside(share, attainment, 1),
+            percent(i.lower, 1),
+            percent(i.upper, 1)
         ),
-        _ => pct(p.pass_share),
+        (Some(share), None) => percent_beside(share, attainment, 1),
+        (None, _) => "—".to_owned(),
     }
 }
 
@@ -256,7 +257,7 @@ pub fn text(f: &Frontier) -> String {
     };
     line(&TEXT_HEAD.map(str::to_owned), "trace");
     for p in &f.points {
-        line(&text_cells(p), &p.label);
+        line(&text_cells(p, f.attainment), &p.label);
     }
     let _ = writeln!(o);
     wrap(&mut o, "knee", &knee_sentence(&f.knee));
@@ -288,7 +289,9 @@ pub fn text(f: &Frontier) -> String {
     wrap(
         &mut o,
         "",
-        "shares are of the cohort; λW = completed/s × mean E2E (Little's law)",
+        "served/s = completions per second from the first to the last completion (what the \
+         server kept up with, whatever the grace); goodput/s per window second; shares are of the \
+         cohort; λW = completed/s × mean E2E (Little's law)",
     );
     o
 }
@@ -331,19 +334,23 @@ pub fn markdown(f: &Frontier) -> String {
     );
     let _ = writeln!(
         o,
-        "| offered/s | completed/s | goodput/s | pass share | failure share | censored share \
-         | p95 TTFT (ms) | p95 TPOT (ms) | in flight (λW) | trace |"
+        "| offered/s | served/s | completed/s | goodput/s | pass share | failure share \
+         | censored share | p95 TTFT (ms) | p95 TPOT (ms) | in flight (λW) | trace |"
     );
-    let _ = writeln!(o, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|");
+    let _ = writeln!(
+        o,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"
+    );
     for p in &f.points {
-        let c = text_cells(p);
+        let c = text_cells(p, f.attainment);
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
+            "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
             c[0],
             c[1],
+            p.completed_per_s,
             goodput_with_interval(p),
-            pass_share_with_interval(p),
+            pass_share_with_interval(p, f.attainment),
             c[4],
             c[5],
             c[6],
@@ -359,7 +366,7 @@ pub fn markdown(f: &Frontier) -> String {
         let _ = writeln!(
             o,
             "- **Capacity at {} attainment:** {first}",
-            share_text(f.attainment)
+            percent_short(f.attainment, None)
         );
         for s in rest {
             let _ = writeln!(o, "- {s}");
@@ -378,7 +385,8 @@ const RIGHT: f64 = 700.0;
 const TOP_PANEL: (f64, f64) = (50.0, 300.0);
 const BOTTOM_PANEL: (f64, f64) = (370.0, 540.0);
 const GOODPUT_COLOUR: &str = "#1b7837";
-const COMPLETED_COLOUR: &str = "#2166ac";
+const SERVED_COLOUR: &str = "#2166ac";
+const DIAGONAL_COLOUR: &str = "#999999";
 const TTFT_COLOUR: &str = "#b2182b";
 const KNEE_COLOUR: &str = "#555555";
 
@@ -499,6 +507,21 @@ impl Panel {
         );
     }
 
+    /// The line served = offered: a server that keeps up lies on it, and the
+    /// served curve leaves it at the knee.
+    fn diagonal(&self, o: &mut String) {
+        let end = self.x.max.min(self.y.max);
+        let _ = writeln!(
+            o,
+            "  <line class=\"diagonal\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
+             stroke=\"{DIAGONAL_COLOUR}\" stroke-dasharray=\"4 3\"/>",
+            self.px(0.0),
+            self.py(0.0),
+            self.px(end),
+            self.py(end)
+        );
+    }
+
     /// Interval bars: a vertical line from lower to upper at each x, with
     /// short caps, so a step that sits inside the noise shows as overlapping bars.
     fn bars(&self, o: &mut String, name: &str, colour: &str, bars: &[(f64, f64, f64)]) {
@@ -552,17 +575,22 @@ impl Panel {
     }
 }
 
-/// The chart: goodput/s and completed/s against offered/s on top (where the
-/// two curves part is the knee), p95 TTFT below; the knee as a dashed
+/// The chart: served/s and goodput/s against offered/s on top, with the
+/// served = offered diagonal (where served leaves it, the server stopped
+/// keeping up: the knee, whatever the grace period), p95 TTFT below; the knee as a dashed
 /// vertical line through both panels, the capacity as a dotted one.
 pub fn svg(f: &Frontier) -> String {
     let pts = &f.points;
     let x_max = pts.iter().map(|p| p.offered_per_s).fold(0.0, f64::max);
+    // The top panel holds the offered = served diagonal too, so it is as
+    // tall as the highest offered rate.
     let y_max = pts
         .iter()
         .map(|p| {
-            p.completed_per_s
+            p.served_per_s
+                .unwrap_or(0.0)
                 .max(p.goodput_per_s)
+                .max(p.offered_per_s)
                 .max(p.goodput_interval.upper)
         })
         .fold(0.0, f64::max);
@@ -598,16 +626,17 @@ pub fn svg(f: &Frontier) -> String {
     );
     let _ = writeln!(
         o,
-        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"30.0\" font-size=\"14\">Goodput and completions vs offered load ({})</text>",
+        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"30.0\" font-size=\"14\">Served throughput and goodput vs offered load ({})</text>",
         esc(&scope(f))
     );
     top.axes(&mut o, "requests/s", "offered load (requests/s)");
+    top.diagonal(&mut o);
     top.series(
         &mut o,
-        "completed/s",
-        COMPLETED_COLOUR,
+        "served/s",
+        SERVED_COLOUR,
         &pts.iter()
-            .map(|p| (p.offered_per_s, p.completed_per_s))
+            .filter_map(|p| p.served_per_s.map(|s| (p.offered_per_s, s)))
             .collect::<Vec<_>>(),
     );
     top.bars(
@@ -692,7 +721,7 @@ pub fn svg(f: &Frontier) -> String {
         let label = format!(
             "capacity {}/s @ {}",
             short(*offered_per_s),
-            share_text(f.attainment)
+            percent_short(f.attainment, None)
         );
         marker(*offered_per_s, label, "2 3", "capacity");
     }
@@ -700,14 +729,15 @@ pub fn svg(f: &Frontier) -> String {
     // the knee and capacity lines never cross its text.
     let _ = writeln!(
         o,
-        "  <rect class=\"legend-card\" x=\"{:.1}\" y=\"{:.1}\" width=\"190.0\" height=\"40.0\" \
+        "  <rect class=\"legend-card\" x=\"{:.1}\" y=\"{:.1}\" width=\"250.0\" height=\"56.0\" \
          fill=\"#fff\" fill-opacity=\"0.9\"/>",
         LEFT + 4.0,
         TOP_PANEL.0 + 2.0
     );
     for (i, (name, colour)) in [
-        ("completed/s", COMPLETED_COLOUR),
+        ("served/s (completions over their span)", SERVED_COLOUR),
         ("goodput/s (met every gate)", GOODPUT_COLOUR),
+        ("served = offered", DIAGONAL_COLOUR),
     ]
     .iter()
     .enumerate()

@@ -2,14 +2,21 @@
 
 use std::fmt::Write;
 
+use crate::render::figures::{number_against, percent, percent_against};
 use crate::render::sweep::num;
-use crate::review::gate::Decision;
+use crate::review::gate::{Check, Decision};
+use crate::trace::ArrivalMode;
 
-fn measured(name: &str, v: Option<f64>) -> String {
-    match v {
-        None => "n/a".to_owned(),
-        Some(v) if name.ends_with("share") => format!("{:.2} %", v * 100.0),
-        Some(v) => num(v, 3),
+/// The measured value and the limit as shown: shares as percentages, other
+/// figures as numbers, with the digits that keep a failing value from
+/// reading equal to its limit (or crossing it).
+fn shown(c: &Check) -> (String, String) {
+    let share = c.name.ends_with("share");
+    match c.measured {
+        None if share => ("n/a".to_owned(), percent(c.limit, 2)),
+        None => ("n/a".to_owned(), num(c.limit, 3)),
+        Some(v) if share => percent_against(v, c.limit, 2),
+        Some(v) => number_against(v, c.limit, 3),
     }
 }
 
@@ -25,13 +32,10 @@ pub fn render(d: &Decision) -> String {
         let _ = writeln!(o, "      {}", crate::receipt::ARRIVALS_UNKNOWN_LINE);
     }
     for c in &d.checks {
+        let (value, limit) = shown(c);
         let limit = match &c.derivation {
-            Some(how) => format!(
-                "{} {} = {how}",
-                c.comparison,
-                measured(c.name, Some(c.limit))
-            ),
-            None => format!("{} {}", c.comparison, measured(c.name, Some(c.limit))),
+            Some(how) => format!("{} {limit} = {how}", c.comparison),
+            None => format!("{} {limit}", c.comparison),
         };
         let name = match &c.class {
             Some(class) => format!("{class}: {}", c.name),
@@ -41,7 +45,7 @@ pub fn render(d: &Decision) -> String {
             o,
             "{:<16} {:>12}  {:<28} {}",
             name,
-            measured(c.name, c.measured),
+            value,
             limit,
             if c.pass { "PASS" } else { "FAIL" }
         );
@@ -49,7 +53,20 @@ pub fn render(d: &Decision) -> String {
             let _ = writeln!(o, "    ({note})");
         }
     }
-    let failed: Vec<String> = d
+    let a = &d.arrival;
+    let rule = match (a.mode, a.closed_loop_allowed) {
+        (ArrivalMode::ClosedLoop, true) => "allowed by --allow-closed-loop",
+        (ArrivalMode::ClosedLoop, false) | (ArrivalMode::OpenLoop, _) => "= open-loop",
+    };
+    let _ = writeln!(
+        o,
+        "{:<16} {:>12}  {:<28} {}",
+        "arrival mode",
+        a.mode.as_str(),
+        rule,
+        if a.pass { "PASS" } else { "FAIL" }
+    );
+    let mut failed: Vec<String> = d
         .checks
         .iter()
         .filter(|c| !c.pass)
@@ -58,15 +75,25 @@ pub fn render(d: &Decision) -> String {
             None => c.name.to_owned(),
         })
         .collect();
+    if !a.pass {
+        failed.push("arrival mode".to_owned());
+    }
+    let total = d.checks.len() + 1;
     if d.admit {
-        let _ = writeln!(o, "ADMIT: all {} criteria pass", d.checks.len());
+        let _ = writeln!(o, "ADMIT: all {total} criteria pass");
     } else {
         let _ = writeln!(
             o,
-            "REFUSE: {} of {} criteria fail ({})",
+            "REFUSE: {} of {total} criteria fail ({})",
             failed.len(),
-            d.checks.len(),
             failed.join(", ")
+        );
+    }
+    if a.mode == ArrivalMode::ClosedLoop && !a.pass {
+        let _ = writeln!(
+            o,
+            "  closed-loop: each request was sent when an earlier one ended, so the server paced\n  \
+             its own load; not SLA evidence (docs/contract.md §10.2); --allow-closed-loop admits it"
         );
     }
     o.push_str(&super::diagnosis::render(&d.diagnosis));

@@ -20,8 +20,9 @@ pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> S
         .unwrap_or_default();
     let _ = writeln!(
         s,
-        "imported {}{version} → {trace_path} ({rows} rows, goodput-trace/1)",
-        c.tool
+        "imported {}{version} → {trace_path} ({}, goodput-trace/1)",
+        c.tool,
+        crate::render::number::count(rows as u64, "row")
     );
     if let Some(shape) = &c.shape {
         wrap_into(&mut s, &format!("shape: {shape}"), "", "  ");
@@ -58,6 +59,23 @@ pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> S
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "next: {analyze}");
+    s
+}
+
+/// The comparison's first line when no `--slo` was given: the trace declares
+/// placeholder gates (`gates`, the writer's default class), so its goodput is
+/// not the source tool's goodput under that tool's SLOs.
+pub fn placeholder_gates_line(tool: &str, gates: &str) -> String {
+    let mut s = String::new();
+    wrap_into(
+        &mut s,
+        &format!(
+            "PLACEHOLDER GATES: no --slo given, so goodput below is judged under {gates}, \
+             not under the SLOs {tool} used; pass --slo to compare like with like"
+        ),
+        "",
+        "  ",
+    );
     s
 }
 

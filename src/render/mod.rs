@@ -4,15 +4,19 @@
 
 pub mod capacity;
 pub mod compare;
+pub mod csv;
 pub mod diagnosis;
+pub mod figures;
 pub mod frontier;
 pub mod gate;
 pub mod import;
 pub mod intervals;
 pub mod json;
 pub mod mutate;
+pub mod number;
 pub mod record;
 pub mod report;
+pub mod rows;
 pub mod sweep;
 pub mod text;
 pub mod verify;

@@ -9,7 +9,8 @@ use crate::receipt::{Saturation, SaturationVerdict};
 use crate::record::metrics::Peaks;
 use crate::record::summary::{ClientCondition, Figures, MIN_ARRIVAL_RATIO};
 use crate::record::Written;
-use crate::trace::Limits;
+use crate::render::number::count;
+use crate::trace::{Limits, TokenCount};
 
 /// Quotes a path for a POSIX shell when it needs it.
 pub(crate) fn shell_quote(text: &str) -> String {
@@ -97,18 +98,70 @@ fn bottleneck(s: &mut String, f: &Figures, judged: &Judged) {
     }
 }
 
-/// The summary text.
-pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool, judged: &Judged) -> String {
+/// The `next:` line for `command` (which already carries `--max-rows R
+/// --max-bytes B` when `raised` is `Some((R, B))`), and, when the limits had
+/// to be raised, a second line showing the other way: the two variables
+/// exported once, for this and every later command on the trace.
+fn next_lines(command: &str, raised: Option<(u64, u64)>) -> String {
+    let mut s = format!("next: {command}\n");
+    if let Some((rows, bytes)) = raised {
+        let flags = format!(" --max-rows {rows} --max-bytes {bytes}");
+        let _ = writeln!(
+            s,
+            "  or: export {}={rows} {}={bytes}; {}",
+            Limits::ROWS_VARIABLE,
+            Limits::BYTES_VARIABLE,
+            command.replacen(&flags, "", 1)
+        );
+    }
+    s
+}
+
+/// The recorder's `next:` line(s) for a trace of `rows` rows and `bytes`
+/// bytes: the analyze command, and the same limits as variables when the
+/// defaults would refuse the trace.
+pub fn analyze_next(path: &str, rows: usize, bytes: usize) -> String {
+    let raised = (rows as u64 > Limits::DEFAULT_MAX_ROWS
+        || bytes as u64 > Limits::DEFAULT_MAX_BYTES)
+        .then_some((rows as u64, bytes as u64));
+    next_lines(&analyze_command(path, rows, bytes), raised)
+}
+
+/// The summary text; `tokens` is what the trace's `outputTokens` count
+/// (model tokens from `usage`, or stream chunks when the server sent none).
+/// When more than half of the rows failed for one reason, the first line
+/// says so, with the server's most frequent `errorText` for it. `judged`
+/// adds the client-bottleneck warning, the saturation verdict and the
+/// server metrics' peaks.
+pub fn render(
+    f: &Figures,
+    path: &str,
+    bytes: usize,
+    interrupted: bool,
+    tokens: TokenCount,
+    judged: &Judged,
+) -> String {
     let mut s = String::new();
+    if let Some(d) = &f.dominant_failure {
+        let _ = write!(
+            s,
+            "most requests failed: {} of {} rows ended {}",
+            d.rows, f.rows, d.reason
+        );
+        if let Some(text) = &d.text {
+            let _ = write!(s, " (server said: \"{text}\")");
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(
         s,
-        "{} {} rows to {} ({} bytes)",
+        "{} {} to {} ({} bytes)",
         if interrupted {
             "interrupted; wrote"
         } else {
             "wrote"
         },
-        f.rows,
+        count(f.rows as u64, "row"),
         path,
         bytes
     );
@@ -121,7 +174,25 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool, judged: 
     if f.not_sent > 0 {
         let _ = write!(s, " (never sent {})", f.not_sent);
     }
-    let _ = writeln!(s, "; {} output tokens", f.output_tokens);
+    match tokens {
+        TokenCount::Usage => {
+            let _ = writeln!(s, "; {}", count(f.output_tokens, "output token"));
+        }
+        TokenCount::Chunks => {
+            let _ = writeln!(
+                s,
+                "; {} (no usage reported: outputTokens counts chunks, not tokens)",
+                count(f.output_tokens, "stream chunk")
+            );
+        }
+        TokenCount::ClientTokenizer => {
+            let _ = writeln!(
+                s,
+                "; {} (counted by a client-side tokenizer)",
+                count(f.output_tokens, "output token")
+            );
+        }
+    }
     if !f.failed.is_empty() {
         let list: Vec<String> = f.failed.iter().map(|(r, n)| format!("{r} {n}")).collect();
         let _ = writeln!(s, "  failures: {}", list.join(", "));
@@ -135,8 +206,8 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool, judged: 
     if let Some((achieved, scheduled)) = f.arrival_rates_per_s {
         let _ = writeln!(
             s,
-            "  arrival rate: achieved {achieved:.2}/s of {scheduled:.2}/s scheduled ({:.1} %)",
-            100.0 * achieved / scheduled
+            "  arrival rate: achieved {achieved:.2}/s of {scheduled:.2}/s scheduled ({})",
+            crate::render::figures::percent(achieved / scheduled, 1)
         );
     }
     if let Some((path, p)) = &judged.server {
@@ -149,13 +220,24 @@ pub fn render(f: &Figures, path: &str, bytes: usize, interrupted: bool, judged: 
         );
     }
     bottleneck(&mut s, f, judged);
-    let _ = writeln!(s, "next: {}", analyze_command(path, f.rows, bytes));
+    s.push_str(&analyze_next(path, f.rows, bytes));
     s
 }
 
 /// The `goodput frontier` command for the traces written, raising the limits
 /// only when the defaults would refuse the largest trace.
 pub fn frontier_command(written: &[(String, Written)]) -> String {
+    frontier_command_and_limits(written).0
+}
+
+/// The recorder's `next:` line(s) after a rate sweep: the frontier command,
+/// and the same limits as variables when the defaults would refuse a trace.
+pub fn frontier_next(written: &[(String, Written)]) -> String {
+    let (command, raised) = frontier_command_and_limits(written);
+    next_lines(&command, raised)
+}
+
+fn frontier_command_and_limits(written: &[(String, Written)]) -> (String, Option<(u64, u64)>) {
     let mut cmd = "goodput frontier".to_owned();
     for (path, _) in written {
         cmd.push(' ');
@@ -163,15 +245,18 @@ pub fn frontier_command(written: &[(String, Written)]) -> String {
     }
     let rows = written.iter().map(|(_, w)| w.rows).max().unwrap_or(0) as u64;
     let bytes = written.iter().map(|(_, w)| w.bytes).max().unwrap_or(0) as u64;
-    if rows > Limits::DEFAULT_MAX_ROWS || bytes > Limits::DEFAULT_MAX_BYTES {
-        cmd.push_str(&format!(
-            " --max-rows {} --max-bytes {}",
-            rows.max(Limits::DEFAULT_MAX_ROWS),
-            bytes.max(Limits::DEFAULT_MAX_BYTES)
-        ));
+    let raised =
+        (rows > Limits::DEFAULT_MAX_ROWS || bytes > Limits::DEFAULT_MAX_BYTES).then(|| {
+            (
+                rows.max(Limits::DEFAULT_MAX_ROWS),
+                bytes.max(Limits::DEFAULT_MAX_BYTES),
+            )
+        });
+    if let Some((rows, bytes)) = raised {
+        cmd.push_str(&format!(" --max-rows {rows} --max-bytes {bytes}"));
     }
     cmd.push_str(" --svg frontier.svg");
-    cmd
+    (cmd, raised)
 }
 
 #[cfg(test)]
@@ -179,6 +264,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::record::summary::DominantFailure;
 
     fn figures(not_sent: usize) -> Figures {
         Figures {
@@ -191,13 +277,59 @@ mod tests {
             output_tokens: 70,
             send_lag_ms: Some((0.1, 0.5, 0.75)),
             arrival_rates_per_s: Some((10.0, 10.0)),
+            dominant_failure: None,
         }
+    }
+
+    #[test]
+    fn a_reason_shared_by_most_rows_comes_first_with_the_servers_words() {
+        let mut f = figures(0);
+        f.failed = BTreeMap::from([("http_401".to_owned(), 6)]);
+        f.dominant_failure = Some(DominantFailure {
+            reason: "http_401".into(),
+            rows: 6,
+            text: Some("bad key".into()),
+        });
+        let text = render(
+            &f,
+            "t.json",
+            10,
+            false,
+            TokenCount::Usage,
+            &Judged::default(),
+        );
+        assert!(
+            text.starts_with(
+                "most requests failed: 6 of 10 rows ended http_401 (server said: \"bad key\")\nwrote 10 rows"
+            ),
+            "{text}"
+        );
+        f.dominant_failure.as_mut().unwrap().text = None;
+        let text = render(
+            &f,
+            "t.json",
+            10,
+            false,
+            TokenCount::Usage,
+            &Judged::default(),
+        );
+        assert!(
+            text.starts_with("most requests failed: 6 of 10 rows ended http_401\nwrote 10 rows"),
+            "{text}"
+        );
     }
 
     #[test]
     fn a_punctual_run_reads_as_figures_and_the_next_command() {
         assert_eq!(
-            render(&figures(0), "t.json", 1234, false, &Judged::default()),
+            render(
+                &figures(0),
+                "t.json",
+                1234,
+                false,
+                TokenCount::Usage,
+                &Judged::default()
+            ),
             "wrote 10 rows to t.json (1234 bytes)\n\
              \x20 sent 10, completed 7, failed 2, in flight 1; 70 output tokens\n\
              \x20 failures: timeout 2\n\
@@ -209,7 +341,14 @@ mod tests {
 
     #[test]
     fn unsent_requests_and_an_interrupt_are_said() {
-        let text = render(&figures(1), "t.json", 10, true, &Judged::default());
+        let text = render(
+            &figures(1),
+            "t.json",
+            10,
+            true,
+            TokenCount::Usage,
+            &Judged::default(),
+        );
         assert!(text.starts_with("interrupted; wrote 10 rows"), "{text}");
         assert!(text.contains("(never sent 1)"), "{text}");
         assert!(
@@ -229,13 +368,13 @@ mod tests {
             smallest_gate_ms: Some(1000.0),
             ..Judged::default()
         };
-        assert!(!render(&f, "t.json", 1, false, &calm).contains("warning"));
+        assert!(!render(&f, "t.json", 1, false, TokenCount::Usage, &calm).contains("warning"));
         // Against a 50 ms gate the limit is 1 ms: named with both figures.
         let tight = Judged {
             smallest_gate_ms: Some(50.0),
             ..Judged::default()
         };
-        assert!(render(&f, "t.json", 1, false, &tight).contains(
+        assert!(render(&f, "t.json", 1, false, TokenCount::Usage, &tight).contains(
             "warning: the client distorted the measurement: p99 send lag 2.200 ms was over 1.000 ms"
         ));
         let sat = Saturation {
@@ -254,6 +393,7 @@ mod tests {
             "t.json",
             1,
             false,
+            TokenCount::Usage,
             &Judged {
                 smallest_gate_ms: Some(1000.0),
                 saturation: Some(&sat),
@@ -287,6 +427,38 @@ mod tests {
     }
 
     #[test]
+    fn one_row_is_a_row_and_chunks_are_not_called_tokens() {
+        let mut one = figures(0);
+        one.rows = 1;
+        one.output_tokens = 1;
+        let text = render(
+            &one,
+            "t.json",
+            10,
+            false,
+            TokenCount::Chunks,
+            &Judged::default(),
+        );
+        assert!(text.starts_with("wrote 1 row to t.json"), "{text}");
+        assert!(
+            text.contains(
+                "; 1 stream chunk (no usage reported: outputTokens counts chunks, not tokens)\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("output token"), "{text}");
+        let text = render(
+            &one,
+            "t.json",
+            10,
+            false,
+            TokenCount::Usage,
+            &Judged::default(),
+        );
+        assert!(text.contains("; 1 output token\n"), "{text}");
+    }
+
+    #[test]
     fn the_analyze_command_raises_limits_only_when_needed() {
         assert_eq!(
             analyze_command("trace.json", 500, 65_536),
@@ -299,6 +471,29 @@ mod tests {
         assert_eq!(
             analyze_command("t.json", 3, 65_537),
             "goodput analyze t.json --max-rows 3 --max-bytes 65537"
+        );
+    }
+
+    #[test]
+    fn the_next_line_shows_raised_limits_as_flags_and_as_variables() {
+        assert_eq!(
+            analyze_next("t.json", 500, 65_536),
+            "next: goodput analyze t.json\n"
+        );
+        assert_eq!(
+            analyze_next("my trace.json", 501, 1000),
+            "next: goodput analyze 'my trace.json' --max-rows 501 --max-bytes 1000\n\
+             \x20 or: export GOODPUT_MAX_ROWS=501 GOODPUT_MAX_BYTES=1000; goodput analyze 'my trace.json'\n"
+        );
+        let big = Written {
+            rows: 2400,
+            bytes: 700_000,
+        };
+        assert_eq!(
+            frontier_next(&[("a.json".into(), big)]),
+            "next: goodput frontier a.json --max-rows 2400 --max-bytes 700000 --svg frontier.svg\n\
+             \x20 or: export GOODPUT_MAX_ROWS=2400 GOODPUT_MAX_BYTES=700000; \
+             goodput frontier a.json --svg frontier.svg\n"
         );
     }
 

@@ -55,7 +55,7 @@ pub(crate) fn short(x: f64) -> String {
 }
 
 fn share(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| format!("{:.1} %", v * 100.0))
+    crate::render::figures::percent_or_dash(x, 1)
 }
 
 fn gate(g: Option<f64>) -> String {

@@ -4,6 +4,13 @@
 use std::fmt::Write;
 
 use crate::receipt::{Block, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE};
+use crate::render::number::count;
+use crate::trace::ArrivalMode;
+
+/// The summary's second line for a closed-loop trace (docs/contract.md §10.2).
+pub const CLOSED_LOOP_WARNING: &str = "WARNING   closed-loop workload: each request was sent \
+    when an earlier one ended, so the server paced its own load; these figures are not \
+    evidence that an SLA holds at any offered rate (docs/contract.md §10.2)";
 
 /// An invalid row to list by position and id.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,9 +45,10 @@ pub(crate) fn opt(x: Option<f64>, decimals: usize) -> String {
     x.map_or_else(|| "—".to_owned(), |v| fixed(v, decimals))
 }
 
-/// A share as a percentage with one decimal (`—` for an empty cohort).
+/// A share as a percentage with one decimal, or more when one would read
+/// 100 % or 0 % for a share that is neither (`—` for an empty cohort).
 pub(crate) fn share(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| format!("{:.1} %", v * 100.0))
+    crate::render::figures::percent_or_dash(x, 1)
 }
 
 fn gate(g: Option<f64>, rule: &str) -> String {
@@ -115,11 +123,17 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         "goodput {} receipt ({})",
         receipt.generator.version, receipt.schema
     );
+    if c.arrival_mode == ArrivalMode::ClosedLoop {
+        let _ = writeln!(o, "{}", wrap(CLOSED_LOOP_WARNING, 100, "          "));
+    }
     let _ = writeln!(o, "trace     sha256 {}", receipt.trace.sha256);
     let _ = writeln!(
         o,
-        "          {} bytes, {} rows; limits {} rows, {} bytes",
-        receipt.trace.bytes, receipt.trace.rows, receipt.limits.max_rows, receipt.limits.max_bytes
+        "          {} bytes, {}; limits {} rows, {} bytes",
+        receipt.trace.bytes,
+        count(receipt.trace.rows, "row"),
+        receipt.limits.max_rows,
+        receipt.limits.max_bytes
     );
     let token_note = match c.tpot_label.as_str() {
         "tpot" => "model tokens (TPOT)",
@@ -155,7 +169,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     for (i, (name, g)) in c.classes.iter().enumerate() {
         let head = if i == 0 { "gates" } else { "" };
         let default = if c.default_class.as_deref() == Some(name) {
-            " (default)"
+            " (for rows without a class)"
         } else {
             ""
         };
@@ -184,22 +198,44 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
 
     let _ = writeln!(
         o,
-        "\n{:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
-        "RATES /s", "goodput", "pass share", "offered", "completed", "output tok", "fail share"
+        "\n{:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10} {:>10}",
+        "RATES /s",
+        "goodput",
+        "pass share",
+        "offered",
+        "completed",
+        "output tok",
+        "fail share",
+        "served"
     );
     for (name, b) in &blocks {
         let r = &b.rates;
         let _ = writeln!(
             o,
-            "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10}",
+            "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10} {:>10}",
             fixed(r.goodput_per_s, 3),
             share(r.pass_share),
             fixed(r.offered_per_s, 3),
             fixed(r.completed_per_s, 3),
             fixed(r.output_tokens_per_s, 1),
-            share(r.failure_share)
+            share(r.failure_share),
+            opt(r.served_per_s, 3)
         );
     }
+    let _ = writeln!(
+        o,
+        "{}",
+        wrap(
+            &format!(
+                "goodput, offered, completed and output tok are per window second ({} s; \
+                 completions in the grace period count too); served is completions per second \
+                 from the first to the last completion, what the server kept up with",
+                num(c.window.duration_ms / 1000.0, 3)
+            ),
+            100,
+            "  "
+        )
+    );
 
     let _ = writeln!(
         o,

@@ -29,7 +29,7 @@ use serde::Serialize;
 use crate::receipt::{Block, Receipt};
 
 /// What lost the most requests of a class.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
     /// Completed rows over their TTFT gate.
@@ -73,7 +73,7 @@ impl Cause {
 }
 
 /// One class's diagnosis.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClassDiagnosis {
     /// The class.

@@ -5,32 +5,42 @@
 //! failure and censored shares must be at or below their ceilings; every tail
 //! limit given must hold (p95 at or below the limit). A figure that cannot be
 //! measured (a share of an empty cohort, a percentile of no completed rows)
-//! fails its criterion: no evidence is never an admission.
+//! fails its criterion: no evidence is never an admission. A closed-loop run
+//! is refused unless closed-loop evidence is allowed explicitly
+//! (docs/contract.md §10.2).
+//!
+//! The criteria are decimals as written and every comparison is exact
+//! ([`super::exact`], docs/contract.md §9.2): a goodput equal to the
+//! requirement refuses whatever binary rounding would have said.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::receipt::{Block, Receipt};
+use crate::trace::ArrivalMode;
+
+use super::exact::{self, Decimal};
 
 /// Default ceiling of the failure share when `--max-failure-share` is not given.
-pub const DEFAULT_MAX_FAILURE_SHARE: f64 = 0.05;
+pub const DEFAULT_MAX_FAILURE_SHARE: &str = "0.05";
 /// Default ceiling of the censored share when `--max-censored-share` is not given.
-pub const DEFAULT_MAX_CENSORED_SHARE: f64 = 0.05;
+pub const DEFAULT_MAX_CENSORED_SHARE: &str = "0.05";
 
 /// What the run must show to be admitted.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Criteria {
     /// Required goodput, requests per window second.
-    pub min_goodput_per_s: f64,
+    pub min_goodput_per_s: Decimal,
     /// Safety margin: goodput must exceed `min × (1 + margin)`.
-    pub margin: f64,
+    pub margin: Decimal,
     /// Most failed / cohort allowed.
-    pub max_failure_share: f64,
+    pub max_failure_share: Decimal,
     /// Most censored / cohort allowed.
-    pub max_censored_share: f64,
+    pub max_censored_share: Decimal,
     /// Most p95 TTFT allowed, ms.
-    pub max_p95_ttft_ms: Option<f64>,
+    pub max_p95_ttft_ms: Option<Decimal>,
     /// Most p95 E2E allowed, ms.
-    pub max_p95_e2e_ms: Option<f64>,
+    pub max_p95_e2e_ms: Option<Decimal>,
     /// Judge this class's block instead of all rows.
     pub class: Option<String>,
     /// Most p95 TPOT allowed, ms (a release criterion: `release_gate`).
@@ -39,6 +49,8 @@ pub struct Criteria {
     pub max_recovery_s: Option<f64>,
     /// Limits of several classes in one run (release criteria, `--class-limits`).
     pub class_limits: Vec<super::release_gate::ClassLimits>,
+    /// Admit a closed-loop run (its latencies are then taken as evidence anyway).
+    pub allow_closed_loop: bool,
 }
 
 /// Why the criteria cannot be applied (a usage error, exit status 2).
@@ -49,8 +61,8 @@ pub enum GateError {
     BadFlag {
         /// The flag.
         flag: &'static str,
-        /// Its value.
-        value: f64,
+        /// Its value, as written.
+        value: String,
         /// What it must be.
         rule: &'static str,
     },
@@ -67,39 +79,41 @@ pub enum GateError {
 impl Criteria {
     /// Checks every flag's range.
     pub fn check(&self) -> Result<(), GateError> {
-        let bad = |flag, value: f64, rule| Err(GateError::BadFlag { flag, value, rule });
-        let non_negative = |x: f64| x.is_finite() && x >= 0.0;
-        let share = |x: f64| non_negative(x) && x <= 1.0;
-        if !non_negative(self.min_goodput_per_s) {
-            return bad(
-                "--min-goodput",
-                self.min_goodput_per_s,
-                "a finite rate >= 0",
-            );
+        let bad = |flag, value: &Decimal, rule| {
+            Err(GateError::BadFlag {
+                flag,
+                value: value.to_string(),
+                rule,
+            })
+        };
+        let one = Decimal::from_integer(1);
+        let share = |x: &Decimal| !x.is_negative() && x.value() <= one.value();
+        if self.min_goodput_per_s.is_negative() {
+            return bad("--min-goodput", &self.min_goodput_per_s, "a rate >= 0");
         }
-        if !non_negative(self.margin) {
-            return bad("--margin", self.margin, "a finite fraction >= 0, e.g. 0.2");
+        if self.margin.is_negative() {
+            return bad("--margin", &self.margin, "a fraction >= 0, e.g. 0.2");
         }
-        if !share(self.max_failure_share) {
+        if !share(&self.max_failure_share) {
             return bad(
                 "--max-failure-share",
-                self.max_failure_share,
+                &self.max_failure_share,
                 "a share in [0, 1]",
             );
         }
-        if !share(self.max_censored_share) {
+        if !share(&self.max_censored_share) {
             return bad(
                 "--max-censored-share",
-                self.max_censored_share,
+                &self.max_censored_share,
                 "a share in [0, 1]",
             );
         }
         for (flag, v) in [
-            ("--max-p95-ttft-ms", self.max_p95_ttft_ms),
-            ("--max-p95-e2e-ms", self.max_p95_e2e_ms),
+            ("--max-p95-ttft-ms", &self.max_p95_ttft_ms),
+            ("--max-p95-e2e-ms", &self.max_p95_e2e_ms),
         ] {
-            if let Some(v) = v.filter(|v| !non_negative(*v)) {
-                return bad(flag, v, "a finite number of ms >= 0");
+            if let Some(v) = v.as_ref().filter(|v| v.is_negative()) {
+                return bad(flag, v, "a number of ms >= 0");
             }
         }
         super::release_gate::check_release_flags(self)
@@ -107,7 +121,7 @@ impl Criteria {
 }
 
 /// One criterion's line.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Check {
     /// What is measured, e.g. `goodput/s`.
@@ -130,17 +144,32 @@ pub struct Check {
     pub note: Option<String>,
 }
 
+/// The arrival-mode criterion: the run must be open-loop, unless closed-loop
+/// evidence is allowed explicitly.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArrivalCheck {
+    /// The mode the receipt judged.
+    pub mode: ArrivalMode,
+    /// Whether closed-loop evidence was allowed (`--allow-closed-loop`).
+    pub closed_loop_allowed: bool,
+    /// Whether the criterion holds.
+    pub pass: bool,
+}
+
 /// The admission decision.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Decision {
     /// The class judged, or null for all rows.
     pub class: Option<String>,
     /// The trace the receipt was made from.
     pub trace_sha256: String,
-    /// One line per criterion.
+    /// One line per numeric criterion.
     pub checks: Vec<Check>,
-    /// Every criterion holds.
+    /// The arrival-mode criterion.
+    pub arrival: ArrivalCheck,
+    /// Every criterion holds (the numeric ones and the arrival mode).
     pub admit: bool,
     /// The receipt's `contract.arrivalsUnknown`, when its trace declares its
     /// arrival instants unknown (no criterion here needs them; said anyway).
@@ -171,47 +200,70 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
                     .join(", "),
             })?,
     };
-    let at_most = |name, measured: Option<f64>, limit: f64| Check {
+    let share = |name, measured: Option<f64>, part: u64, ceiling: &Decimal| Check {
         name,
         measured,
         comparison: "<=",
-        limit,
+        limit: ceiling.to_f64(),
         derivation: None,
-        pass: measured.is_some_and(|m| m <= limit),
+        pass: exact::share_at_most(part, block.counts.cohort, ceiling),
         class: None,
         note: None,
     };
-    let required = criteria.min_goodput_per_s * (1.0 + criteria.margin);
-    let goodput = block.rates.goodput_per_s;
+    let latency = |name, measured: Option<f64>, limit: &Decimal| Check {
+        name,
+        measured,
+        comparison: "<=",
+        limit: limit.to_f64(),
+        derivation: None,
+        pass: measured.is_some_and(|m| exact::latency_at_most(m, limit)),
+        class: None,
+        note: None,
+    };
+    let (min, margin) = (&criteria.min_goodput_per_s, &criteria.margin);
+    let window = &receipt.contract.window;
     let mut checks = vec![
         Check {
             name: "goodput/s",
-            measured: Some(goodput),
+            measured: Some(block.rates.goodput_per_s),
             comparison: ">",
-            limit: required,
-            derivation: (criteria.margin != 0.0)
-                .then(|| format!("{} × (1 + {})", criteria.min_goodput_per_s, criteria.margin)),
-            pass: goodput > required,
+            limit: exact::nearest_f64(&exact::required_per_s(min, margin)),
+            derivation: (!margin.is_zero()).then(|| format!("{min} × (1 + {margin})")),
+            pass: exact::goodput_exceeds(
+                block.counts.pass,
+                window.start_ms,
+                window.end_ms,
+                min,
+                margin,
+            ),
             class: None,
             note: None,
         },
-        at_most(
+        share(
             "failure share",
             block.rates.failure_share,
-            criteria.max_failure_share,
+            block.counts.failed,
+            &criteria.max_failure_share,
         ),
-        at_most(
+        share(
             "censored share",
             block.rates.censored_share,
-            criteria.max_censored_share,
+            block.counts.censored,
+            &criteria.max_censored_share,
         ),
     ];
-    if let Some(limit) = criteria.max_p95_ttft_ms {
-        checks.push(at_most("p95 ttft ms", block.latency.ttft_ms.p95, limit));
+    if let Some(limit) = &criteria.max_p95_ttft_ms {
+        checks.push(latency("p95 ttft ms", block.latency.ttft_ms.p95, limit));
     }
-    if let Some(limit) = criteria.max_p95_e2e_ms {
-        checks.push(at_most("p95 e2e ms", block.latency.e2e_ms.p95, limit));
+    if let Some(limit) = &criteria.max_p95_e2e_ms {
+        checks.push(latency("p95 e2e ms", block.latency.e2e_ms.p95, limit));
     }
+    let mode = receipt.contract.arrival_mode;
+    let arrival = ArrivalCheck {
+        mode,
+        closed_loop_allowed: criteria.allow_closed_loop,
+        pass: mode == ArrivalMode::OpenLoop || criteria.allow_closed_loop,
+    };
     checks.extend(super::release_gate::release_checks(
         receipt, block, criteria,
     ));
@@ -219,8 +271,9 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     Ok(Decision {
         class: criteria.class.clone(),
         trace_sha256: receipt.trace.sha256.clone(),
-        admit: checks.iter().all(|c| c.pass),
+        admit: checks.iter().all(|c| c.pass) && arrival.pass,
         checks,
+        arrival,
         arrivals_unknown: receipt.contract.arrivals_unknown.clone(),
         diagnosis: super::diagnosis::diagnose(receipt),
     })

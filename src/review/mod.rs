@@ -18,6 +18,7 @@
 //! line prints them and picks the exit status.
 
 pub mod diagnosis;
+pub mod exact;
 pub mod gate;
 pub mod mutate;
 pub mod release_gate;

@@ -17,6 +17,8 @@
 //! trace, so a trace that does not survive a JSON round trip unchanged (a row
 //! with a repeated key, say) cannot make a mutation look wrong.
 
+use crate::render::number::{decimal, transition};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -80,7 +82,7 @@ pub enum MutateError {
 }
 
 /// How one mutation ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Status {
     /// The receipt moved as predicted.
@@ -103,7 +105,7 @@ impl Status {
 }
 
 /// One mutation, its prediction and what happened.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MutationOutcome {
     /// Short name, e.g. `drop_miss`.
@@ -121,7 +123,7 @@ pub struct MutationOutcome {
 }
 
 /// The whole check.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MutationReport {
     /// sha256 of the trace as given.
@@ -200,8 +202,16 @@ fn rows(n: u64) -> String {
     }
 }
 
-fn share(x: Option<f64>) -> String {
-    x.map_or_else(|| "null".to_owned(), |v| format!("{v}"))
+/// `a → b` of an optional figure, rounded for people (exact when rounding
+/// would hide a change); `null` when absent.
+fn moved(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => transition(a, b),
+        (a, b) => {
+            let one = |x: Option<f64>| x.map_or_else(|| "null".to_owned(), decimal);
+            format!("{} → {}", one(a), one(b))
+        }
+    }
 }
 
 /// Runs every mutation of docs/contract.md §8 on `trace_bytes` with `calc`.
@@ -310,15 +320,13 @@ fn drop_verdict(s: &Subject, verdict: &'static str, goodput_too: bool) -> Mutati
                 Ok((
                     rises && held,
                     format!(
-                        "dropped {}; passShare {} → {}; pass {} → {}; goodput/s {} → {}; \
+                        "dropped {}; passShare {}; pass {} → {}; goodput/s {}; \
                          cohort {} → {}",
                         rows(n),
-                        share(before.rates.pass_share),
-                        share(a.rates.pass_share),
+                        moved(before.rates.pass_share, a.rates.pass_share),
                         before.counts.pass,
                         a.counts.pass,
-                        before.rates.goodput_per_s,
-                        a.rates.goodput_per_s,
+                        transition(before.rates.goodput_per_s, a.rates.goodput_per_s),
                         before.counts.cohort,
                         a.counts.cohort
                     ),
@@ -477,8 +485,9 @@ fn push_past_ttft(s: &Subject) -> MutationOutcome {
                 Ok((
                     ok,
                     format!(
-                        "row {id:?} TTFT {old_ttft} → {new_ttft} ms; pass {} → {}; miss {} → {}; \
+                        "row {id:?} TTFT {} ms; pass {} → {}; miss {} → {}; \
                          reasons.miss.ttft {} → {}",
+                        transition(old_ttft, new_ttft),
                         b.counts.pass,
                         a.counts.pass,
                         b.counts.miss,

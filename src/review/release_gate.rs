@@ -15,6 +15,7 @@
 
 use crate::receipt::{Block, Receipt};
 
+use super::exact::{self, Decimal};
 use super::gate::{Check, Criteria, GateError};
 
 /// One class's limits (`--class-limits`); every limit is optional.
@@ -194,16 +195,36 @@ pub fn class_limit_checks(receipt: &Receipt, criteria: &Criteria) -> Result<Vec<
             })?;
         let c = Some(name);
         if let Some(min) = limits.min_goodput_per_s {
-            let required = min * (1.0 + criteria.margin);
+            // Exactly, as the base criterion (docs/contract.md §9.2): the
+            // class's rate as written, times (1 + margin), against the count.
+            let margin = &criteria.margin;
             let goodput = block.rates.goodput_per_s;
+            let (limit, pass) = match Decimal::from_f64_shortest(min) {
+                Some(min) => {
+                    let window = &receipt.contract.window;
+                    (
+                        exact::nearest_f64(&exact::required_per_s(&min, margin)),
+                        exact::goodput_exceeds(
+                            block.counts.pass,
+                            window.start_ms,
+                            window.end_ms,
+                            &min,
+                            margin,
+                        ),
+                    )
+                }
+                None => {
+                    let required = min * (1.0 + margin.to_f64());
+                    (required, goodput > required)
+                }
+            };
             checks.push(Check {
                 name: "goodput/s",
                 measured: Some(goodput),
                 comparison: ">",
-                limit: required,
-                derivation: (criteria.margin != 0.0)
-                    .then(|| format!("{min} × (1 + {})", criteria.margin)),
-                pass: goodput > required,
+                limit,
+                derivation: (!margin.is_zero()).then(|| format!("{min} × (1 + {margin})")),
+                pass,
                 class: c.map(str::to_owned),
                 note: None,
             });
@@ -225,7 +246,17 @@ pub fn class_limit_checks(receipt: &Receipt, criteria: &Criteria) -> Result<Vec<
             ("p95 e2e ms", lat.e2e_ms.p95, limits.max_p95_e2e_ms),
         ] {
             if let Some(limit) = limit {
-                checks.push(at_most(name, c, measured, limit));
+                let mut check = at_most(name, c, measured, limit);
+                // A share compares its counts with the ceiling exactly.
+                let part = match name {
+                    "failure share" => Some(block.counts.failed),
+                    "censored share" => Some(block.counts.censored),
+                    _ => None,
+                };
+                if let (Some(part), Some(ceiling)) = (part, Decimal::from_f64_shortest(limit)) {
+                    check.pass = exact::share_at_most(part, block.counts.cohort, &ceiling);
+                }
+                checks.push(check);
             }
         }
         if let Some(limit) = limits.max_recovery_s {
@@ -244,7 +275,7 @@ pub fn check_release_flags(criteria: &Criteria) -> Result<(), GateError> {
         if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
             return Err(GateError::BadFlag {
                 flag,
-                value: v,
+                value: v.to_string(),
                 rule: "a finite number >= 0",
             });
         }

@@ -11,6 +11,7 @@
 //! else can agree for a good reason; then the contract; then everything else,
 //! each difference by JSON pointer with both values.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -157,7 +158,7 @@ fn major(schema: &str) -> &str {
 }
 
 /// One place where the receipt and the recomputation disagree.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Difference {
     /// JSON pointer of the value.
@@ -169,7 +170,7 @@ pub struct Difference {
 }
 
 /// What verification found.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyReport {
     /// The receipt's schema tag.

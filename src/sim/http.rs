@@ -65,6 +65,8 @@ pub struct AppState {
     pub next_id: AtomicU64,
     /// Counters.
     pub stats: Arc<SimStats>,
+    /// A header every request (but `/health`) must carry (`--require-header`).
+    pub require_header: Option<super::tls::RequiredHeader>,
 }
 
 #[derive(Deserialize)]
@@ -125,6 +127,13 @@ pub async fn handle(
     req: Request<Incoming>,
     closer: Option<Arc<tokio::sync::Notify>>,
 ) -> Result<Response<SimBody>, Infallible> {
+    if let Some(gate) = &state.require_header {
+        if req.uri().path() != "/health" {
+            if let Some(message) = gate.refuse(req.headers()) {
+                return Ok(error_response(StatusCode::UNAUTHORIZED, &message));
+            }
+        }
+    }
     let chat = match (req.method(), req.uri().path()) {
         (&Method::GET, "/health") => return Ok(Response::new(full(Bytes::new()))),
         (&Method::GET, "/metrics") => {

@@ -18,6 +18,7 @@ pub mod fault;
 pub mod http;
 pub mod metrics;
 pub mod quirks;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
@@ -28,12 +29,14 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 
 use self::engine::EngineParams;
 use self::fault::Fault;
 use self::http::{AppState, SimStats};
 use self::quirks::StreamQuirks;
+use self::tls::Front;
 
 /// Everything the sim needs besides the socket.
 #[derive(Debug, Clone)]
@@ -59,6 +62,18 @@ pub async fn serve(
     stats: Arc<SimStats>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    serve_with(listener, config, Front::default(), stats, shutdown).await;
+}
+
+/// [`serve`], behind TLS and a header gate when `front` says so.
+pub async fn serve_with(
+    listener: TcpListener,
+    config: SimConfig,
+    front: Front,
+    stats: Arc<SimStats>,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let acceptor = front.tls.map(tokio_rustls::TlsAcceptor::from);
     let state = Arc::new(AppState {
         engine: driver::spawn_engine(config.engine),
         faults: config.faults,
@@ -68,6 +83,7 @@ pub async fn serve(
         rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
         next_id: AtomicU64::new(0),
         stats,
+        require_header: front.require_header,
     });
     tokio::pin!(shutdown);
     loop {
@@ -85,39 +101,55 @@ pub async fn serve(
             .connections
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = state.clone();
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            // With --close-after-response, a streamed body signals its end
-            // here and the connection shuts down once that response is out.
-            let closer = state
-                .quirks
-                .close_after_response
-                .then(|| Arc::new(tokio::sync::Notify::new()));
-            let body_closer = closer.clone();
-            let service =
-                service_fn(move |req| http::handle(state.clone(), req, body_closer.clone()));
-            let conn = http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            // A client that goes away mid-response is normal here.
-            match closer {
-                None => {
-                    let _ = conn.await;
-                }
-                Some(closer) => {
-                    tokio::select! {
-                        _ = conn.as_mut() => {}
-                        () = closer.notified() => {
-                            // The head already went out with keep-alive, so
-                            // no `Connection: close` is sent: the close is
-                            // silent, as with a proxy that drops idle sockets.
-                            conn.as_mut().graceful_shutdown();
-                            let _ = conn.await;
-                        }
+            match acceptor {
+                None => serve_connection(stream, state).await,
+                Some(acceptor) => {
+                    // A failed handshake only loses that connection.
+                    if let Ok(tls) = acceptor.accept(stream).await {
+                        serve_connection(tls, state).await;
                     }
                 }
             }
         });
+    }
+}
+
+/// One HTTP/1.1 connection, plain or TLS.
+async fn serve_connection<I>(io: I, state: Arc<AppState>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    // With --close-after-response, a streamed body signals its end
+    // here and the connection shuts down once that response is out.
+    let closer = state
+        .quirks
+        .close_after_response
+        .then(|| Arc::new(tokio::sync::Notify::new()));
+    let body_closer = closer.clone();
+    let service = service_fn(move |req| http::handle(state.clone(), req, body_closer.clone()));
+    let conn = http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    // A client that goes away mid-response is normal here.
+    match closer {
+        None => {
+            let _ = conn.await;
+        }
+        Some(closer) => {
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                () = closer.notified() => {
+                    // The head already went out with keep-alive, so
+                    // no `Connection: close` is sent: the close is
+                    // silent, as with a proxy that drops idle sockets.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        }
     }
 }
 
@@ -129,6 +161,8 @@ pub struct SimServer {
     pub addr: SocketAddr,
     /// Its counters.
     pub stats: Arc<SimStats>,
+    /// `https` or `http`.
+    scheme: &'static str,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -136,6 +170,16 @@ pub struct SimServer {
 impl SimServer {
     /// Starts a sim with `worker_threads` runtime threads.
     pub fn start(config: SimConfig, worker_threads: usize) -> std::io::Result<SimServer> {
+        SimServer::start_with(config, Front::default(), worker_threads)
+    }
+
+    /// [`SimServer::start`] behind TLS and a header gate when `front` says so.
+    pub fn start_with(
+        config: SimConfig,
+        front: Front,
+        worker_threads: usize,
+    ) -> std::io::Result<SimServer> {
+        let scheme = if front.tls.is_some() { "https" } else { "http" };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(worker_threads.max(1))
             .enable_all()
@@ -148,7 +192,7 @@ impl SimServer {
         let thread = std::thread::Builder::new()
             .name("goodput-sim".into())
             .spawn(move || {
-                runtime.block_on(serve(listener, config, serve_stats, async {
+                runtime.block_on(serve_with(listener, config, front, serve_stats, async {
                     let _ = stopped.await;
                 }));
                 runtime.shutdown_timeout(std::time::Duration::from_millis(100));
@@ -156,14 +200,15 @@ impl SimServer {
         Ok(SimServer {
             addr,
             stats,
+            scheme,
             stop: Some(stop),
             thread: Some(thread),
         })
     }
 
-    /// The base URL, `http://127.0.0.1:PORT`.
+    /// The base URL, `http://127.0.0.1:PORT` (`https://` behind TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 }
 

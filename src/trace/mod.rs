@@ -15,7 +15,9 @@ pub mod write;
 
 use std::fmt;
 
-pub use model::{Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window};
+pub use model::{
+    ArrivalMode, Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window,
+};
 pub use parse::{Interner, NumSlot, RawRow, RawStatus, Slot};
 pub use phases::{Phase, Resources};
 pub use validate::{InvalidReason, InvalidSet};
@@ -37,6 +39,13 @@ impl Limits {
     pub const DEFAULT_MAX_ROWS: u64 = 500;
     /// The default byte limit (docs/contract.md §4.1).
     pub const DEFAULT_MAX_BYTES: u64 = 65_536;
+    /// The environment variable that sets the row limit when no `--max-rows`
+    /// is given (read by the command line only; named here so every
+    /// rejection can say how to raise the limit).
+    pub const ROWS_VARIABLE: &'static str = "GOODPUT_MAX_ROWS";
+    /// The environment variable that sets the byte limit when no
+    /// `--max-bytes` is given (read by the command line only).
+    pub const BYTES_VARIABLE: &'static str = "GOODPUT_MAX_BYTES";
 }
 
 impl Default for Limits {
@@ -94,9 +103,27 @@ impl Rejection {
             "",
             format_args!(
                 "the input is {bytes} bytes, over the limit of {limit} bytes \
-                 (raise it with --max-bytes)"
+                 (raise it with --max-bytes or {})",
+                Limits::BYTES_VARIABLE
             ),
         )
+    }
+
+    /// The input has no JSON value at all: zero bytes, or only whitespace.
+    pub fn empty(bytes: u64) -> Rejection {
+        if bytes == 0 {
+            Rejection::at(
+                "",
+                "the file is empty (0 bytes); a trace is one JSON object",
+            )
+        } else {
+            Rejection::at(
+                "",
+                format_args!(
+                    "the file is empty ({bytes} bytes of whitespace only); a trace is one JSON object"
+                ),
+            )
+        }
     }
 
     /// The input is not one readable JSON value.
@@ -165,6 +192,9 @@ pub fn load(bytes: &[u8], limits: Limits) -> Result<Trace, Rejection> {
     let len = bytes.len() as u64;
     if len > limits.max_bytes {
         return Err(Rejection::too_large(len, limits.max_bytes));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Rejection::empty(len));
     }
     let (sha256, parsed) = std::thread::scope(|scope| {
         let hasher = scope.spawn(|| sha256_hex(bytes));

@@ -165,6 +165,39 @@ pub enum Scalar {
 /// Free labels (`boundary`, `workload`, row `labels`), sorted by key.
 pub type Labels = BTreeMap<String, Scalar>;
 
+/// How the judged load was generated, as far as the verdict goes
+/// (docs/contract.md §10.2). In a closed loop each request was sent when an
+/// earlier one ended, so the server paced its own load: its latencies are not
+/// evidence that an SLA holds at any offered rate, and the tools say so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArrivalMode {
+    /// Arrivals did not wait for earlier requests (scheduled, sent or unknown).
+    OpenLoop,
+    /// `boundary.arrival` is `"closed-loop"` or `workload.arrival` is `"closed"`.
+    ClosedLoop,
+}
+
+impl ArrivalMode {
+    /// The mode of a trace with these `boundary` and `workload` labels.
+    pub fn of(boundary: &Labels, workload: &Labels) -> ArrivalMode {
+        let says = |labels: &Labels, value: &str| matches!(labels.get("arrival"), Some(Scalar::String(s)) if s == value);
+        if says(boundary, "closed-loop") || says(workload, "closed") {
+            ArrivalMode::ClosedLoop
+        } else {
+            ArrivalMode::OpenLoop
+        }
+    }
+
+    /// The name as written in receipts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArrivalMode::OpenLoop => "open-loop",
+            ArrivalMode::ClosedLoop => "closed-loop",
+        }
+    }
+}
+
 /// The document-level contract of a validated trace, with defaults resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Contract {
@@ -215,6 +248,11 @@ impl Contract {
     /// The index of a declared class in `classes`, or `None`.
     pub fn class_index(&self, name: &str) -> Option<usize> {
         self.classes.keys().position(|k| k == name)
+    }
+
+    /// The arrival mode the trace declares (docs/contract.md §10.2).
+    pub fn arrival_mode(&self) -> ArrivalMode {
+        ArrivalMode::of(&self.boundary, &self.workload)
     }
 
     /// The class a row without an explicit `class` belongs to, if any:

@@ -246,9 +246,10 @@ fn rows_within_limit(rows: RowsField, limits: Limits) -> Result<Vec<RawRow>, Rej
         return Err(Rejection::at(
             "/rows",
             format_args!(
-                "has {} rows, over the limit of {} (raise it with --max-rows)",
+                "has {} rows, over the limit of {} (raise it with --max-rows or {})",
                 rows.len(),
-                limits.max_rows
+                limits.max_rows,
+                Limits::ROWS_VARIABLE
             ),
         ));
     }

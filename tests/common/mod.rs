@@ -98,7 +98,13 @@ pub fn assert_valid(validator: &jsonschema::Validator, instance: &serde_json::Va
     );
 }
 
-/// The `goodput` binary built for these tests.
+/// The `goodput` binary built for these tests, with the limit variables
+/// removed so the caller's shell cannot change a test's limits (tests that
+/// exercise them set them on the child).
 pub fn goodput() -> std::process::Command {
-    std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"));
+    command
+        .env_remove("GOODPUT_MAX_ROWS")
+        .env_remove("GOODPUT_MAX_BYTES");
+    command
 }

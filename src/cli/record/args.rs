@@ -12,9 +12,12 @@ use crate::cli::flags::{parse_rate, Rate};
 /// Exit statuses of `goodput record`, shown in `--help`.
 pub const RECORD_EXIT_HELP: &str = "\
 Exit status:
-  0    the trace was written
-  2    usage error, unreadable prompt file, or the output cannot be written
-       (checked before any request is sent; no partial file is ever left)
+  0    the trace was written (when most requests failed for one reason, the
+       summary's first line says so)
+  2    usage error, unreadable prompt file, the output cannot be written, or
+       the preflight found the server unreachable, TLS failing, 401/403 or
+       404 (all checked before any request of the run is sent and before any
+       trace is written; no partial file is ever left)
   130  interrupted (Ctrl-C): scheduling stopped, unfinished requests were written
        in_flight, the window was cut at the interrupt, and the trace was written
        (in a rate sweep: the current point's trace; earlier points' traces stay)
@@ -28,8 +31,11 @@ rate changes at each phase boundary (the warm-up runs at the first phase's
 rate). See docs/recorder.md.
 
 The API key is read from the environment (OPENAI_API_KEY, or --api-key-env NAME)
-and is never written. Prompts are never written: rows carry their length and a
-short hash. Only plain http:// URLs are supported.";
+and is never written; neither are header values (-H, --header-env): the trace
+records header names only. --extra-body and --insecure are written into the
+trace's workload. Prompts are never written: rows carry their length and a
+short hash. https:// goes through rustls (HTTP/1.1), trusting the system's
+roots unless --cacert FILE or --insecure is given.";
 
 /// The default pause between two points of a rate sweep.
 pub const DEFAULT_COOLDOWN: &str = "10s";
@@ -126,6 +132,28 @@ pub struct RecordArgs {
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// A header sent with every request, `'Name: value'`; repeatable. The
+    /// value is never written or printed (the trace records the name).
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub header: Vec<String>,
+    /// A header whose value is read from the environment variable ENVVAR,
+    /// `'Name: ENVVAR'`; repeatable.
+    #[arg(long = "header-env", value_name = "'NAME: ENVVAR'")]
+    pub header_env: Vec<String>,
+    /// A JSON object merged into every request body (`'{"temperature": 0}'`);
+    /// written into the trace's workload. Keys the recorder sets are refused.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// https: trust only the PEM certificates in FILE (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https: accept any certificate (the trace says so: workload.insecure).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Skip the check of the server (GET /v1/models, else a one-token
+    /// request) made before the schedule starts.
+    #[arg(long)]
+    pub no_preflight: bool,
     /// Scrape the server's Prometheus metrics while recording, into a sidecar
     /// `TRACE.metrics.jsonl` beside the trace (its sha256 in the trace's workload).
     #[arg(long)]

@@ -34,6 +34,7 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         return sweep::run(args, stdout);
     }
     let plan = plan::plan(&args)?;
+    crate::record::preflight(&plan)?;
     let progress = !args.no_progress && std::io::stderr().is_terminal();
     single::record_one(&plan, progress, stdout).map(|_| EXIT_OK)
 }

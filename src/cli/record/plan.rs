@@ -1,5 +1,6 @@
 //! `goodput record`'s flags → a validated [`Plan`]: endpoint, schedule,
-//! prompts, SLO classes, workload labels, API key; the output path is probed
+//! prompts, SLO classes, workload labels, API key, headers, TLS trust,
+//! `--extra-body`, the preflight switch; the output path is probed
 //! writable. Nothing is sent.
 
 use std::collections::BTreeMap;
@@ -10,6 +11,8 @@ use std::time::Duration;
 use hyper::Uri;
 
 use crate::error::Error;
+use crate::record::endpoint::{Endpoint, EndpointFlags};
+use crate::record::extra_body::ExtraBody;
 use crate::record::phases::phased_schedule;
 use crate::record::request::{self, Api, BodyTemplate, PromptSource};
 use crate::record::runner::{Load, RunConfig};
@@ -34,13 +37,8 @@ pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
         .parse()
         .map_err(|e| format!("--url `{url}` is not a URL ({e})"))?;
     match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(format!(
-                "--url `{url}`: https is not supported; record through a local plain-HTTP endpoint"
-            ))
-        }
-        _ => return Err(format!("--url `{url}` must start with http://")),
+        Some("http" | "https") => {}
+        _ => return Err(format!("--url `{url}` must start with http:// or https://")),
     }
     if uri.host().is_none() {
         return Err(format!("--url `{url}` has no host"));
@@ -259,6 +257,26 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let api_key = std::env::var(&args.api_key_env)
         .ok()
         .filter(|k| !k.is_empty());
+    // Connection settings and request fields (values of headers stay out of
+    // the trace; the extra body goes in).
+    let flags = EndpointFlags {
+        header: args.header.clone(),
+        header_env: args.header_env.clone(),
+        cacert: args.cacert.clone(),
+        insecure: args.insecure,
+    };
+    let endpoint =
+        Endpoint::from_flags(&uri, &flags, api_key, |v| std::env::var(v).ok()).map_err(usage)?;
+    endpoint.describe(&mut workload);
+    let extra = match &args.extra_body {
+        Some(text) => {
+            ExtraBody::parse(text, args.max_tokens.is_some(), args.ignore_eos).map_err(usage)?
+        }
+        None => ExtraBody::default(),
+    };
+    if !extra.is_empty() {
+        workload.insert("extraBody".into(), Scalar::String(extra.as_json().into()));
+    }
     check_writable(&args.out)?;
     Ok(Plan {
         uri,
@@ -273,8 +291,10 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 model: args.model.clone(),
                 max_tokens: args.max_tokens,
                 ignore_eos: args.ignore_eos,
+                extra,
             },
             max_event_bytes: usize::try_from(args.max_event_bytes).unwrap_or(usize::MAX),
+            secrets: endpoint.secrets.clone(),
         },
         warmup_ms,
         classes,
@@ -284,7 +304,8 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         phases: declared_phases,
         resources,
         out: args.out.clone(),
-        api_key,
+        endpoint,
+        preflight: !args.no_preflight,
         metrics,
     })
 }
@@ -312,7 +333,11 @@ mod tests {
             u("http://h/custom/gen", Api::Chat),
             Ok("http://h/custom/gen".into())
         );
-        assert!(u("https://h", Api::Chat).is_err());
+        assert_eq!(
+            u("https://h", Api::Chat),
+            Ok("https://h/v1/chat/completions".into())
+        );
+        assert!(u("ftp://h", Api::Chat).is_err());
         assert!(u("h:8000", Api::Chat).is_err());
     }
 }

@@ -81,7 +81,8 @@ fn write_trace(
             .as_ref()
             .map(|lines| (sidecar.as_str(), crate::record::metrics::peaks(lines))),
     };
-    let text = crate::render::record::render(&figures, &path, bytes, interrupted, &judged);
+    let text =
+        crate::render::record::render(&figures, &path, bytes, interrupted, doc.tokens, &judged);
     emit(stdout, text.as_bytes())?;
     if interrupted {
         return Err(Error::Interrupted {

@@ -11,8 +11,12 @@
 //!   points writing the same path (a repeated rate).
 //! - **Seeds**: point `i` (0-based, in the order given) uses
 //!   `seed + i` (wrapping), so the sweep is reproducible from `--seed` alone
-//!   and no two points share a schedule or prompts. Each trace records its
-//!   own `seed`, plus `sweepIndex`, `sweepPoints` and `sweepBaseSeed`.
+//!   and no two points share a schedule or prompts: random prompts are drawn
+//!   from the point's seed, and a prompt list (`--prompts`, `--dataset`) is
+//!   used in an order drawn from it
+//!   ([`PromptSource::in_seeded_order`], workload `promptOrder: "seed"`).
+//!   Each trace records its own `seed`, plus `sweepIndex`, `sweepPoints` and
+//!   `sweepBaseSeed`.
 //! - `--cooldown` (default 10 s) separates points so the server drains the
 //!   previous point's queue before the next point's window opens.
 //! - **Ctrl-C** during point `k` writes point `k`'s trace exactly as a single
@@ -27,8 +31,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::record::request::PromptSource;
 use crate::record::{Plan, Written};
-use crate::render::record::frontier_command;
+use crate::render::record::frontier_next;
 use crate::trace::Scalar;
 
 use crate::cli::exit::EXIT_OK;
@@ -77,6 +82,11 @@ pub fn plan_sweep(args: &RecordArgs) -> Result<Vec<Plan>, Error> {
             )));
         }
         let mut p = plan(&point)?;
+        p.run.prompts = p.run.prompts.in_seeded_order(point.seed);
+        if matches!(p.run.prompts, PromptSource::List(_)) {
+            p.workload
+                .insert("promptOrder".to_owned(), Scalar::String("seed".to_owned()));
+        }
         let mut put = |k: &str, v: f64| {
             p.workload.insert(k.to_owned(), Scalar::Number(v));
         };
@@ -119,6 +129,9 @@ pub(crate) fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
 /// `goodput record` with several rates: plan all, then record each in turn.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let plans = plan_sweep(&args)?;
+    if let Some(first) = plans.first() {
+        crate::record::preflight(first)?;
+    }
     let progress = !args.no_progress && std::io::stderr().is_terminal();
     let mut written: Vec<(String, Written)> = Vec::with_capacity(plans.len());
     for (index, (p, rate)) in plans.iter().zip(&args.request_rate).enumerate() {
@@ -132,7 +145,7 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
             )?;
             if cooldown(args.cooldown).is_err() {
                 if !written.is_empty() {
-                    say(stdout, &format!("next: {}\n", frontier_command(&written)))?;
+                    say(stdout, &frontier_next(&written))?;
                 }
                 return Err(Error::InterruptedSweep {
                     written: written.into_iter().map(|(p, _)| p).collect(),
@@ -155,13 +168,13 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
             Err(Error::Interrupted { path, rows }) => {
                 let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
                 written.push((path.clone(), Written { rows, bytes }));
-                say(stdout, &format!("next: {}\n", frontier_command(&written)))?;
+                say(stdout, &frontier_next(&written))?;
                 return Err(Error::Interrupted { path, rows });
             }
             Err(e) => return Err(e),
         }
     }
-    say(stdout, &format!("next: {}\n", frontier_command(&written)))?;
+    say(stdout, &frontier_next(&written))?;
     Ok(EXIT_OK)
 }
 

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::html::{escape, tpot_name};
 use crate::receipt::Receipt;
 use crate::render::sweep::short;
+use crate::trace::ArrivalMode;
 
 fn gate_text(g: Option<f64>, rule: &str) -> String {
     g.map_or_else(
@@ -16,7 +17,17 @@ fn gate_text(g: Option<f64>, rule: &str) -> String {
 
 /// The header section: what was judged, under which contract.
 pub(super) fn section(o: &mut String, r: &Receipt) {
-    let _ = writeln!(o, "<header>\n<h1>goodput report</h1>\n<dl class=\"meta\">");
+    let _ = writeln!(o, "<header>\n<h1>goodput report</h1>");
+    if r.contract.arrival_mode == ArrivalMode::ClosedLoop {
+        let _ = writeln!(
+            o,
+            "<p class=\"closed-loop\" id=\"closed-loop\"><strong>Closed-loop workload.</strong> \
+             Each request was sent when an earlier one ended, so the server paced its own load: \
+             these figures are not evidence that an SLA holds at any offered rate \
+             (docs/contract.md §10.2).</p>"
+        );
+    }
+    let _ = writeln!(o, "<dl class=\"meta\">");
     run_items(o, r);
     class_items(o, r);
     label_items(o, r);

@@ -1,0 +1,168 @@
+//! `--extra-body JSON`: fields merged into every request body (sampling
+//! settings such as `temperature` and `top_p`, vendor extensions such as
+//! vLLM's `ignore_eos` or `min_tokens`).
+//!
+//! The object is not secret: it changes what the server computes, so a
+//! reviewer must see it, and it is written into the trace as
+//! `workload.extraBody` (compact JSON, keys in the order given).
+//!
+//! Keys the recorder sets itself are refused, because overriding them would
+//! silently change what is measured or make the stream unreadable:
+//! `model`, `messages`, `prompt`, `stream` and `stream_options` always;
+//! `max_tokens` when `--max-tokens` is given and `ignore_eos` when
+//! `--ignore-eos` is given (each may come from one place only).
+//!
+//! Merging is a splice: the recorder's own body is serialized as before and
+//! the extra members are appended before its closing brace. Since no key can
+//! be in both, the result is a JSON object with unique keys, and the cost per
+//! request is one copy of a few bytes.
+
+use serde_json::{Map, Value};
+
+/// Keys the recorder always sets.
+pub const ALWAYS_SET: [&str; 5] = ["model", "messages", "prompt", "stream", "stream_options"];
+
+/// A validated `--extra-body` object (empty when the flag is absent).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtraBody {
+    /// The object, compact (`{"temperature":0}`); empty when there is none.
+    compact: String,
+    /// Its keys.
+    keys: Vec<String>,
+}
+
+impl ExtraBody {
+    /// Parses and checks `text` against the keys the recorder will set.
+    pub fn parse(
+        text: &str,
+        max_tokens_flag: bool,
+        ignore_eos_flag: bool,
+    ) -> Result<ExtraBody, String> {
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "--extra-body: not JSON (line {}, column {}: {e})",
+                e.line(),
+                e.column()
+            )
+        })?;
+        let Value::Object(map) = value else {
+            return Err(
+                "--extra-body: expected a JSON object such as '{\"temperature\": 0}'".into(),
+            );
+        };
+        for key in map.keys() {
+            if ALWAYS_SET.contains(&key.as_str()) {
+                return Err(format!(
+                    "--extra-body: `{key}` is set by the recorder itself and cannot be overridden \
+                     (it always sets {})",
+                    ALWAYS_SET.join(", ")
+                ));
+            }
+            let flag = match key.as_str() {
+                "max_tokens" if max_tokens_flag => "--max-tokens",
+                "ignore_eos" if ignore_eos_flag => "--ignore-eos",
+                _ => continue,
+            };
+            return Err(format!(
+                "--extra-body: `{key}` is also set by {flag}; give it in one place only"
+            ));
+        }
+        Ok(ExtraBody::from_map(&map))
+    }
+
+    fn from_map(map: &Map<String, Value>) -> ExtraBody {
+        if map.is_empty() {
+            return ExtraBody::default();
+        }
+        // Serializing a parsed JSON value cannot fail.
+        ExtraBody {
+            compact: serde_json::to_string(map).unwrap_or_default(),
+            keys: map.keys().cloned().collect(),
+        }
+    }
+
+    /// Whether there is nothing to merge.
+    pub fn is_empty(&self) -> bool {
+        self.compact.is_empty()
+    }
+
+    /// Whether `key` is one of the members.
+    pub fn has(&self, key: &str) -> bool {
+        self.keys.iter().any(|k| k == key)
+    }
+
+    /// The object as compact JSON, for `workload.extraBody`.
+    pub fn as_json(&self) -> &str {
+        &self.compact
+    }
+
+    /// Appends the extra members to a serialized JSON object `body`.
+    pub fn merge_into(&self, mut body: Vec<u8>) -> Vec<u8> {
+        if self.is_empty() || body.last() != Some(&b'}') {
+            return body;
+        }
+        let members = &self.compact[1..self.compact.len() - 1];
+        body.pop();
+        if body.last() != Some(&b'{') {
+            body.push(b',');
+        }
+        body.extend_from_slice(members.as_bytes());
+        body.push(b'}');
+        body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_are_appended_inside_the_object() {
+        let extra = ExtraBody::parse(
+            r#"{"temperature": 0, "top_p": 0.9, "ignore_eos": true}"#,
+            true,
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            extra.as_json(),
+            r#"{"temperature":0,"top_p":0.9,"ignore_eos":true}"#
+        );
+        let merged = extra.merge_into(br#"{"model":"m","stream":true}"#.to_vec());
+        assert_eq!(
+            String::from_utf8(merged).unwrap(),
+            r#"{"model":"m","stream":true,"temperature":0,"top_p":0.9,"ignore_eos":true}"#
+        );
+        assert_eq!(extra.merge_into(b"{}".to_vec()), extra.as_json().as_bytes());
+        assert!(extra.has("top_p") && !extra.has("max_tokens"));
+        let none = ExtraBody::parse("{}", false, false).unwrap();
+        assert!(none.is_empty());
+        assert_eq!(none.merge_into(b"{\"a\":1}".to_vec()), b"{\"a\":1}");
+    }
+
+    #[test]
+    fn keys_the_recorder_sets_are_refused_by_name() {
+        for key in ALWAYS_SET {
+            let err = ExtraBody::parse(&format!("{{\"{key}\": 1}}"), false, false).unwrap_err();
+            assert!(
+                err.starts_with(&format!("--extra-body: `{key}` is set by the recorder")),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            ExtraBody::parse(r#"{"max_tokens": 5}"#, true, false).unwrap_err(),
+            "--extra-body: `max_tokens` is also set by --max-tokens; give it in one place only"
+        );
+        assert!(ExtraBody::parse(r#"{"max_tokens": 5}"#, false, false).is_ok());
+        assert!(ExtraBody::parse(r#"{"ignore_eos": true}"#, false, true).is_err());
+    }
+
+    #[test]
+    fn not_an_object_is_refused_with_where() {
+        assert!(ExtraBody::parse("[1]", false, false)
+            .unwrap_err()
+            .contains("a JSON object"));
+        let err = ExtraBody::parse("{\"a\":\n tru}", false, false).unwrap_err();
+        assert!(err.contains("line 2"), "{err}");
+    }
+}

@@ -106,6 +106,48 @@ fn twice_the_sims_capacity_with_a_short_grace_reads_overloaded() {
 }
 
 #[test]
+fn the_issue_case_twice_capacity_for_10_s_with_a_5_s_grace_reads_overloaded() {
+    // Exactly the case that used to pass Little's law as steady: the sim of
+    // `--max-batch 4 --decode-step-ms 10 --decode-ms-per-seq 0
+    // --output-tokens 20:0` (20/s, see `sim_20_per_s`), recorded with
+    // `--request-rate 40 --duration 10s --grace 5s` and the recorder's
+    // defaults otherwise (Poisson arrivals). About 400 arrive; by the
+    // horizon (15 s) the sim has finished about 15 × 20 = 300, so about
+    // a quarter of the cohort is censored, and in flight climbs by about
+    // 20 a second across the window (≈ 100 at mid-window, ≈ 200 at its end).
+    let _alone = exclusive();
+    let server = sim_20_per_s();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, stdout, _) = record(
+        &server.url(),
+        &out,
+        &["--request-rate", "40", "--duration", "10s", "--grace", "5s"],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    let r = receipt(&out);
+    let all = &r["results"]["all"];
+    let s = &all["saturation"];
+    assert_eq!(s["verdict"], "overloaded", "{s}");
+    // One served figure: the saturation block repeats rates.servedPerS.
+    assert_eq!(s["servedPerS"], all["rates"]["servedPerS"]);
+    // Served near the sim's 20/s (never above it; a loaded machine only
+    // slows the sim), far from the ~40/s offered.
+    let served = s["servedPerS"].as_f64().unwrap();
+    assert!((14.0..=21.0).contains(&served), "{s}");
+    let censored = all["counts"]["censored"].as_u64().unwrap();
+    assert!(censored >= 50, "{}", all["counts"]);
+    // Little's law counts the censored rows at their lower bound: not steady.
+    let l = &all["littlesLaw"];
+    assert_eq!(l["steadyState"], false, "{l}");
+    assert!(
+        stdout.contains("saturation: overloaded: in flight grew"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("the server was the bottleneck"), "{stdout}");
+}
+
+#[test]
 fn the_capacity_search_lands_within_ten_percent_of_the_sims_capacity() {
     // 20 slots, 50 ms steps, 20 tokens: each request holds a slot for 1 s,
     // so the capacity is 20/s (long steps keep timer slop on a busy machine

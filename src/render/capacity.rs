@@ -31,9 +31,9 @@ pub fn render(rows: &[CapacityRow], capacity: &Capacity, attainment: f64) -> Str
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "frontier ({} points, target pass share {:.1} %):",
+        "frontier ({} points, target pass share {}):",
         rows.len(),
-        attainment * 100.0
+        crate::render::figures::percent_short(attainment, None)
     );
     let _ = writeln!(
         s,
@@ -43,9 +43,9 @@ pub fn render(rows: &[CapacityRow], capacity: &Capacity, attainment: f64) -> Str
     for r in sorted {
         let _ = writeln!(
             s,
-            "  {:>9}  {:>8.1} %  {:>10.2}  {:>9}  {:<12}  {}",
+            "  {:>9}  {:>10}  {:>10.2}  {:>9}  {:<12}  {}",
             rate_text(r.rate_per_s),
-            r.pass_share * 100.0,
+            crate::render::figures::percent_beside(r.pass_share, attainment, 1),
             r.goodput_per_s,
             r.served_per_s
                 .map_or_else(|| "—".to_owned(), |v| format!("{v:.2}")),
@@ -61,9 +61,9 @@ pub fn render(rows: &[CapacityRow], capacity: &Capacity, attainment: f64) -> Str
     let _ = match (capacity.low_per_s, capacity.high_per_s) {
         (Some(low), Some(high)) => writeln!(
             s,
-            "capacity: {}/s at a pass share of at least {:.1} % (bracket {} – {}/s){tail}",
+            "capacity: {}/s at a pass share of at least {} (bracket {} – {}/s){tail}",
             rate_text(low),
-            attainment * 100.0,
+            crate::render::figures::percent_short(attainment, None),
             rate_text(low),
             rate_text(high)
         ),
@@ -74,9 +74,9 @@ pub fn render(rows: &[CapacityRow], capacity: &Capacity, attainment: f64) -> Str
         ),
         (None, Some(high)) => writeln!(
             s,
-            "capacity: below {}/s (no point reached a pass share of {:.1} %){tail}",
+            "capacity: below {}/s (no point reached a pass share of {}){tail}",
             rate_text(high),
-            attainment * 100.0
+            crate::render::figures::percent_short(attainment, None)
         ),
         (None, None) => writeln!(s, "capacity: unknown (no point recorded)"),
     };
@@ -112,7 +112,7 @@ mod tests {
         };
         let text = render(&rows, &c, 0.9);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "frontier (3 points, target pass share 90.0 %):");
+        assert_eq!(lines[0], "frontier (3 points, target pass share 90 %):");
         assert!(lines[2].trim_start().starts_with("10 "), "{text}");
         assert!(lines[3].trim_start().starts_with("20 "), "{text}");
         assert!(
@@ -121,8 +121,22 @@ mod tests {
         );
         assert_eq!(
             lines[5],
-            "capacity: 20/s at a pass share of at least 90.0 % (bracket 20 – 40/s) \
+            "capacity: 20/s at a pass share of at least 90 % (bracket 20 – 40/s) \
              (not converged: the point budget ran out)"
         );
+    }
+
+    #[test]
+    fn a_share_just_short_of_the_target_never_reads_as_it() {
+        // 0.8996 against 90 %: one decimal would read 90.0 %.
+        let rows = [row(30.0, 0.8996, SaturationVerdict::Inconclusive)];
+        let c = Capacity {
+            low_per_s: None,
+            high_per_s: Some(30.0),
+            converged: false,
+        };
+        let text = render(&rows, &c, 0.9);
+        assert!(text.contains("89.96 %"), "{text}");
+        assert!(!text.contains("90.0 %"), "{text}");
     }
 }

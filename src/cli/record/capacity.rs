@@ -11,12 +11,14 @@
 //! - `--cooldown` separates points; `--warmup` and `--grace` apply to each.
 //! - Each trace records `capacityIndex`, `capacityAttainment` and
 //!   `capacityBaseSeed` in its workload.
+//! - The server is checked once before the first point (the preflight of a
+//!   plain `record`; `--no-preflight` skips it).
 //! - Ctrl-C behaves as in a rate sweep: the current point's trace is written
 //!   and the search stops (exit 130).
 //! - The exit status is 0 once the search ends, whatever it found; the
 //!   capacity line says when no point passed.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::cli::exit::EXIT_OK;
@@ -31,6 +33,7 @@ use crate::trace::Scalar;
 
 use super::args::RecordArgs;
 use super::plan::{plan, usage};
+use super::progress::Point;
 use super::single::record_judged;
 use super::sweep::{cooldown, point_path, point_seed, say, RATE_PLACEHOLDER};
 
@@ -83,7 +86,7 @@ fn template(out: &Path) -> Result<String, Error> {
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let search = settings(&args)?;
     let template = template(&args.out)?;
-    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    let progress = super::progress::wanted(args.no_progress);
     let mut points: Vec<SearchPoint> = Vec::new();
     let mut rows: Vec<CapacityRow> = Vec::new();
     let mut written: Vec<(String, Written)> = Vec::new();
@@ -106,7 +109,11 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
                     crate::render::sweep::short(args.cooldown.as_secs_f64())
                 ),
             )?;
-            if cooldown(args.cooldown).is_err() {
+            let point = Point::Search {
+                k: index + 1,
+                max: search.max_points,
+            };
+            if cooldown(args.cooldown, progress.then_some(point)).is_err() {
                 return Err(Error::InterruptedSweep {
                     written: written.into_iter().map(|(p, _)| p).collect(),
                 });
@@ -121,6 +128,10 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         point.seed = point_seed(args.seed, index);
         point.out = point_path(&template, &text);
         let mut p = plan(&point)?;
+        if index == 0 {
+            // The same check a plain `record` and a sweep make, once.
+            crate::record::preflight(&p)?;
+        }
         let mut put = |k: &str, v: f64| {
             p.workload.insert(k.to_owned(), Scalar::Number(v));
         };
@@ -136,7 +147,11 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
                 point.seed
             ),
         )?;
-        let (w, receipt) = match record_judged(&p, progress, stdout) {
+        let point = Point::Search {
+            k: index + 1,
+            max: search.max_points,
+        };
+        let (w, receipt) = match record_judged(&p, progress.then_some(point), stdout) {
             Ok(done) => done,
             Err(Error::Interrupted { path, rows }) => {
                 let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
@@ -148,19 +163,18 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         };
         let all = receipt.as_ref().map(|r| &r.results.all);
         let pass_share = all.and_then(|b| b.rates.pass_share).unwrap_or(0.0);
-        say(
-            stdout,
-            &format!(
-                "  pass share {:.1} % → {} (target {:.1} %)\n",
-                pass_share * 100.0,
+        say(stdout, &{
+            let (share, target) =
+                crate::render::figures::percent_against(pass_share, search.attainment, 1);
+            format!(
+                "  pass share {share} → {} (target {target})\n",
                 if pass_share >= search.attainment {
                     "meets"
                 } else {
                     "falls short of"
                 },
-                search.attainment * 100.0
-            ),
-        )?;
+            )
+        })?;
         points.push(SearchPoint {
             rate_per_s: rate,
             pass_share,

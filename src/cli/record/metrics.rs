@@ -9,16 +9,25 @@ use hyper::Uri;
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
+use crate::record::endpoint::Endpoint;
 use crate::record::metrics::{sidecar_bytes, MetricsLine, MetricsPlan, MIN_INTERVAL};
 use crate::record::metrics_sidecar_path;
+use crate::record::tls::{client_config, Trust};
 use crate::trace::{Labels, Scalar};
 
 use super::args::RecordArgs;
 use super::plan::usage;
 
 /// The scrape plan, or `None` without `--metrics`. The default endpoint is
-/// `/metrics` on the server's origin (scheme, host and port of `endpoint`).
-pub fn metrics_plan(args: &RecordArgs, endpoint: &Uri) -> Result<Option<MetricsPlan>, Error> {
+/// `/metrics` on the server's origin (scheme, host and port of `server`).
+/// An `https://` endpoint uses the run's TLS settings (`--cacert`,
+/// `--insecure`) when the server is `https://` too, else the system's
+/// roots; the run's headers and API key go only to the server's own origin.
+pub fn metrics_plan(
+    args: &RecordArgs,
+    server: &Uri,
+    endpoint: &Endpoint,
+) -> Result<Option<MetricsPlan>, Error> {
     if !args.metrics {
         return Ok(None);
     }
@@ -33,28 +42,41 @@ pub fn metrics_plan(args: &RecordArgs, endpoint: &Uri) -> Result<Option<MetricsP
             let uri: Uri = url
                 .parse()
                 .map_err(|e| usage(format!("--metrics-url `{url}` is not a URL ({e})")))?;
-            if uri.scheme_str() != Some("http") || uri.host().is_none() {
+            if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
                 return Err(usage(format!(
-                    "--metrics-url `{url}` must be a plain http:// URL with a host"
+                    "--metrics-url `{url}` must be an http:// or https:// URL with a host"
                 )));
             }
             uri
         }
         None => {
-            let authority = endpoint
+            let authority = server
                 .authority()
                 .ok_or_else(|| usage("--url has no host to scrape /metrics from"))?;
             Uri::builder()
-                .scheme("http")
+                .scheme(server.scheme_str().unwrap_or("http"))
                 .authority(authority.as_str())
                 .path_and_query("/metrics")
                 .build()
                 .map_err(|e| usage(format!("cannot form the metrics URL: {e}")))?
         }
     };
+    let same_origin =
+        uri.scheme_str() == server.scheme_str() && uri.authority() == server.authority();
+    let tls = match (uri.scheme_str(), &endpoint.tls) {
+        (Some("https"), Some(config)) if server.scheme_str() == Some("https") => {
+            Some(config.clone())
+        }
+        (Some("https"), _) => Some(
+            client_config(&Trust::SystemRoots).map_err(|e| usage(format!("--metrics-url: {e}")))?,
+        ),
+        _ => None,
+    };
     Ok(Some(MetricsPlan {
         uri,
         interval: args.metrics_interval,
+        tls,
+        credentials: same_origin,
     }))
 }
 

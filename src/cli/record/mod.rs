@@ -13,10 +13,11 @@ pub mod args;
 pub mod capacity;
 pub mod metrics;
 pub mod plan;
+pub mod progress;
 pub mod single;
 pub mod sweep;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use crate::error::Error;
 
@@ -35,6 +36,6 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     }
     let plan = plan::plan(&args)?;
     crate::record::preflight(&plan)?;
-    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    let progress = progress::wanted(args.no_progress).then_some(progress::Point::Single);
     single::record_one(&plan, progress, stdout).map(|_| EXIT_OK)
 }

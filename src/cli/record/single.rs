@@ -3,21 +3,28 @@
 //! and every point of a rate sweep go through [`record_one`].
 
 use std::io::Write;
-use std::sync::Arc;
 
 use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::error::Error;
 use crate::receipt::Receipt;
-use crate::record::{build_trace, summary, Plan, Progress, ProgressSink, Recording, Written};
+use crate::record::{build_trace, summary, Plan, Recording, Written};
 use crate::render::record::Judged;
 use crate::trace::Limits;
 
 use crate::cli::output::emit;
 
+use super::progress::Point;
+
 /// One recording of a validated plan: run it against the real network, write
 /// the trace and the summary. A single `record` and every point of a sweep go
 /// through here. Ctrl-C ends it with [`Error::Interrupted`] after writing.
-pub fn record_one(plan: &Plan, progress: bool, stdout: &mut dyn Write) -> Result<Written, Error> {
+/// `progress` names the point for the display on standard error (`None`:
+/// no display, as when it is not a terminal).
+pub fn record_one(
+    plan: &Plan,
+    progress: Option<Point>,
+    stdout: &mut dyn Write,
+) -> Result<Written, Error> {
     record_judged(plan, progress, stdout).map(|(written, _)| written)
 }
 
@@ -26,10 +33,10 @@ pub fn record_one(plan: &Plan, progress: bool, stdout: &mut dyn Write) -> Result
 /// summary then says nothing about saturation).
 pub fn record_judged(
     plan: &Plan,
-    progress: bool,
+    progress: Option<Point>,
     stdout: &mut dyn Write,
 ) -> Result<(Written, Option<Receipt>), Error> {
-    let sink: Option<ProgressSink> = progress.then(|| Arc::new(progress_line) as ProgressSink);
+    let sink = progress.map(|point| super::progress::sink(plan, point));
     let recording = crate::record::record(plan, sink)?;
     write_trace(plan, &recording, stdout)
 }
@@ -97,24 +104,4 @@ fn write_trace(
         },
         receipt,
     ))
-}
-
-/// The progress line on standard error (a terminal only): redrawn in place
-/// with each sample, erased when the run ends (`None`).
-fn progress_line(sample: Option<Progress>) {
-    match sample {
-        Some(p) => {
-            eprint!(
-                "\r\x1b[K{:7.1}s  sent {}  in flight {}  completed {}  failed {}  send lag {:.3} ms",
-                p.elapsed_s,
-                p.sent,
-                p.sent.saturating_sub(p.completed + p.failed),
-                p.completed,
-                p.failed,
-                p.send_lag_ms
-            );
-            let _ = std::io::stderr().flush();
-        }
-        None => eprint!("\r\x1b[K"),
-    }
 }

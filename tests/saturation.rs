@@ -284,7 +284,7 @@ fn the_report_draws_the_server_series_broken_at_gaps_and_names_their_peaks() {
         .expect("server section")..];
     let server = &server[..server.find("</section>").unwrap()];
     assert!(
-        server.contains("(3 snapshots, 1 failed scrapes"),
+        server.contains("(3 snapshots, 1 failed scrape shown as breaks"),
         "{server}"
     );
     assert!(server.contains("Peak waiting 7."), "{server}");
@@ -292,4 +292,14 @@ fn the_report_draws_the_server_series_broken_at_gaps_and_names_their_peaks() {
     // Without a sidecar there is no server section at all.
     let plain = goodput::report::page(&analysis).unwrap();
     assert!(!plain.contains("<section id=\"server\">"));
+    // The summary names the saturation verdict of every block, with its
+    // evidence: 5 rows are fewer than 20, so inconclusive; 5 completions at
+    // 50 … 450 ms are 4 gaps over 0.4 s, 10.00 served/s; 5 in 2 s offered.
+    assert!(
+        plain.contains(
+            "<li data-verdict=\"inconclusive\"><b>all rows</b>: <b>inconclusive</b> \
+             (2.50 offered/s, 10.00 served/s): only 5 requests arrived in the window"
+        ),
+        "{plain}"
+    );
 }

@@ -221,9 +221,10 @@ fn server_peaks(o: &mut String, f: &Frontier) {
         .filter(|p| p.peak_waiting.is_some() || p.peak_kv_usage.is_some())
         .map(|p| {
             let waiting = p.peak_waiting.map_or_else(|| "—".to_owned(), short);
-            let kv = p
-                .peak_kv_usage
-                .map_or_else(|| "—".to_owned(), |k| format!("{:.0} %", k * 100.0));
+            let kv = p.peak_kv_usage.map_or_else(
+                || "—".to_owned(),
+                |k| crate::render::figures::percent_short(k.clamp(0.0, 1.0), None),
+            );
             format!(
                 "{}/s: peak queue {waiting}, peak KV use {kv}",
                 short(p.offered_per_s)

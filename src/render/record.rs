@@ -127,6 +127,14 @@ pub fn analyze_next(path: &str, rows: usize, bytes: usize) -> String {
     next_lines(&analyze_command(path, rows, bytes), raised)
 }
 
+/// `Peak waiting 7.` → `peak waiting 7.`, for the middle of a line.
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |c| {
+        c.to_lowercase().chain(chars).collect::<String>()
+    })
+}
+
 /// The summary text; `tokens` is what the trace's `outputTokens` count
 /// (model tokens from `usage`, or stream chunks when the server sent none).
 /// When more than half of the rows failed for one reason, the first line
@@ -213,10 +221,10 @@ pub fn render(
     if let Some((path, p)) = &judged.server {
         let _ = writeln!(
             s,
-            "  server metrics: {} snapshots, {} failed scrapes → {path}; {}",
-            p.snapshots,
-            p.gaps,
-            crate::render::report::peak_text(p)
+            "  server metrics: {}, {} → {path}; {}",
+            count(p.snapshots as u64, "snapshot"),
+            count(p.gaps as u64, "failed scrape"),
+            lowercase_first(&crate::render::report::peak_text(p))
         );
     }
     bottleneck(&mut s, f, judged);
@@ -411,8 +419,8 @@ mod tests {
         );
         assert!(
             text.contains(
-                "  server metrics: 15 snapshots, 1 failed scrapes → t.metrics.jsonl; \
-                 Peak waiting 212, running 4, KV use 100 %.\n"
+                "  server metrics: 15 snapshots, 1 failed scrape → t.metrics.jsonl; \
+                 peak waiting 212, running 4, KV use 100 %.\n"
             ),
             "{text}"
         );

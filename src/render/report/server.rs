@@ -10,6 +10,7 @@ use super::lanes::{time_axis_of, TimeAxis, CHART_WIDTH};
 use super::svg::{px, ticks};
 use crate::analyze::Analysis;
 use crate::record::metrics::{peaks, MetricsLine};
+use crate::render::number::count;
 use crate::render::sweep::short;
 
 /// Height of one panel's plot, SVG pixels.
@@ -52,10 +53,10 @@ pub(super) fn section(o: &mut String, a: &Analysis, lines: Option<&[MetricsLine]
     let _ = writeln!(
         o,
         "<section id=\"server\">\n<h2>Server metrics</h2>\n<p class=\"note\">What the server reported \
-         while the run lasted ({} snapshots, {} failed scrapes shown as breaks), on the verdict lanes' \
+         while the run lasted ({}, {} shown as breaks), on the verdict lanes' \
          time axis. {}</p>",
-        p.snapshots,
-        p.gaps,
+        count(p.snapshots as u64, "snapshot"),
+        count(p.gaps as u64, "failed scrape"),
         peak_text(&p)
     );
     let axis = time_axis_of(a);
@@ -101,7 +102,11 @@ pub fn peak_text(p: &crate::record::metrics::Peaks) -> String {
         parts.push(format!("running {}", short(r)));
     }
     if let Some(k) = p.kv_usage {
-        parts.push(format!("KV use {} %", short((k * 1000.0).round() / 10.0)));
+        // Never `100 %` for a use that is not full (the shared display rule).
+        parts.push(format!(
+            "KV use {}",
+            crate::render::figures::percent_short(k.clamp(0.0, 1.0), None)
+        ));
     }
     if parts.is_empty() {
         "The server exposed none of the mapped series.".to_owned()

@@ -10,7 +10,6 @@ pub mod figures;
 pub mod frontier;
 pub mod gate;
 pub mod import;
-pub mod intervals;
 pub mod json;
 pub mod mutate;
 pub mod number;

@@ -33,6 +33,7 @@
 mod header;
 mod histograms;
 mod html;
+mod intervals;
 mod invalid;
 mod lanes;
 mod page;
@@ -74,7 +75,7 @@ pub fn render_with_server(
     page::head(&mut o, r);
     header::section(&mut o, r);
     summary::section(&mut o, r);
-    o.push_str(&crate::render::intervals::report_section(r));
+    o.push_str(&intervals::report_section(r));
     lanes::section(&mut o, analysis);
     server::section(&mut o, analysis, server);
     histograms::section(&mut o, analysis);

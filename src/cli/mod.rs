@@ -19,6 +19,7 @@ pub mod record;
 pub mod release;
 pub mod report;
 pub mod schema;
+pub mod sidecar;
 pub mod sim;
 pub mod sweep;
 pub mod verify;

@@ -10,11 +10,14 @@
 //! ```
 
 pub mod args;
+pub mod capacity;
+pub mod metrics;
 pub mod plan;
+pub mod progress;
 pub mod single;
 pub mod sweep;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use crate::error::Error;
 
@@ -25,11 +28,14 @@ use super::exit::EXIT_OK;
 /// `goodput record`: plan, run, write the trace, print the summary; with
 /// several rates, a sweep ([`sweep`]) of the same single recording.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    if args.find_capacity {
+        return capacity::run(args, stdout);
+    }
     if args.request_rate.len() > 1 {
         return sweep::run(args, stdout);
     }
     let plan = plan::plan(&args)?;
     crate::record::preflight(&plan)?;
-    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    let progress = progress::wanted(args.no_progress).then_some(progress::Point::Single);
     single::record_one(&plan, progress, stdout).map(|_| EXIT_OK)
 }

@@ -717,3 +717,28 @@ fn each_sweep_point_draws_its_prompt_list_in_its_own_seeded_order() {
         "both points sent the prompts in the same order"
     );
 }
+
+#[test]
+fn the_chart_draws_pass_share_interval_bars_beside_the_attainment_target() {
+    // The 40/s point of `classic`: 10 passes of 40. Wilson 95 %:
+    // centre (0.25 + z²/80) / (1 + z²/40) = 0.27190, half-width
+    // z·√(0.25·0.75/40 + z²/6400) / (1 + z²/40) = 0.13003, so
+    // [0.14187, 0.40194]. The share panel spans y 510 (0 %) to 360 (100 %),
+    // the x axis 0–40/s spans x 80–700: the bar runs at x 700.0 from
+    // y 510 − 150 × 0.14187 = 488.7 up to 510 − 150 × 0.40194 = 449.7;
+    // the 90 % target line sits at y 510 − 135 = 375.0.
+    let f = build(&classic(), 0.9);
+    let s = svg(&f);
+    assert!(s.contains(r#"data-name="pass share interval""#), "{s}");
+    assert!(s.contains("M700.0,488.7V449.7"), "{s}");
+    assert!(s.contains(r#"y1="375.0" x2="700.0" y2="375.0""#), "{s}");
+    // The 5/s and 10/s points passed every request: 5 of 5 gives a Wilson
+    // upper bound of exactly 1 (bar top at y 360.0) and a lower one below it.
+    let share_bars = s
+        .split(r#"data-name="pass share interval""#)
+        .nth(1)
+        .and_then(|rest| rest.split("</g>").next())
+        .expect("share bars");
+    assert_eq!(share_bars.matches("<path").count(), 4, "{share_bars}");
+    assert_eq!(share_bars.matches("V360.0").count(), 2, "{share_bars}");
+}

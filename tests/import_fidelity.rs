@@ -270,6 +270,22 @@ fn a_record_without_usage_falls_back_to_aiperfs_count_and_says_client_tokenizer(
     // The other 29 profiling rows still carry both counts, all differing.
     let tokens = o.comparison.fidelity.tokens.as_ref().unwrap();
     assert_eq!((tokens.rows_compared, tokens.rows_differing), (29, 29));
+    // ...and the comparison says the one row without usage is judged by
+    // AIPerf's own count, rather than "TPOT from usage" for all of them.
+    assert_eq!(tokens.rows_without_usage, 1);
+    let text =
+        goodput::render::import::render(&o.comparison, "t.json", 30, "goodput analyze t.json");
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "TPOT from usage, and from output_sequence_length on the 1 completed row without usage"
+        ),
+        "{text}"
+    );
+    assert!(
+        flat.contains("1 completed row had no usage and keeps aiperf's own count"),
+        "{text}"
+    );
     // The analyzer accepts the new value, and the schema does too.
     analyze_bytes(&o.trace_bytes, AnalyzeOptions::default()).expect("analyzes");
     let doc: Value = serde_json::from_slice(&o.trace_bytes).unwrap();

@@ -326,3 +326,37 @@ fn a_warmup_cannot_be_declared_when_arrivals_are_unknown() {
         "{text}"
     );
 }
+
+#[test]
+fn phases_cannot_be_declared_when_arrivals_are_unknown() {
+    // Recovery and its time bins measure from a phase's end; with every
+    // arrival at the window start they would be computed from invented
+    // instants, so the document is refused at /phases.
+    let doc = json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": 10000},
+        "equality": "inclusive",
+        "classes": {"c": {"ttftMs": 100, "tpotMs": null, "e2eMs": null}},
+        "boundary": {"arrival": "unknown"},
+        "phases": [{"name": "burst", "startMs": 0, "endMs": 5000}],
+        "rows": []
+    });
+    let e = analyze_bytes(
+        &serde_json::to_vec(&doc).unwrap(),
+        AnalyzeOptions::default(),
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("/phases") && text.contains("\"unknown\""),
+        "{text}"
+    );
+    // The same phases with known arrivals are accepted.
+    let mut known = doc.clone();
+    known["boundary"] = json!({});
+    analyze_bytes(
+        &serde_json::to_vec(&known).unwrap(),
+        AnalyzeOptions::default(),
+    )
+    .expect("phases with arrival instants are accepted");
+}

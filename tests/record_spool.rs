@@ -140,8 +140,14 @@ fn through_the_spool(plan: &Plan, outcome: &RunOutcome, seed: u64) -> (Vec<u8>, 
         }
     }
     writer.finish().expect("spool flushed");
-    let built = spool::finish_run(plan, outcome, &spool_file, &Stop::of(outcome))
-        .expect("the trace is written from the spool");
+    let built = spool::finish_run(
+        plan,
+        outcome,
+        &spool_file,
+        &Stop::of(outcome),
+        &Default::default(),
+    )
+    .expect("the trace is written from the spool");
     std::fs::remove_file(&spool_file).unwrap();
     (std::fs::read(&plan.out).unwrap(), built)
 }

@@ -20,6 +20,7 @@ pub mod record;
 pub mod release;
 pub mod report;
 pub mod schema;
+pub mod sidecar;
 pub mod sim;
 pub mod sweep;
 pub mod verify;

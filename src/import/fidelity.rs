@@ -93,6 +93,10 @@ pub struct TokenAgreement {
     /// The same trace judged with the tool's counts (what the tool's own
     /// TPOT and goodput used); `None` when no row differs.
     pub with_client_counts: Option<ClientCountJudgement>,
+    /// Completed cohort rows whose record had no usage count, so their
+    /// `outputTokens` is the tool's own count (the trace then says
+    /// `"tokens": "client-tokenizer"`).
+    pub rows_without_usage: u64,
 }
 
 /// The receipt's figures when `outputTokens` is the tool's own count.
@@ -172,13 +176,15 @@ fn token_agreement(imported: &Imported, receipt: &Receipt) -> Option<TokenAgreem
     let mut abs = Vec::new();
     let mut pct = Vec::new();
     let mut compared = 0u64;
+    let mut without_usage = 0u64;
     for (row, v) in imported.trace.rows.iter().zip(verdicts) {
-        let (Some(usage), Some(client)) = (row.output_tokens, client_count(&row.labels)) else {
-            continue;
-        };
         if row.status != RowStatus::Completed || !completed_verdict(&v.verdict) {
             continue;
         }
+        let (Some(usage), Some(client)) = (row.output_tokens, client_count(&row.labels)) else {
+            without_usage += u64::from(row.output_tokens.is_some());
+            continue;
+        };
         compared += 1;
         if usage != client {
             let d = usage.abs_diff(client) as f64;
@@ -200,6 +206,7 @@ fn token_agreement(imported: &Imported, receipt: &Receipt) -> Option<TokenAgreem
         max_difference: abs.last().copied(),
         median_difference_pct: median(&pct),
         max_difference_pct: pct.last().copied(),
+        rows_without_usage: without_usage,
         with_client_counts: if abs.is_empty() {
             None
         } else {
@@ -401,10 +408,21 @@ pub fn sentences(f: &Fidelity, r: &Reported) -> Vec<String> {
 
 fn token_sentence(t: &TokenAgreement, tool: &str) -> String {
     let field = &t.client_field;
+    let fallback = if t.rows_without_usage == 0 {
+        String::new()
+    } else {
+        format!(
+            " ({} completed row{} had no usage and keep{} {tool}'s own count, so the trace says \
+             \"tokens\": \"client-tokenizer\")",
+            t.rows_without_usage,
+            if t.rows_without_usage == 1 { "" } else { "s" },
+            if t.rows_without_usage == 1 { "s" } else { "" }
+        )
+    };
     if t.rows_differing == 0 {
         return format!(
             "Token counts agree: on all {} completed cohort rows the server's usage count equals \
-             {tool}'s own ({field}); TPOT and token rates are computed from usage.",
+             {tool}'s own ({field}); TPOT and token rates are computed from usage{fallback}.",
             t.rows_compared
         );
     }
@@ -413,7 +431,7 @@ fn token_sentence(t: &TokenAgreement, tool: &str) -> String {
         "Token counts disagree: on {} of {} completed cohort rows {tool}'s own count ({field}, \
          its client-side tokenizer) differs from the server's usage count, by {} tokens median \
          and {} max ({} % and {} % of usage). TPOT and token rates here are computed from \
-         usage; {tool}'s are from its own counts",
+         usage{fallback}; {tool}'s are from its own counts",
         t.rows_differing,
         t.rows_compared,
         show(t.median_difference),

@@ -23,6 +23,7 @@
 //! [`endpoint`], [`tls`], [`headers`], [`extra_body`], [`preflight`] and
 //! [`error_text`].
 
+pub mod capacity;
 pub mod client;
 pub mod endpoint;
 pub mod error_text;
@@ -30,6 +31,7 @@ pub mod exchange;
 pub mod extra_body;
 pub mod frame;
 pub mod headers;
+pub mod metrics;
 pub mod phases;
 pub mod preflight;
 pub mod recover;
@@ -92,6 +94,22 @@ pub struct Plan {
     /// t0 is this wall-clock instant, ms since the Unix epoch (`--start-at`),
     /// shared by every shard; `None`: a few ms after the start.
     pub start_at_unix_ms: Option<f64>,
+    /// Where to scrape server metrics while the run lasts (`--metrics`).
+    pub metrics: Option<metrics::MetricsPlan>,
+}
+
+/// A finished run with what was scraped beside it.
+#[derive(Debug)]
+pub struct Recording {
+    /// The run.
+    pub outcome: RunOutcome,
+    /// One line per scrape (with `--metrics`), in order.
+    pub metrics: Option<Vec<metrics::MetricsLine>>,
+}
+
+/// The sidecar's path for a trace at `out`: `t.json` → `t.metrics.jsonl`.
+pub fn metrics_sidecar_path(out: &std::path::Path) -> PathBuf {
+    out.with_extension("metrics.jsonl")
 }
 
 impl Plan {
@@ -99,6 +117,51 @@ impl Plan {
     /// previous request's end (closed loop).
     pub fn open_loop(&self) -> bool {
         matches!(self.run.load, Load::Open { .. })
+    }
+
+    /// When observation stops, ms since t0: the window end plus the grace.
+    pub fn horizon_ms(&self) -> f64 {
+        self.run.window_end_ms + self.run.grace_ms
+    }
+
+    /// The stretch of the run an instant (ms since t0) falls in: warm-up
+    /// before the window, the window, then the grace period to the horizon.
+    pub fn stage_at(&self, elapsed_ms: f64) -> Stage {
+        Stage::at(self.warmup_ms, self.run.window_end_ms, elapsed_ms)
+    }
+}
+
+/// The stretch of one recording a progress sample falls in. (The cooldown
+/// between the points of a sweep or capacity search is the caller's own.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Before the window: requests are sent but excluded from the cohort.
+    Warmup,
+    /// The measured window: arrivals here form the cohort.
+    Window,
+    /// After the last arrival: waiting for the cohort to finish, up to the horizon.
+    Grace,
+}
+
+impl Stage {
+    /// The stage of instant `t_ms` in a run whose window is `[start_ms, end_ms)`.
+    pub fn at(start_ms: f64, end_ms: f64, t_ms: f64) -> Stage {
+        if t_ms < start_ms {
+            Stage::Warmup
+        } else if t_ms < end_ms {
+            Stage::Window
+        } else {
+            Stage::Grace
+        }
+    }
+
+    /// The stage's name for people.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Warmup => "warm-up",
+            Self::Window => "window",
+            Self::Grace => "grace",
+        }
     }
 }
 
@@ -116,6 +179,11 @@ pub struct Written {
 pub struct Progress {
     /// Seconds since the run's t0.
     pub elapsed_s: f64,
+    /// The stretch of the run `elapsed_s` falls in.
+    pub stage: Stage,
+    /// Seconds left to the horizon (an upper bound: a run whose requests
+    /// have all ended before it stops earlier).
+    pub remaining_s: f64,
     /// Requests handed to the transport.
     pub sent: u64,
     /// Requests completed.
@@ -164,12 +232,12 @@ pub fn execute<T: Transport>(
     transport: T,
     interrupt: impl FnOnce() -> Interrupt,
     progress: Option<ProgressSink>,
-) -> Result<RunOutcome, Error> {
+) -> Result<Recording, Error> {
     let mut results: Vec<Option<runner::Finished>> = Vec::new();
-    let mut outcome = execute_into(plan, transport, interrupt, progress, &mut results)?;
-    results.resize_with(outcome.rows, || None);
-    outcome.results = results;
-    Ok(outcome)
+    let mut recording = execute_into(plan, transport, interrupt, progress, &mut results)?;
+    results.resize_with(recording.outcome.rows, || None);
+    recording.outcome.results = results;
+    Ok(recording)
 }
 
 /// [`execute`], handing each ending to `collector` as it comes (the spool).
@@ -179,7 +247,7 @@ pub fn execute_into<T: Transport>(
     interrupt: impl FnOnce() -> Interrupt,
     progress: Option<ProgressSink>,
     collector: &mut dyn Collector,
-) -> Result<RunOutcome, Error> {
+) -> Result<Recording, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -187,6 +255,14 @@ pub fn execute_into<T: Transport>(
     let counters = Arc::new(Counters::default());
     let config = Arc::new(plan.run.clone());
     let transport = Arc::new(transport);
+    let scraped = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let scraper = match &plan.metrics {
+        Some(m) => Some((
+            m.clone(),
+            m.transport(&plan.endpoint).map_err(Error::Usage)?,
+        )),
+        None => None,
+    };
     let mut start_late_ms = None;
     let mut outcome = runtime.block_on(async {
         let t0 = match plan.start_at_unix_ms {
@@ -197,9 +273,24 @@ pub fn execute_into<T: Transport>(
             }
             None => tokio::time::Instant::now() + Duration::from_millis(5),
         };
-        let ticker = progress
-            .clone()
-            .map(|sink| tokio::spawn(sample_progress(counters.clone(), t0, sink)));
+        let ticker = progress.clone().map(|sink| {
+            tokio::spawn(sample_progress(
+                counters.clone(),
+                t0,
+                (plan.warmup_ms, plan.run.window_end_ms, plan.horizon_ms()),
+                sink,
+            ))
+        });
+        let (stop_scraping, stop) = tokio::sync::watch::channel(false);
+        let scraper = scraper.map(|(m, transport)| {
+            tokio::spawn(metrics::scrape_loop(
+                m,
+                transport,
+                t0,
+                scraped.clone(),
+                stop,
+            ))
+        });
         let outcome = runner::run_into(
             transport,
             config,
@@ -209,6 +300,16 @@ pub fn execute_into<T: Transport>(
             collector,
         )
         .await;
+        if let Some(task) = scraper {
+            let _ = stop_scraping.send(true);
+            // A scrape in progress ends within its timeout; do not wait longer.
+            if tokio::time::timeout(Duration::from_secs(1), task)
+                .await
+                .is_err()
+            {
+                // Still blocked: the runtime's shutdown drops it.
+            }
+        }
         if let Some(t) = ticker {
             t.abort();
             if let Some(sink) = &progress {
@@ -236,7 +337,14 @@ pub fn execute_into<T: Transport>(
     let outcome = outcome.0;
     // Requests still draining a body after cancellation are dropped here.
     runtime.shutdown_timeout(Duration::from_millis(200));
-    Ok(outcome)
+    let metrics = plan.metrics.as_ref().map(|_| {
+        std::mem::take(
+            &mut *scraped
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    });
+    Ok(Recording { outcome, metrics })
 }
 
 /// The wall clock, ms since the Unix epoch.
@@ -262,14 +370,26 @@ fn anchor(start_unix_ms: f64) -> (tokio::time::Instant, f64) {
     (t0, late_ms)
 }
 
-async fn sample_progress(counters: Arc<Counters>, t0: tokio::time::Instant, sink: ProgressSink) {
+/// Samples the live counters every 250 ms into `sink`. `times` are the
+/// window start, window end and horizon, ms since `t0` (as [`Plan::stage_at`]).
+async fn sample_progress(
+    counters: Arc<Counters>,
+    t0: tokio::time::Instant,
+    times: (f64, f64, f64),
+    sink: ProgressSink,
+) {
+    let (start_ms, end_ms, horizon_ms) = times;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
         tick.tick().await;
+        let elapsed_s = tokio::time::Instant::now()
+            .saturating_duration_since(t0)
+            .as_secs_f64();
+        let elapsed_ms = elapsed_s * 1000.0;
         sink(Some(Progress {
-            elapsed_s: tokio::time::Instant::now()
-                .saturating_duration_since(t0)
-                .as_secs_f64(),
+            elapsed_s,
+            stage: Stage::at(start_ms, end_ms, elapsed_ms),
+            remaining_s: ((horizon_ms - elapsed_ms) / 1000.0).max(0.0),
             sent: counters.sent.load(Ordering::Relaxed),
             completed: counters.completed.load(Ordering::Relaxed),
             failed: counters.failed.load(Ordering::Relaxed),
@@ -287,13 +407,13 @@ pub fn record(
     plan: &Plan,
     progress: Option<ProgressSink>,
     collector: &mut dyn Collector,
-) -> Result<RunOutcome, Error> {
+) -> Result<Recording, Error> {
     let transport = plan
         .endpoint
         .transport(plan.uri.clone())
         .map_err(Error::Usage)?;
     let retries = transport.retries();
-    let mut outcome = execute_into(
+    let mut recording = execute_into(
         plan,
         transport,
         || {
@@ -307,8 +427,8 @@ pub fn record(
         progress,
         collector,
     )?;
-    outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
-    Ok(outcome)
+    recording.outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
+    Ok(recording)
 }
 
 /// The preflight of [`preflight`] for a plan (nothing when `--no-preflight`):
@@ -336,4 +456,22 @@ pub fn preflight(plan: &Plan) -> Result<(), Error> {
         wait,
     )
     .map_err(Error::Preflight)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stage;
+
+    #[test]
+    fn stages_split_at_the_window_start_and_end() {
+        // Window [2000, 12000): before it warm-up, in it window, after it grace.
+        assert_eq!(Stage::at(2000.0, 12_000.0, 0.0), Stage::Warmup);
+        assert_eq!(Stage::at(2000.0, 12_000.0, 1999.9), Stage::Warmup);
+        assert_eq!(Stage::at(2000.0, 12_000.0, 2000.0), Stage::Window);
+        assert_eq!(Stage::at(2000.0, 12_000.0, 11_999.9), Stage::Window);
+        assert_eq!(Stage::at(2000.0, 12_000.0, 12_000.0), Stage::Grace);
+        // No warm-up: the window starts at once.
+        assert_eq!(Stage::at(0.0, 10_000.0, 0.0), Stage::Window);
+        assert_eq!(Stage::Grace.as_str(), "grace");
+    }
 }

@@ -26,7 +26,7 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::trace::write::TraceRow;
-use crate::trace::Scalar;
+use crate::trace::{Labels, Scalar};
 
 use super::frame::{PromptMeta, Stop};
 use super::spool::{self, Built, SpoolError};
@@ -117,7 +117,7 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, Error> {
         0
     };
     let unended_count = rows - scan.ended_count - not_sent;
-    let built = spool::write_trace(spool_file, &scan, &stop, rows, unended, out)?;
+    let built = spool::write_trace(spool_file, &scan, &stop, rows, unended, out, &Labels::new())?;
     Ok(Recovered {
         built,
         cut_ms,

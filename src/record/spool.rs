@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::trace::write::TraceRow;
-use crate::trace::TokenCount;
+use crate::trace::{Labels, TokenCount};
 
 use super::exchange::{Ending, FailReason, Observation};
 use super::frame::{Frame, PromptMeta, Stop};
@@ -614,7 +614,8 @@ pub struct Built {
 /// `stop`, `rows` rows, each ended request's row as spooled, every other
 /// one's row from `unended` (not sent, or in flight when recovering). The
 /// trace is written atomically; the spool is left in place (the caller
-/// removes it once the trace is safe).
+/// removes it once the trace is safe). `extra` joins the workload: what is
+/// only known once the run has ended (the metrics sidecar's sha256).
 pub fn write_trace(
     spool: &Path,
     scan: &Scan,
@@ -622,8 +623,11 @@ pub fn write_trace(
     rows: usize,
     unended: impl Fn(usize) -> TraceRow,
     out: &Path,
+    extra: &Labels,
 ) -> Result<Built, Error> {
-    let doc = scan.header.frame.envelope(stop, rows, scan.tokens);
+    let mut doc = scan.header.frame.envelope(stop, rows, scan.tokens);
+    doc.workload
+        .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
     let mut tally = Tally::default();
     let stream = self::rows(spool, scan, rows, unended)?.inspect(|row| {
         if let Ok(row) = row {
@@ -655,6 +659,7 @@ pub fn finish_run(
     outcome: &RunOutcome,
     spool: &Path,
     stop: &Stop,
+    extra: &Labels,
 ) -> Result<Built, Error> {
     let scan = scan(spool)?;
     let frame = &scan.header.frame;
@@ -665,5 +670,5 @@ pub fn finish_run(
             &PromptMeta::of(&plan.run.prompts.prompt(index)),
         )
     };
-    write_trace(spool, &scan, stop, outcome.rows, unsent, &plan.out)
+    write_trace(spool, &scan, stop, outcome.rows, unsent, &plan.out, extra)
 }

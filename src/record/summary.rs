@@ -1,15 +1,20 @@
 //! The closing summary's figures: what the run did and whether the client
 //! kept up. Pure: rows in, figures out (the text is `render::record`).
 //!
-//! "Kept up" has two tests, both about the client rather than the server:
-//! - p99 send lag (actual send − scheduled instant) ≤ 1 ms;
-//! - the achieved arrival rate ≥ 99 % of the scheduled one, where achieved is
-//!   `(sent − 1) / (last send − first scheduled arrival)` and scheduled is
-//!   `(rows − 1) / (last scheduled arrival − first scheduled arrival)` over the
-//!   same rows. Comparing against the schedule actually drawn (not the nominal
-//!   `--request-rate`) keeps a Poisson draw that happened to run a little
-//!   slow from being blamed on the client; requests never sent count against
-//!   the achieved rate.
+//! The client distorted the measurement ([`Figures::client_conditions`]) when
+//! any of three conditions holds, each named with its figure:
+//! - the achieved arrival rate is under 99 % of the scheduled one, where
+//!   achieved is `(sent − 1) / (last send − first scheduled arrival)` and
+//!   scheduled is `(rows − 1) / (last scheduled arrival − first scheduled
+//!   arrival)` over the same rows. Comparing against the schedule actually
+//!   drawn (not the nominal `--request-rate`) keeps a Poisson draw that
+//!   happened to run a little slow from being blamed on the client;
+//! - some due request was never sent;
+//! - p99 send lag (actual send − scheduled instant) is over
+//!   `max(1 ms, 1 % of the smallest declared TTFT or E2E gate)`: latency
+//!   counts from the scheduled instant, so lag is charged to the server's
+//!   TTFT and E2E (never to TPOT, a difference of token times), and it
+//!   matters only when it is large against what those gates judge.
 //!
 //! When more than half of the rows failed for the same reason (a dead
 //! server, a wrong key, an untrusted certificate), the first line says so,
@@ -23,8 +28,11 @@ use crate::trace::Scalar;
 
 use crate::trace::write::{RowStatus, TraceRow};
 
-/// The p99 send lag above which the client is called the bottleneck, ms.
+/// The p99 send lag above which the client is called the bottleneck, ms,
+/// when no gate is declared or 1 % of the smallest gate is less.
 pub const MAX_P99_SEND_LAG_MS: f64 = 1.0;
+/// The share of the smallest declared gate that p99 send lag may reach.
+pub const SEND_LAG_GATE_SHARE: f64 = 0.01;
 /// The achieved/scheduled arrival-rate ratio below which the client is called the bottleneck.
 pub const MIN_ARRIVAL_RATIO: f64 = 0.99;
 
@@ -187,6 +195,50 @@ fn dominant_failure(
     })
 }
 
+/// One way the client distorted a measurement, with its figure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClientCondition {
+    /// Achieved arrivals fell under 99 % of the schedule.
+    SlowArrivals {
+        /// Achieved rate, per s.
+        achieved_per_s: f64,
+        /// Scheduled rate, per s.
+        scheduled_per_s: f64,
+    },
+    /// Due requests were never sent.
+    NotSent {
+        /// How many.
+        count: usize,
+    },
+    /// p99 send lag was over its limit.
+    SendLag {
+        /// p99 send lag, ms.
+        p99_ms: f64,
+        /// The limit, ms: max(1, 1 % of the smallest gate).
+        limit_ms: f64,
+    },
+}
+
+/// The p99 send lag a run may have before the client is blamed:
+/// `max(1 ms, 1 % of the smallest declared gate)`.
+pub fn send_lag_limit_ms(smallest_gate_ms: Option<f64>) -> f64 {
+    smallest_gate_ms.map_or(MAX_P99_SEND_LAG_MS, |g| {
+        (SEND_LAG_GATE_SHARE * g).max(MAX_P99_SEND_LAG_MS)
+    })
+}
+
+/// The smallest TTFT or E2E gate of any class, ms, if any is declared (send
+/// lag shifts those two measurements; TPOT is a difference of token times).
+pub fn smallest_gate_ms<'a>(
+    gates: impl IntoIterator<Item = &'a crate::trace::Gates>,
+) -> Option<f64> {
+    gates
+        .into_iter()
+        .flat_map(|g| [g.ttft_ms, g.e2e_ms])
+        .flatten()
+        .min_by(f64::total_cmp)
+}
+
 impl Figures {
     fn empty() -> Figures {
         Figures {
@@ -203,15 +255,32 @@ impl Figures {
         }
     }
 
-    /// Whether the client, not the server, limited the run.
-    pub fn client_bound(&self) -> bool {
-        let lagging = self
-            .send_lag_ms
-            .is_some_and(|(_, p99, _)| p99 > MAX_P99_SEND_LAG_MS);
-        let slow = self
-            .arrival_rates_per_s
-            .is_some_and(|(achieved, scheduled)| achieved < MIN_ARRIVAL_RATIO * scheduled);
-        lagging || slow || self.not_sent > 0
+    /// The conditions under which the client, not the server, distorted the
+    /// run (module docs give the rule), in a fixed order; empty when the
+    /// client kept its schedule.
+    pub fn client_conditions(&self, smallest_gate_ms: Option<f64>) -> Vec<ClientCondition> {
+        let mut out = Vec::new();
+        if let Some((achieved, scheduled)) = self.arrival_rates_per_s {
+            if achieved < MIN_ARRIVAL_RATIO * scheduled {
+                out.push(ClientCondition::SlowArrivals {
+                    achieved_per_s: achieved,
+                    scheduled_per_s: scheduled,
+                });
+            }
+        }
+        if self.not_sent > 0 {
+            out.push(ClientCondition::NotSent {
+                count: self.not_sent,
+            });
+        }
+        let limit_ms = send_lag_limit_ms(smallest_gate_ms);
+        if let Some((_, p99, _)) = self.send_lag_ms.filter(|(_, p99, _)| *p99 > limit_ms) {
+            out.push(ClientCondition::SendLag {
+                p99_ms: p99,
+                limit_ms,
+            });
+        }
+        out
     }
 }
 
@@ -245,7 +314,7 @@ mod tests {
         assert!((scheduled - 100.0).abs() < 1e-9);
         // 100 gaps over 1000.1 ms.
         assert!((achieved - 100_000.0 / 1000.1).abs() < 1e-9);
-        assert!(!f.client_bound());
+        assert_eq!(f.client_conditions(None), vec![]);
     }
 
     #[test]
@@ -261,14 +330,68 @@ mod tests {
             .insert("sendLagMs".into(), Scalar::Number(2.0));
         let f = figures(&rows, true);
         assert_eq!(f.send_lag_ms.map(|l| l.1), Some(2.0));
-        assert!(f.client_bound());
+        // No gate, or a 100 ms gate: the limit is 1 ms and 2 ms is over it.
+        let lagging = vec![ClientCondition::SendLag {
+            p99_ms: 2.0,
+            limit_ms: 1.0,
+        }];
+        assert_eq!(f.client_conditions(None), lagging);
+        assert_eq!(f.client_conditions(Some(100.0)), lagging);
+        // A 1,000 ms gate allows 10 ms: 2 ms of lag distorts nothing.
+        assert_eq!(f.client_conditions(Some(1000.0)), vec![]);
         let mut rows: Vec<TraceRow> = (0..10)
             .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.0)))
             .collect();
         rows.push(row(100.0, RowStatus::InFlight, None));
         let f = figures(&rows, true);
         assert_eq!((f.not_sent, f.in_flight), (1, 1));
-        assert!(f.client_bound());
+        assert_eq!(
+            f.client_conditions(Some(1000.0)),
+            vec![ClientCondition::NotSent { count: 1 }]
+        );
+    }
+
+    #[test]
+    fn slow_arrivals_are_named_with_both_rates() {
+        // 11 rows scheduled 10 ms apart (100/s); the last sent 100 ms late:
+        // achieved = 10 gaps / 200 ms = 50/s, under 99 % of 100/s.
+        let mut rows: Vec<TraceRow> = (0..11)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.0)))
+            .collect();
+        rows[10]
+            .labels
+            .insert("sendLagMs".into(), Scalar::Number(100.0));
+        let f = figures(&rows, true);
+        let conditions = f.client_conditions(Some(20_000.0));
+        assert_eq!(
+            conditions,
+            vec![ClientCondition::SlowArrivals {
+                achieved_per_s: 50.0,
+                scheduled_per_s: 100.0,
+            }]
+        );
+    }
+
+    #[test]
+    fn the_lag_limit_is_a_millisecond_or_a_hundredth_of_the_smallest_gate() {
+        assert_eq!(send_lag_limit_ms(None), 1.0);
+        assert_eq!(send_lag_limit_ms(Some(50.0)), 1.0);
+        assert_eq!(send_lag_limit_ms(Some(1000.0)), 10.0);
+        let gates = [
+            crate::trace::Gates {
+                ttft_ms: Some(1000.0),
+                tpot_ms: Some(50.0),
+                e2e_ms: None,
+            },
+            crate::trace::Gates {
+                ttft_ms: None,
+                tpot_ms: Some(20.0),
+                e2e_ms: Some(300.0),
+            },
+        ];
+        // TPOT gates (50, 20) do not count: send lag never shifts TPOT.
+        assert_eq!(smallest_gate_ms(&gates), Some(300.0));
+        assert_eq!(smallest_gate_ms(&[]), None);
     }
 
     #[test]

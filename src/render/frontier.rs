@@ -212,6 +212,31 @@ fn pass_share_with_interval(p: &FrontierPoint, attainment: f64) -> String {
 }
 
 /// The text table with the knee and capacity sentences below it.
+/// Per point, the peak queue and KV use the server reported (points whose
+/// trace has a `record --metrics` sidecar only).
+fn server_peaks(o: &mut String, f: &Frontier) {
+    let with: Vec<String> = f
+        .points
+        .iter()
+        .filter(|p| p.peak_waiting.is_some() || p.peak_kv_usage.is_some())
+        .map(|p| {
+            let waiting = p.peak_waiting.map_or_else(|| "—".to_owned(), short);
+            let kv = p.peak_kv_usage.map_or_else(
+                || "—".to_owned(),
+                |k| crate::render::figures::percent_short(k.clamp(0.0, 1.0), None),
+            );
+            format!(
+                "{}/s: peak queue {waiting}, peak KV use {kv}",
+                short(p.offered_per_s)
+            )
+        })
+        .collect();
+    if !with.is_empty() {
+        wrap(o, "server", &with.join("; "));
+    }
+}
+
+/// The frontier as a text table.
 pub fn text(f: &Frontier) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -261,6 +286,7 @@ pub fn text(f: &Frontier) -> String {
              client token, not necessarily per model token",
         );
     }
+    server_peaks(&mut o, f);
     wrap(
         &mut o,
         "",
@@ -353,12 +379,14 @@ pub fn markdown(f: &Frontier) -> String {
 // ---------------------------------------------------------------- SVG ----
 
 const SVG_W: f64 = 720.0;
-const SVG_H: f64 = 600.0;
+const SVG_H: f64 = 790.0;
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 700.0;
-/// (top, bottom) of each panel's plot area.
+/// (top, bottom) of each panel's plot area: throughput, pass share, p95 TTFT.
 const TOP_PANEL: (f64, f64) = (50.0, 300.0);
-const BOTTOM_PANEL: (f64, f64) = (370.0, 540.0);
+const SHARE_PANEL: (f64, f64) = (360.0, 510.0);
+const BOTTOM_PANEL: (f64, f64) = (580.0, 740.0);
+const SHARE_COLOUR: &str = "#762a83";
 const GOODPUT_COLOUR: &str = "#1b7837";
 const SERVED_COLOUR: &str = "#2166ac";
 const DIAGONAL_COLOUR: &str = "#999999";
@@ -519,6 +547,21 @@ impl Panel {
         let _ = writeln!(o, "  </g>");
     }
 
+    /// A horizontal reference line across the panel (the attainment target),
+    /// labelled at its right end.
+    fn target(&self, o: &mut String, y: f64, label: &str) {
+        let py = self.py(y);
+        let _ = writeln!(
+            o,
+            "  <g class=\"target\"><line x1=\"{LEFT:.1}\" y1=\"{py:.1}\" x2=\"{RIGHT:.1}\" y2=\"{py:.1}\" \
+             stroke=\"{KNEE_COLOUR}\" stroke-dasharray=\"6 2 1 2\"/><text x=\"{:.1}\" y=\"{:.1}\" \
+             text-anchor=\"end\" fill=\"{KNEE_COLOUR}\">{}</text></g>",
+            RIGHT - 4.0,
+            py - 4.0,
+            esc(label)
+        );
+    }
+
     /// One series: a polyline through the points and a circle on each.
     fn series(&self, o: &mut String, name: &str, colour: &str, pts: &[(f64, f64)]) {
         if pts.is_empty() {
@@ -552,8 +595,10 @@ impl Panel {
 
 /// The chart: served/s and goodput/s against offered/s on top, with the
 /// served = offered diagonal (where served leaves it, the server stopped
-/// keeping up: the knee, whatever the grace period), p95 TTFT below; the knee as a dashed
-/// vertical line through both panels, the capacity as a dotted one.
+/// keeping up: the knee, whatever the grace period); the pass share with its
+/// interval bars and the attainment target in the middle, so a knee or a
+/// capacity that sits inside the noise is visibly so; p95 TTFT below. The knee
+/// is a dashed vertical line through every panel, the capacity a dotted one.
 pub fn svg(f: &Frontier) -> String {
     let pts = &f.points;
     let x_max = pts.iter().map(|p| p.offered_per_s).fold(0.0, f64::max);
@@ -576,6 +621,15 @@ pub fn svg(f: &Frontier) -> String {
         bottom: TOP_PANEL.1,
         x,
         y: Axis::for_max(y_max),
+    };
+    let share = Panel {
+        top: SHARE_PANEL.0,
+        bottom: SHARE_PANEL.1,
+        x,
+        y: Axis {
+            max: 100.0,
+            step: 20.0,
+        },
     };
     let bottom = Panel {
         top: BOTTOM_PANEL.0,
@@ -635,6 +689,36 @@ pub fn svg(f: &Frontier) -> String {
     );
     let _ = writeln!(
         o,
+        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"{:.1}\" font-size=\"14\">Pass share vs offered load (bars: Wilson score interval)</text>",
+        SHARE_PANEL.0 - 12.0
+    );
+    share.axes(&mut o, "pass share (%)", "offered load (requests/s)");
+    share.target(
+        &mut o,
+        f.attainment * 100.0,
+        &format!("target {}", percent_short(f.attainment, None)),
+    );
+    share.bars(
+        &mut o,
+        "pass share interval",
+        SHARE_COLOUR,
+        &pts.iter()
+            .filter_map(|p| {
+                p.pass_share_interval
+                    .map(|i| (p.offered_per_s, i.lower * 100.0, i.upper * 100.0))
+            })
+            .collect::<Vec<_>>(),
+    );
+    share.series(
+        &mut o,
+        "pass share",
+        SHARE_COLOUR,
+        &pts.iter()
+            .filter_map(|p| p.pass_share.map(|v| (p.offered_per_s, v * 100.0)))
+            .collect::<Vec<_>>(),
+    );
+    let _ = writeln!(
+        o,
         "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"{:.1}\" font-size=\"14\">p95 time to first token vs offered load</text>",
         BOTTOM_PANEL.0 - 12.0
     );
@@ -653,7 +737,7 @@ pub fn svg(f: &Frontier) -> String {
             o,
             "  <g class=\"{class}\" stroke=\"{KNEE_COLOUR}\" stroke-dasharray=\"{dash}\">"
         );
-        for p in [&top, &bottom] {
+        for p in [&top, &share, &bottom] {
             let _ = writeln!(
                 o,
                 "    <line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\"/>",

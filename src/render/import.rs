@@ -120,15 +120,24 @@ fn rate_line(r: &RateCheck) -> String {
 
 fn token_line(t: &TokenAgreement) -> String {
     let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), fmt_num);
+    let tpot = if t.rows_without_usage == 0 {
+        "TPOT from usage".to_owned()
+    } else {
+        format!(
+            "TPOT from usage, and from {} on the {} completed row{} without usage",
+            t.client_field,
+            t.rows_without_usage,
+            if t.rows_without_usage == 1 { "" } else { "s" }
+        )
+    };
     if t.rows_differing == 0 {
         format!(
-            "{} agrees with usage on all {} completed rows; TPOT from usage",
+            "{} agrees with usage on all {} completed rows; {tpot}",
             t.client_field, t.rows_compared
         )
     } else {
         format!(
-            "{} differs from usage on {} of {} completed rows (median {}, max {} tokens); TPOT \
-             from usage",
+            "{} differs from usage on {} of {} completed rows (median {}, max {} tokens); {tpot}",
             t.client_field,
             t.rows_differing,
             t.rows_compared,

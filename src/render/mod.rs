@@ -2,6 +2,7 @@
 //! tool's report) and return bytes, so tests compare bytes and the CLI decides
 //! where they go.
 
+pub mod capacity;
 pub mod compare;
 pub mod csv;
 pub mod diagnosis;
@@ -9,7 +10,6 @@ pub mod figures;
 pub mod frontier;
 pub mod gate;
 pub mod import;
-pub mod intervals;
 pub mod json;
 pub mod mutate;
 pub mod number;

@@ -17,6 +17,7 @@
 //! Like every library part they return data and typed errors; the command
 //! line prints them and picks the exit status.
 
+pub mod criteria;
 pub mod diagnosis;
 pub mod exact;
 pub mod gate;

@@ -15,82 +15,9 @@
 
 use crate::receipt::{Block, Receipt};
 
+pub use super::criteria::{parse_class_limits, ClassLimits};
+use super::criteria::{Check, Criteria, GateError};
 use super::exact::{self, Decimal};
-use super::gate::{Check, Criteria, GateError};
-
-/// One class's limits (`--class-limits`); every limit is optional.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ClassLimits {
-    /// The class.
-    pub class: String,
-    /// Required goodput, requests per window second (exceeded × (1 + margin)).
-    pub min_goodput_per_s: Option<f64>,
-    /// Most failed / cohort.
-    pub max_failure_share: Option<f64>,
-    /// Most censored / cohort.
-    pub max_censored_share: Option<f64>,
-    /// Most p95 TTFT, ms.
-    pub max_p95_ttft_ms: Option<f64>,
-    /// Most p95 TPOT, ms.
-    pub max_p95_tpot_ms: Option<f64>,
-    /// Most p95 E2E, ms.
-    pub max_p95_e2e_ms: Option<f64>,
-    /// Most recovery time, s.
-    pub max_recovery_s: Option<f64>,
-}
-
-/// Parses `CLASS:KEY=V,…` (keys: goodput, failure-share, censored-share,
-/// ttft, tpot, e2e, recovery), checking each value's range.
-pub fn parse_class_limits(text: &str) -> Result<ClassLimits, String> {
-    let (class, rest) = text.split_once(':').ok_or_else(|| {
-        format!("--class-limits `{text}`: expected CLASS:KEY=VALUE,… (e.g. interactive:ttft=800,recovery=30)")
-    })?;
-    let class = class.trim();
-    if class.is_empty() {
-        return Err(format!("--class-limits `{text}`: the class needs a name"));
-    }
-    let mut out = ClassLimits {
-        class: class.to_owned(),
-        ..ClassLimits::default()
-    };
-    for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = part
-            .split_once('=')
-            .ok_or_else(|| format!("--class-limits `{text}`: `{part}` should be KEY=VALUE"))?;
-        let v: f64 = value
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| {
-                format!("--class-limits `{text}`: `{value}` is not a finite number >= 0")
-            })?;
-        let (slot, share) = match key.trim() {
-            "goodput" => (&mut out.min_goodput_per_s, false),
-            "failure-share" => (&mut out.max_failure_share, true),
-            "censored-share" => (&mut out.max_censored_share, true),
-            "ttft" => (&mut out.max_p95_ttft_ms, false),
-            "tpot" => (&mut out.max_p95_tpot_ms, false),
-            "e2e" => (&mut out.max_p95_e2e_ms, false),
-            "recovery" => (&mut out.max_recovery_s, false),
-            other => {
-                return Err(format!(
-                    "--class-limits `{text}`: unknown key `{other}` (goodput, failure-share, \
-                     censored-share, ttft, tpot, e2e, recovery)"
-                ))
-            }
-        };
-        if share && v > 1.0 {
-            return Err(format!(
-                "--class-limits `{text}`: `{key}` is a share in [0, 1], not {v}"
-            ));
-        }
-        if slot.replace(v).is_some() {
-            return Err(format!("--class-limits `{text}`: `{key}` is given twice"));
-        }
-    }
-    Ok(out)
-}
 
 fn at_most(name: &'static str, class: Option<&str>, measured: Option<f64>, limit: f64) -> Check {
     Check {
@@ -264,63 +191,4 @@ pub fn class_limit_checks(receipt: &Receipt, criteria: &Criteria) -> Result<Vec<
         }
     }
     Ok(checks)
-}
-
-/// Checks the ranges of the release flags of the base scope.
-pub fn check_release_flags(criteria: &Criteria) -> Result<(), GateError> {
-    for (flag, v) in [
-        ("--max-p95-tpot-ms", criteria.max_p95_tpot_ms),
-        ("--max-recovery-s", criteria.max_recovery_s),
-    ] {
-        if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
-            return Err(GateError::BadFlag {
-                flag,
-                value: v.to_string(),
-                rule: "a finite number >= 0",
-            });
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn class_limits_read_every_key() {
-        let l = parse_class_limits(
-            "interactive: goodput=2.5, failure-share=0.01, censored-share=0.02, ttft=800, tpot=40, e2e=5000, recovery=30",
-        )
-        .unwrap();
-        assert_eq!(
-            l,
-            ClassLimits {
-                class: "interactive".into(),
-                min_goodput_per_s: Some(2.5),
-                max_failure_share: Some(0.01),
-                max_censored_share: Some(0.02),
-                max_p95_ttft_ms: Some(800.0),
-                max_p95_tpot_ms: Some(40.0),
-                max_p95_e2e_ms: Some(5000.0),
-                max_recovery_s: Some(30.0),
-            }
-        );
-    }
-
-    #[test]
-    fn bad_class_limits_say_what_is_wrong() {
-        for (text, needle) in [
-            ("interactive", "expected CLASS:KEY=VALUE"),
-            (":ttft=1", "needs a name"),
-            ("a:ttft", "should be KEY=VALUE"),
-            ("a:ttft=-1", "not a finite number"),
-            ("a:speed=1", "unknown key `speed`"),
-            ("a:failure-share=2", "a share in [0, 1]"),
-            ("a:ttft=1,ttft=2", "given twice"),
-        ] {
-            let e = parse_class_limits(text).unwrap_err();
-            assert!(e.contains(needle), "{text}: {e}");
-        }
-    }
 }

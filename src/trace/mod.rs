@@ -6,6 +6,7 @@
 //! the document-level rules in a fixed order ([`validate`]), so the same bad
 //! document always yields the same one-line rejection.
 
+pub mod bounds;
 pub mod model;
 pub mod parse;
 pub mod phases;

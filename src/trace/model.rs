@@ -9,16 +9,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The largest magnitude any timestamp may have, in milliseconds (docs/contract.md §3.3).
-pub const MAX_ABS_TIMESTAMP_MS: f64 = 1e15;
-/// The longest window, horizon or row span, in milliseconds (24 hours).
-pub const MAX_SPAN_MS: f64 = 86_400_000.0;
-/// The largest `outputTokens` a row may claim.
-pub const MAX_OUTPUT_TOKENS: f64 = 1e9;
-/// The longest row id, in Unicode code points.
-pub const MAX_ID_CHARS: usize = 128;
-/// The schema tag a trace must carry.
-pub const TRACE_SCHEMA: &str = "goodput-trace/1";
+pub use super::bounds::{
+    MAX_ABS_TIMESTAMP_MS, MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
+};
 
 /// How a value sitting exactly on its gate is judged. The trace must declare it:
 /// a reviewer must never have to guess whether `ttft == gate` passed.

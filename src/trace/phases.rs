@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::model::{MAX_ABS_TIMESTAMP_MS, MAX_ID_CHARS, MAX_SPAN_MS};
+use super::bounds::{MAX_ABS_TIMESTAMP_MS, MAX_ID_CHARS, MAX_SPAN_MS};
 use super::pointer::escape;
 use super::Rejection;
 

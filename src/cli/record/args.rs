@@ -172,6 +172,41 @@ pub struct RecordArgs {
     /// request) made before the schedule starts.
     #[arg(long)]
     pub no_preflight: bool,
+    /// Scrape the server's Prometheus metrics while recording, into a sidecar
+    /// `TRACE.metrics.jsonl` beside the trace (its sha256 in the trace's workload).
+    #[arg(long)]
+    pub metrics: bool,
+    /// The metrics endpoint (default: `/metrics` on the server's origin).
+    #[arg(long, value_name = "URL", requires = "metrics")]
+    pub metrics_url: Option<String>,
+    /// Time between scrapes, also each scrape's timeout (at least 100 ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s", requires = "metrics")]
+    pub metrics_interval: Duration,
+    /// Search the highest rate meeting --attainment: from --request-rate R,
+    /// double until the pass share falls below the target, then bisect; each
+    /// point a full recording (`--out` a `{rate}` template, or
+    /// `trace-{rate}.json` beside it). See docs/frontier.md.
+    #[arg(long, requires = "request_rate", conflicts_with = "max_concurrency")]
+    pub find_capacity: bool,
+    /// The pass share a capacity-search point must reach (0 < share ≤ 1).
+    #[arg(
+        long,
+        value_name = "SHARE",
+        default_value_t = 0.9,
+        requires = "find_capacity"
+    )]
+    pub attainment: f64,
+    /// Stop the capacity search when (high − low) / low is at most this (`5%` or `0.05`).
+    #[arg(long, value_name = "P", default_value = "5%", value_parser = parse_precision, requires = "find_capacity")]
+    pub precision: f64,
+    /// The most points a capacity search records.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 12,
+        requires = "find_capacity"
+    )]
+    pub max_points: usize,
     /// The most bytes one SSE line or event (or a 2xx body that is not a
     /// stream) may hold; past it the request fails `event_too_large`
     /// (`body_too_large`) and its connection is dropped. Bounds memory:
@@ -179,4 +214,20 @@ pub struct RecordArgs {
     #[arg(long, value_name = "BYTES", default_value_t = crate::record::sse::DEFAULT_MAX_EVENT_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_event_bytes: u64,
+}
+
+/// Parses `--precision`: a percentage (`5%`) or a fraction (`0.05`), above 0
+/// and below 1.
+pub fn parse_precision(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    let value = match text.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
+        None => text.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a precision (write 5% or 0.05)"))?;
+    if value > 0.0 && value < 1.0 {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` must be above 0 and below 100 %"))
+    }
 }

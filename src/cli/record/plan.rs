@@ -289,6 +289,14 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let endpoint =
         Endpoint::from_flags(&uri, &flags, api_key, |v| std::env::var(v).ok()).map_err(usage)?;
     endpoint.describe(&mut workload);
+    let metrics = super::metrics::metrics_plan(args, &uri, &endpoint)?;
+    if let Some(m) = &metrics {
+        workload.insert("metricsUrl".into(), Scalar::String(m.uri.to_string()));
+        workload.insert(
+            "metricsIntervalS".into(),
+            Scalar::Number(m.interval.as_secs_f64()),
+        );
+    }
     let extra = match &args.extra_body {
         Some(text) => {
             ExtraBody::parse(text, args.max_tokens.is_some(), args.ignore_eos).map_err(usage)?
@@ -336,6 +344,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         preflight: !args.no_preflight,
         shard,
         start_at_unix_ms,
+        metrics,
     })
 }
 

@@ -1,20 +1,24 @@
 //! The headline figures with their intervals, as people read them:
-//! "58.5 % (49.1–67.3 %)". Used by the HTML report's "Intervals" table.
+//! "58.5 % (49.1 %–67.3 %)": the HTML report's "How sure" section.
 
 use std::fmt::Write;
 
+use super::html::escape;
 use crate::intervals::{percent, Interval, QuantileInterval};
 use crate::receipt::{Block, Receipt};
-use crate::render::report::escape;
+use crate::render::figures;
 
-/// A share with its interval, e.g. `58.5 % (49.1–67.3 %)`; `—` for an empty cohort.
+/// A share with its interval, e.g. `58.5 % (49.1 %–67.3 %)`; `—` for an
+/// empty cohort. Each figure goes through [`percent`](crate::render::figures::percent),
+/// so none reads 100 % or 0 % unless it is exactly that (2,499 of 2,500:
+/// `99.96 % (99.8 %–99.99 %)`, never `100.0 %`).
 pub fn share_with_interval(share: Option<f64>, interval: Option<Interval>) -> String {
     match (share, interval) {
         (Some(s), Some(i)) => format!(
-            "{:.1} % ({:.1}–{:.1} %)",
-            s * 100.0,
-            i.lower * 100.0,
-            i.upper * 100.0
+            "{} ({}–{})",
+            figures::percent(s, 1),
+            figures::percent(i.lower, 1),
+            figures::percent(i.upper, 1)
         ),
         _ => "—".to_owned(),
     }
@@ -130,9 +134,28 @@ mod tests {
         };
         assert_eq!(
             share_with_interval(Some(0.585), Some(i)),
-            "58.5 % (49.1–67.3 %)"
+            "58.5 % (49.1 %–67.3 %)"
         );
         assert_eq!(share_with_interval(None, None), "—");
+        // 2,499 of 2,500 (Wilson 95 %: 0.997738–0.999929): one decimal would
+        // print 100.0 % for the share and its upper bound.
+        let near_one = Interval {
+            lower: 0.997_737_614_631_025_5,
+            upper: 0.999_929_386_688_041_2,
+        };
+        assert_eq!(
+            share_with_interval(Some(0.9996), Some(near_one)),
+            "99.96 % (99.8 %–99.99 %)"
+        );
+        // 1 of 2,500 failed (0.0000706–0.00226): never 0.0 %.
+        let near_zero = Interval {
+            lower: 7.061_331_195_866_894e-5,
+            upper: 0.002_262_385_368_974_366_3,
+        };
+        assert_eq!(
+            share_with_interval(Some(0.0004), Some(near_zero)),
+            "0.04 % (0.01 %–0.2 %)"
+        );
         assert_eq!(
             rate_with_interval(
                 4.5,

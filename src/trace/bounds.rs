@@ -1,0 +1,15 @@
+//! The numeric bounds and the schema tag of a trace (docs/contract.md §3):
+//! one leaf module that the contract types (`model`) and the parts that
+//! check them (`validate`, `phases`) all read, so none of those needs the
+//! other for a constant.
+
+/// The largest magnitude any timestamp may have, in milliseconds (docs/contract.md §3.3).
+pub const MAX_ABS_TIMESTAMP_MS: f64 = 1e15;
+/// The longest window, horizon or row span, in milliseconds (24 hours).
+pub const MAX_SPAN_MS: f64 = 86_400_000.0;
+/// The largest `outputTokens` a row may claim.
+pub const MAX_OUTPUT_TOKENS: f64 = 1e9;
+/// The longest row id, in Unicode code points.
+pub const MAX_ID_CHARS: usize = 128;
+/// The schema tag a trace must carry.
+pub const TRACE_SCHEMA: &str = "goodput-trace/1";

@@ -72,6 +72,17 @@ pub enum PromptSource {
     },
     /// A list, used cyclically.
     List(Arc<Vec<Prompt>>),
+    /// Another source's prompts for every `stride`-th request from `offset`:
+    /// a shard's `i`-th request is request `i·N + K` of the whole schedule,
+    /// and gets that request's prompt.
+    Strided {
+        /// The whole schedule's source.
+        inner: Box<PromptSource>,
+        /// N, the number of shards.
+        stride: usize,
+        /// K, this shard.
+        offset: usize,
+    },
 }
 
 const VOCABULARY: [&str; 64] = [
@@ -100,6 +111,11 @@ impl PromptSource {
                 Prompt { text, class: None }
             }
             PromptSource::List(list) => list[index % list.len()].clone(),
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => inner.prompt(index * stride + offset),
         }
     }
 
@@ -120,6 +136,15 @@ impl PromptSource {
                 }
                 PromptSource::List(Arc::new(order))
             }
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => PromptSource::Strided {
+                inner: Box::new(inner.in_seeded_order(seed)),
+                stride: *stride,
+                offset: *offset,
+            },
         }
     }
 
@@ -128,6 +153,7 @@ impl PromptSource {
         match self {
             PromptSource::Random { words, .. } => format!("random:{words}"),
             PromptSource::List(list) => format!("list:{}", list.len()),
+            PromptSource::Strided { inner, .. } => inner.describe(),
         }
     }
 }

@@ -72,32 +72,11 @@ pub struct DominantFailure {
     pub text: Option<String>,
 }
 
-fn dominant_failure(
-    rows: &[TraceRow],
-    failed: &BTreeMap<String, usize>,
-) -> Option<DominantFailure> {
-    let (reason, &count) = failed
-        .iter()
-        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(*r)))?;
-    if count * 2 <= rows.len() {
-        return None;
-    }
-    let mut texts: BTreeMap<&str, usize> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.reason.as_deref() == Some(reason)) {
-        if let Some(Scalar::String(t)) = row.labels.get(super::error_text::LABEL) {
-            *texts.entry(t).or_default() += 1;
-        }
-    }
-    let text = texts
-        .iter()
-        .max_by_key(|(t, n)| (**n, std::cmp::Reverse(*t)))
-        .map(|(t, _)| (*t).to_owned());
-    Some(DominantFailure {
-        reason: reason.clone(),
-        rows: count,
-        text,
-    })
-}
+/// Distinct `errorText`s counted per failure reason: past this many, new
+/// texts are not counted (a server that puts a request id in every error
+/// would otherwise make the tally grow with the run; the line names the most
+/// frequent of the texts counted).
+pub const MAX_TEXTS_PER_REASON: usize = 256;
 
 fn number(row: &TraceRow, key: &str) -> Option<f64> {
     match row.labels.get(key) {
@@ -108,21 +87,32 @@ fn number(row: &TraceRow, key: &str) -> Option<f64> {
 
 /// Computes the figures from the rows written.
 pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
-    let mut f = Figures {
-        rows: rows.len(),
-        sent: 0,
-        completed: 0,
-        failed: BTreeMap::new(),
-        in_flight: 0,
-        not_sent: 0,
-        output_tokens: 0,
-        send_lag_ms: None,
-        arrival_rates_per_s: None,
-        dominant_failure: None,
-    };
-    let mut lags = Vec::new();
-    let mut last_send: Option<f64> = None;
-    for row in rows {
+    let mut tally = Tally::default();
+    rows.iter().for_each(|row| tally.add(row));
+    tally.figures(open_loop)
+}
+
+/// The figures accumulated one row at a time, for a trace streamed from the
+/// spool (only the send lags are kept, one number per row, for their
+/// percentiles, and the error texts of failed rows, at most
+/// [`MAX_TEXTS_PER_REASON`] distinct ones per reason).
+#[derive(Debug, Default)]
+pub struct Tally {
+    f: Option<Figures>,
+    lags: Vec<f64>,
+    last_send: Option<f64>,
+    first_arrival: Option<f64>,
+    last_arrival: Option<f64>,
+    texts: BTreeMap<String, BTreeMap<String, usize>>,
+}
+
+impl Tally {
+    /// Counts one row (rows come in trace order).
+    pub fn add(&mut self, row: &TraceRow) {
+        let f = self.f.get_or_insert_with(Figures::empty);
+        f.rows += 1;
+        self.first_arrival.get_or_insert(row.arrival_ms);
+        self.last_arrival = Some(row.arrival_ms);
         let unsent = matches!(row.labels.get("notSent"), Some(Scalar::Bool(true)));
         if unsent {
             f.not_sent += 1;
@@ -135,36 +125,74 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
                 f.output_tokens += row.output_tokens.unwrap_or(0);
             }
             RowStatus::Failed => {
-                *f.failed
-                    .entry(row.reason.clone().unwrap_or_default())
-                    .or_default() += 1;
+                let reason = row.reason.clone().unwrap_or_default();
+                if let Some(Scalar::String(t)) = row.labels.get(super::error_text::LABEL) {
+                    let texts = self.texts.entry(reason.clone()).or_default();
+                    if let Some(n) = texts.get_mut(t) {
+                        *n += 1;
+                    } else if texts.len() < MAX_TEXTS_PER_REASON {
+                        texts.insert(t.clone(), 1);
+                    }
+                }
+                *f.failed.entry(reason).or_default() += 1;
             }
             RowStatus::InFlight => f.in_flight += 1,
         }
         if let Some(lag) = number(row, "sendLagMs") {
-            lags.push(lag);
+            self.lags.push(lag);
             let sent_at = row.arrival_ms + lag;
-            last_send = Some(last_send.map_or(sent_at, |t: f64| t.max(sent_at)));
+            self.last_send = Some(self.last_send.map_or(sent_at, |t: f64| t.max(sent_at)));
         }
     }
-    if open_loop && !lags.is_empty() {
-        lags.sort_by(f64::total_cmp);
-        let p = |q| nearest_rank(&lags, q).unwrap_or(0.0);
-        f.send_lag_ms = Some((p(50), p(99), lags[lags.len() - 1]));
-    }
-    if let (true, Some(first), Some(last), Some(last_send)) =
-        (open_loop, rows.first(), rows.last(), last_send)
-    {
-        let scheduled_span = last.arrival_ms - first.arrival_ms;
-        let achieved_span = last_send - first.arrival_ms;
-        if rows.len() >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
-            let scheduled = (rows.len() - 1) as f64 * 1000.0 / scheduled_span;
-            let achieved = (f.sent.saturating_sub(1)) as f64 * 1000.0 / achieved_span;
-            f.arrival_rates_per_s = Some((achieved, scheduled));
+
+    /// The figures of the rows counted.
+    pub fn figures(mut self, open_loop: bool) -> Figures {
+        let mut f = self.f.take().unwrap_or_else(Figures::empty);
+        let lags = &mut self.lags;
+        if open_loop && !lags.is_empty() {
+            lags.sort_by(f64::total_cmp);
+            let p = |q| nearest_rank(lags, q).unwrap_or(0.0);
+            f.send_lag_ms = Some((p(50), p(99), lags[lags.len() - 1]));
         }
+        if let (true, Some(first), Some(last), Some(last_send)) = (
+            open_loop,
+            self.first_arrival,
+            self.last_arrival,
+            self.last_send,
+        ) {
+            let scheduled_span = last - first;
+            let achieved_span = last_send - first;
+            if f.rows >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
+                let scheduled = (f.rows - 1) as f64 * 1000.0 / scheduled_span;
+                let achieved = (f.sent.saturating_sub(1)) as f64 * 1000.0 / achieved_span;
+                f.arrival_rates_per_s = Some((achieved, scheduled));
+            }
+        }
+        f.dominant_failure = dominant_failure(f.rows, &f.failed, &self.texts);
+        f
     }
-    f.dominant_failure = dominant_failure(rows, &f.failed);
-    f
+}
+
+fn dominant_failure(
+    rows: usize,
+    failed: &BTreeMap<String, usize>,
+    texts: &BTreeMap<String, BTreeMap<String, usize>>,
+) -> Option<DominantFailure> {
+    let (reason, &count) = failed
+        .iter()
+        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(*r)))?;
+    if count * 2 <= rows {
+        return None;
+    }
+    let text = texts
+        .get(reason)
+        .and_then(|t| t.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(*t))))
+        .map(|(t, _)| t.clone());
+    Some(DominantFailure {
+        reason: reason.clone(),
+        rows: count,
+        text,
+    })
 }
 
 /// One way the client distorted a measurement, with its figure.
@@ -212,6 +240,21 @@ pub fn smallest_gate_ms<'a>(
 }
 
 impl Figures {
+    fn empty() -> Figures {
+        Figures {
+            rows: 0,
+            sent: 0,
+            completed: 0,
+            failed: BTreeMap::new(),
+            in_flight: 0,
+            not_sent: 0,
+            output_tokens: 0,
+            send_lag_ms: None,
+            arrival_rates_per_s: None,
+            dominant_failure: None,
+        }
+    }
+
     /// The conditions under which the client, not the server, distorted the
     /// run (module docs give the rule), in a fixed order; empty when the
     /// client kept its schedule.

@@ -43,16 +43,16 @@ pub const DEFAULT_COOLDOWN: &str = "10s";
 /// Flags of `goodput record`. Names follow `vllm bench serve` where the
 /// meaning is the same.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases"])))]
+#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases", "recover"])))]
 #[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len"])))]
 pub struct RecordArgs {
     /// Server URL: a base (`http://host:8000`, the --api path is appended),
     /// a base ending in `/v1`, or a full endpoint URL.
-    #[arg(long, value_name = "URL")]
-    pub url: String,
+    #[arg(long, value_name = "URL", required_unless_present = "recover")]
+    pub url: Option<String>,
     /// The `model` field of every request.
-    #[arg(long, value_name = "NAME")]
-    pub model: String,
+    #[arg(long, value_name = "NAME", required_unless_present = "recover")]
+    pub model: Option<String>,
     /// Open loop: requests per second, sent at scheduled instants whatever the server does.
     /// A comma-separated list (`5,10,20,40`) is a rate sweep: one recording per
     /// rate, in order, seed + index each, `--out` a template containing `{rate}`.
@@ -63,7 +63,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "C", conflicts_with_all = ["request_rate", "arrival", "burstiness"])]
     pub max_concurrency: Option<u32>,
     /// Length of the measurement window (after the warm-up).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present = "phases", conflicts_with = "phases")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present_any = ["phases", "recover"], conflicts_with = "phases")]
     pub duration: Option<Duration>,
     /// Open loop in phases: `NAME:RATE/s:DURATION,…` (e.g.
     /// `steady:10/s:60s,burst:40/s:10s,recover:10/s:60s`): one seeded
@@ -132,6 +132,24 @@ pub struct RecordArgs {
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Record shard K of N of the one seeded schedule: only the requests i
+    /// with i mod N = K, at their scheduled instants from --start-at (which it
+    /// needs). K may be `auto`: the JOB_COMPLETION_INDEX of a Kubernetes
+    /// Indexed Job. Merge the shards' traces with `goodput merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// t0 of the schedule, shared by every shard: an RFC 3339 instant
+    /// (2026-12-01T06:40:00Z) or Unix epoch seconds. Started late, the
+    /// recorder sends the overdue requests at once, each with its send lag;
+    /// the schedule is never shifted.
+    #[arg(long, value_name = "T")]
+    pub start_at: Option<String>,
+    /// Turn the spool of a recording that died (`TRACE.spool`, left beside
+    /// its --out) into a trace at --out: ended requests as they were,
+    /// dispatched ones in flight, due ones not sent, the window cut at the
+    /// last instant the spool proves. Sends nothing.
+    #[arg(long, value_name = "SPOOL", conflicts_with_all = ["url", "model", "duration", "warmup", "seed", "slo", "shard", "start_at", "phases"])]
+    pub recover: Option<PathBuf>,
     /// A header sent with every request, `'Name: value'`; repeatable. The
     /// value is never written or printed (the trace records the name).
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]

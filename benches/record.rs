@@ -28,7 +28,10 @@
 //!
 //! Environment: `GOODPUT_BENCH_RATES=500,1000,…` (empty: skip the rate
 //! sweep), `GOODPUT_BENCH_SECS=2`, `GOODPUT_BENCH_TLS=0` to skip the https
-//! runs, `GOODPUT_BENCH_WORKLOAD_RATE=1000` (0: skip the workload check).
+//! runs, `GOODPUT_BENCH_TOKENS=64` (output tokens per request),
+//! `GOODPUT_BENCH_BIN=PATH` (another `goodput` binary to measure, e.g. a
+//! build of an earlier commit, against the same in-process sim) and
+//! `GOODPUT_BENCH_WORKLOAD_RATE=1000` (0: skip the workload check).
 
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -149,15 +152,24 @@ impl Point {
     }
 }
 
+/// What every run of the bench shares: the binary under test, the run
+/// length, the output tokens per request and the scratch folder.
+struct Setup<'a> {
+    binary: &'a str,
+    secs: f64,
+    tokens: u32,
+    dir: &'a std::path::Path,
+}
+
 /// Runs the recorder `REPEATS` times at `rate` against `url`; `None` when
 /// a run failed (the reason is printed).
-fn measure(
-    server: &SimServer,
-    extra: &[String],
-    rate: f64,
-    secs: f64,
-    dir: &std::path::Path,
-) -> Option<Point> {
+fn measure(setup: &Setup, server: &SimServer, extra: &[String], rate: f64) -> Option<Point> {
+    let Setup {
+        binary,
+        secs,
+        tokens,
+        dir,
+    } = *setup;
     let url = server.url();
     let url = url.as_str();
     let connections_before = server.stats.connections.load(Ordering::Relaxed);
@@ -175,7 +187,7 @@ fn measure(
     for run in 0..REPEATS {
         let out = dir.join(format!("bench-{rate}-{run}.json"));
         let before = children_cpu_s();
-        let status = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        let status = Command::new(binary)
             .args(["record", "--url", url, "--model", "sim", "--no-progress"])
             .args([
                 "--request-rate",
@@ -189,7 +201,7 @@ fn measure(
                 "--timeout",
                 "5s",
                 "--max-tokens",
-                "64",
+                &tokens.to_string(),
                 "--ignore-eos",
             ])
             .args(["--random-input-len", "32", "--seed", &run.to_string()])
@@ -271,6 +283,12 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2.0);
     let with_tls = std::env::var("GOODPUT_BENCH_TLS").map_or(true, |v| v != "0");
+    let tokens: u32 = std::env::var("GOODPUT_BENCH_TOKENS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64);
+    let binary = std::env::var("GOODPUT_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_goodput").to_owned());
     let config = SimConfig {
         engine: EngineParams {
             max_batch: 4096,
@@ -278,7 +296,7 @@ fn main() {
             decode_step_ms: 0.02,
             decode_ms_per_seq: 0.0,
         },
-        output_tokens: (64.0, 0.0),
+        output_tokens: (f64::from(tokens), 0.0),
         faults: vec![],
         seed: 0,
         model_name: "sim".into(),
@@ -293,8 +311,14 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = SimServer::start(config.clone(), 1).expect("start the sim");
     let tls = with_tls.then(|| tls_sim(config, dir.path()));
+    let setup = Setup {
+        binary: &binary,
+        secs,
+        tokens,
+        dir: dir.path(),
+    };
     println!(
-        "sim at {} (near-zero latency, 64 output tokens){}; {secs} s per rate, Poisson arrivals",
+        "sim at {} (near-zero latency, {tokens} output tokens){}; {secs} s per rate, Poisson arrivals",
         server.url(),
         tls.as_ref()
             .map(|(s, _)| format!(" and {}", s.url()))
@@ -319,14 +343,14 @@ fn main() {
     let mut misses = 0;
     let mut pairs: Vec<(f64, Point, Option<Point>)> = Vec::new();
     for rate in rates {
-        let Some(http) = measure(&server, &[], rate, secs, dir.path()) else {
+        let Some(http) = measure(&setup, &server, &[], rate) else {
             return;
         };
         print_point(rate, "http", &http);
         let https = match &tls {
             Some((tls_server, ca)) => {
                 let extra = vec!["--cacert".to_owned(), ca.display().to_string()];
-                let p = measure(tls_server, &extra, rate, secs, dir.path());
+                let p = measure(&setup, tls_server, &extra, rate);
                 if let Some(p) = &p {
                     print_point(rate, "https", p);
                 }

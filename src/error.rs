@@ -78,6 +78,13 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// The recorder's spool could not be written or read (the message names
+    /// the file and, for a bad line, the line).
+    #[error("spool: {0}")]
+    Spool(#[from] crate::record::spool::SpoolError),
+    /// `merge` refuses the shards given (the message names the file).
+    #[error("cannot merge: {0}")]
+    Merge(#[from] crate::merge::MergeError),
     /// `compare` refuses two runs judged under different contracts.
     #[error("cannot compare: {0}")]
     Compare(#[from] crate::compare::CompareError),

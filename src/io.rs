@@ -75,6 +75,16 @@ pub fn read_limited(path: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
 /// directory, flushed to disk, then renamed over `path`. Readers see the old
 /// file or the complete new one, never a partial write.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] for a file written piece by piece (a trace streamed from
+/// the recorder's spool): `fill` writes the bytes through a buffer; the file
+/// appears under `path` only when `fill` succeeded.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -83,7 +93,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .prefix(".goodput-")
         .suffix(".tmp")
         .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    {
+        let mut buffered = io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+        fill(&mut buffered)?;
+        buffered.flush()?;
+    }
     // tempfile creates the file 0600; receipts, traces and reports are meant
     // to be shared, so give them the usual 0644 before they appear.
     #[cfg(unix)]

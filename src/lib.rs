@@ -46,6 +46,7 @@ pub mod frontier;
 pub mod import;
 pub mod intervals;
 pub mod io;
+pub mod merge;
 pub mod receipt;
 pub mod record;
 pub mod render;

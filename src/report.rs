@@ -14,7 +14,17 @@ use crate::review::sweep::{self, SweepPlan, DEFAULT_FACTORS};
 /// scaled by [`DEFAULT_FACTORS`], one gate at a time): exactly what
 /// `goodput report` writes, so tests can check the bytes without files.
 pub fn page(analysis: &Analysis) -> Result<String, sweep::SweepError> {
+    page_with_server(analysis, None)
+}
+
+/// [`page`], with the server panels of a `record --metrics` sidecar.
+pub fn page_with_server(
+    analysis: &Analysis,
+    server: Option<&[crate::record::metrics::MetricsLine]>,
+) -> Result<String, sweep::SweepError> {
     let plan = SweepPlan::one_at_a_time(None, &DEFAULT_FACTORS)?;
     let entries = sweep::sweep(&analysis.trace, &analysis.judgements, &plan)?;
-    Ok(crate::render::report::render(analysis, &entries))
+    Ok(crate::render::report::render_with_server(
+        analysis, &entries, server,
+    ))
 }

@@ -423,18 +423,26 @@ fn littles_law_flags_work_still_in_flight_at_the_horizon() {
     // in_flight: window [0, 10000), horizon 12000. Time in flight inside the window:
     // i1 [9000, 10000) = 1000, i2 [9500, 10000) = 500, i3 arrives at 11000 (0),
     // i4 [1000, 2200) = 1200, i5 [6000, 10000) = 4000 → 6700 / 10000 = 0.67.
-    // λ = 1 / 10 s = 0.1/s, W = 1200 ms → λ·W = 0.12; ratio 0.67 / 0.12 = 5.58 → not steady.
+    // Censored rows count in λ and W at their lower bound (arrival → horizon):
+    // i1 12000 − 9000 = 3000, i2 2500, i5 6000 (sum 11500); i4 completed in
+    // 1200. λ = (1 + 3) / 10 s = 0.4/s, W = (1200 + 11500) / 4 = 3175 ms →
+    // λ·W = 1.27; ratio 0.67 / 1.27 = 0.53 → not steady: the work ran on
+    // past the window end. (Dropping the censored rows, λ·W = 0.1 × 1.2 =
+    // 0.12 would have blamed a queue for what the grace period cut off.)
     let r = receipt("in_flight.json");
     let l = &all(&r).littles_law;
     assert_eq!(l.in_flight_mean, Some(0.67));
-    assert!((l.predicted_in_flight.unwrap() - 0.12).abs() < 1e-12);
-    assert!((l.ratio.unwrap() - 0.67 / 0.12).abs() < 1e-9);
+    assert_eq!(l.censored_at_lower_bound, 3);
+    assert_eq!(l.lambda_per_s, 0.4);
+    assert_eq!(l.mean_time_in_system_ms, Some(3175.0));
+    assert!((l.predicted_in_flight.unwrap() - 1.27).abs() < 1e-12);
+    assert!((l.ratio.unwrap() - 0.67 / 1.27).abs() < 1e-9);
     assert_eq!(l.steady_state, Some(false));
     assert!(l
         .note
         .as_deref()
         .unwrap()
-        .starts_with("not steady: 5.58x more"));
+        .starts_with("not steady: only 0.53x"));
 }
 
 #[test]

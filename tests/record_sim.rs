@@ -658,3 +658,36 @@ fn closed_loop_stamps_every_send_at_or_before_its_real_instant() {
         }
     }
 }
+
+#[test]
+fn no_progress_is_drawn_when_standard_error_is_not_a_terminal() {
+    // The real binary, without --no-progress, its standard error a pipe: the
+    // run lasts over a second (four samples at 250 ms), yet standard error
+    // stays empty (no bar, no escape code), and the summary is unchanged.
+    let server = sim(engine(8, 0.0, 1.0, 0.0), 4.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["record", "--url", &server.url(), "--model", "m"])
+        .args([
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--duration",
+            "1s",
+            "--grace",
+            "0.5s",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run goodput record");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stderr, "", "progress drawn on a pipe");
+    assert!(stdout.starts_with("wrote 10 rows to "), "{stdout}");
+    assert!(!stdout.contains('\u{1b}'), "{stdout}");
+}

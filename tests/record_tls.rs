@@ -382,3 +382,77 @@ fn extra_body_keys_the_recorder_sets_are_refused_before_anything_runs() {
          (it always sets model, messages, prompt, stream, stream_options)"
     );
 }
+
+#[test]
+fn metrics_are_scraped_over_https_with_the_runs_trust_and_headers_only_at_the_servers_origin() {
+    let pki = Pki::new();
+    let server = tls_sim(&pki, "good", Some("X-Gateway-Key: gw-metrics-3e3e"));
+    let cacert = pki.arg("ca.pem");
+    let gate = ["-H", "X-Gateway-Key: gw-metrics-3e3e"];
+    let sidecar = |out: &Path| {
+        let bytes = std::fs::read(out.with_extension("metrics.jsonl")).unwrap();
+        goodput::record::metrics::parse_sidecar(&bytes).unwrap()
+    };
+
+    // Default endpoint: /metrics on the server's own https origin, through
+    // the private CA, carrying the gate header: every scrape is a snapshot.
+    let out = pki.path("t.json");
+    let mut args = vec![
+        "--cacert",
+        &cacert,
+        "--metrics",
+        "--metrics-interval",
+        "100ms",
+    ];
+    args.extend_from_slice(&gate);
+    let (code, output, trace) = run(&server.url(), &out, &args);
+    assert_eq!(code, 0, "{output}");
+    assert_eq!(
+        trace["workload"]["metricsUrl"],
+        format!("{}/metrics", server.url()).as_str()
+    );
+    let lines = sidecar(&out);
+    // 1.5 s of run at 100 ms: at least a few scrapes, whatever the load.
+    assert!(lines.len() >= 3, "{lines:?}");
+    assert!(lines.iter().all(|l| l.error.is_none()), "{lines:?}");
+    assert!(
+        lines.iter().all(|l| l.mapped.running.is_some()),
+        "{lines:?}"
+    );
+
+    // Another origin (same host, another port, plain http) demanding the
+    // same header: the run's headers are not sent there, so every scrape
+    // is a 401 gap, and the run itself is unaffected.
+    let other = SimServer::start_with(
+        config(),
+        Front {
+            tls: None,
+            require_header: Some(RequiredHeader::parse("X-Gateway-Key: gw-metrics-3e3e").unwrap()),
+        },
+        1,
+    )
+    .unwrap();
+    let out = pki.path("u.json");
+    let metrics_url = format!("{}/metrics", other.url());
+    let mut args = vec![
+        "--cacert",
+        &cacert,
+        "--metrics",
+        "--metrics-interval",
+        "100ms",
+        "--metrics-url",
+        &metrics_url,
+    ];
+    args.extend_from_slice(&gate);
+    let (code, output, trace) = run(&server.url(), &out, &args);
+    assert_eq!(code, 0, "{output}");
+    assert!(rows(&trace).iter().all(|r| r["status"] == "completed"));
+    let lines = sidecar(&out);
+    assert!(!lines.is_empty());
+    assert!(
+        lines.iter().all(|l| l.error.as_deref() == Some("HTTP 401")),
+        "{lines:?}"
+    );
+    let text = std::fs::read_to_string(out.with_extension("metrics.jsonl")).unwrap();
+    assert!(!text.contains("gw-metrics-3e3e"));
+}

@@ -38,7 +38,9 @@ impl Error {
             | Error::Import { .. }
             | Error::Listen { .. }
             | Error::Compare(_)
-            | Error::Preflight(_) => EXIT_ERROR,
+            | Error::Preflight(_)
+            | Error::Spool(_)
+            | Error::Merge(_) => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }
     }

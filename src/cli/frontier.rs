@@ -17,6 +17,8 @@ use crate::trace::{Limits, Rejection};
 use super::exit::EXIT_OK;
 use super::flags::LimitArgs;
 use super::output::{emit, json_bytes, write_file};
+use super::sidecar::Sidecar;
+use crate::record::metrics::{peaks, Peaks};
 
 /// Exit statuses of `goodput frontier`, shown in `--help`.
 pub const FRONTIER_EXIT_HELP: &str = "\
@@ -67,8 +69,13 @@ pub struct FrontierArgs {
     pub confidence: f64,
 }
 
-/// Reads and analyzes one trace; a rejection names the file.
-fn receipt_of(path: &str, limits: Limits, confidence: Confidence) -> Result<Receipt, Error> {
+/// Reads and analyzes one trace; a rejection names the file. With it, the
+/// peaks of its `record --metrics` sidecar, when it has one beside it.
+fn receipt_of(
+    path: &str,
+    limits: Limits,
+    confidence: Confidence,
+) -> Result<(Receipt, Option<Peaks>), Error> {
     let rejected = |rejection| Error::RejectedFile {
         path: path.to_owned(),
         rejection,
@@ -87,9 +94,12 @@ fn receipt_of(path: &str, limits: Limits, confidence: Confidence) -> Result<Rece
         rows: false,
         strict: false,
     };
-    analyze_owned_at(bytes, options, confidence)
-        .map(|a| a.receipt)
-        .map_err(rejected)
+    let analysis = analyze_owned_at(bytes, options, confidence).map_err(rejected)?;
+    let peaks = match super::sidecar::load(path, &analysis.trace.contract.workload)? {
+        Sidecar::Loaded(lines) => Some(peaks(&lines)),
+        Sidecar::Missing(_) | Sidecar::None => None,
+    };
+    Ok((analysis.receipt, peaks))
 }
 
 /// Builds the frontier of the named traces (the part of the command that
@@ -104,11 +114,21 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
     let confidence = super::flags::confidence_flag(args.confidence)?;
     let limits = args.limits.limits()?;
     let mut receipts = Vec::with_capacity(args.traces.len());
+    let mut server = Vec::with_capacity(args.traces.len());
     for path in &args.traces {
-        receipts.push((path.clone(), receipt_of(path, limits, confidence)?));
+        let (receipt, peaks) = receipt_of(path, limits, confidence)?;
+        receipts.push((path.clone(), receipt));
+        server.push((path.clone(), peaks));
     }
-    frontier(&receipts, args.class.as_deref(), args.attainment)
-        .map_err(|e| Error::Usage(e.to_string()))
+    let mut f = frontier(&receipts, args.class.as_deref(), args.attainment)
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    for point in &mut f.points {
+        if let Some((_, Some(p))) = server.iter().find(|(label, _)| *label == point.label) {
+            point.peak_waiting = p.waiting;
+            point.peak_kv_usage = p.kv_usage;
+        }
+    }
+    Ok(f)
 }
 
 /// `goodput frontier`.

@@ -13,12 +13,14 @@ pub mod frontier;
 pub mod gate;
 pub mod import;
 pub mod input;
+pub mod merge;
 pub mod mutate;
 pub mod output;
 pub mod record;
 pub mod release;
 pub mod report;
 pub mod schema;
+pub mod sidecar;
 pub mod sim;
 pub mod sweep;
 pub mod verify;
@@ -73,6 +75,9 @@ pub enum Command {
     /// Drive an OpenAI-compatible server open-loop (or closed-loop) and write an honest trace.
     #[command(after_help = record::RECORD_EXIT_HELP)]
     Record(Box<record::RecordArgs>),
+    /// Merge the traces of the shards of one schedule (record --shard K/N) into one trace.
+    #[command(after_help = merge::MERGE_EXIT_HELP)]
+    Merge(merge::MergeArgs),
     /// Serve a simulated continuous-batching LLM engine (OpenAI-compatible) on loopback.
     #[command(after_help = sim::SIM_EXIT_HELP)]
     Sim(sim::SimArgs),
@@ -106,6 +111,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Gate(args) => gate::run(args, stdout),
         Command::Record(args) => record::run(*args, stdout),
         Command::Sim(args) => sim::run(args, stdout),
+        Command::Merge(args) => merge::run(args, stdout),
         Command::Report(args) => report::run(args, stdout),
         Command::Frontier(args) => frontier::run(args, stdout),
         Command::Import(args) => import::run(args, stdout),

@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use crate::analyze::{analyze_owned_at, AnalyzeOptions};
 use crate::error::Error;
 use crate::io::read_limited;
-use crate::report::page;
+use crate::report::page_with_server;
 
 use super::exit::EXIT_OK;
 use super::flags::LimitArgs;
 use super::output::{emit, write_file};
 use super::release::{release_options, CostArgs, RecoveryArgs};
+use super::sidecar::Sidecar;
 use crate::receipt::release::attach;
 
 /// The exit statuses of `goodput report`, shown by `--help`.
@@ -70,9 +71,24 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         &release,
     )
     .map_err(|e| Error::Usage(e.to_string()))?;
-    let html = page(&analysis).map_err(|e| Error::Usage(e.to_string()))?;
+    let sidecar = super::sidecar::load(&args.trace, &analysis.trace.contract.workload)?;
+    let (lines, note) = match &sidecar {
+        Sidecar::Loaded(lines) => (
+            Some(lines.as_slice()),
+            format!(
+                "server metrics: {}\n",
+                crate::render::report::peak_text(&crate::record::metrics::peaks(lines))
+            ),
+        ),
+        Sidecar::Missing(path) => (
+            None,
+            format!("server metrics: {path} not found; the page has no server panels\n"),
+        ),
+        Sidecar::None => (None, String::new()),
+    };
+    let html = page_with_server(&analysis, lines).map_err(|e| Error::Usage(e.to_string()))?;
     write_file(&args.out, html.as_bytes())?;
-    let line = format!("wrote {}\n", args.out.display());
+    let line = format!("wrote {}\n{note}", args.out.display());
     emit(stdout, line.as_bytes())?;
     Ok(EXIT_OK)
 }

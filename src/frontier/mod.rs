@@ -156,6 +156,13 @@ pub struct FrontierPoint {
     pub littles_in_flight: Option<f64>,
     /// Measured time-averaged in-flight requests over the window (L).
     pub in_flight_mean: Option<f64>,
+    /// Highest queue (requests waiting) the server reported, when the trace
+    /// has a `record --metrics` sidecar that exposes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_waiting: Option<f64>,
+    /// Highest KV-cache use (0–1) the server reported, as `peakWaiting`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_kv_usage: Option<f64>,
 }
 
 /// A signal that says where the load went at the knee.
@@ -294,6 +301,8 @@ fn point(label: &str, receipt: &Receipt, block: &Block) -> FrontierPoint {
         tpot_label: receipt.contract.tpot_label.clone(),
         littles_in_flight: block.littles_law.predicted_in_flight,
         in_flight_mean: block.littles_law.in_flight_mean,
+        peak_waiting: None,
+        peak_kv_usage: None,
     }
 }
 

@@ -8,6 +8,7 @@ use crate::stats::{summarize, summarize_sorted, Summary};
 use crate::trace::{Labels, RawRow, RawStatus, Slot, Trace};
 use crate::verdict::{Censor, Exclusion, Judgement, Verdict};
 
+use super::saturation::{BlockFigures, Instants, SaturationTally};
 use super::{
     Block, BlockIntervals, ContractInfo, Counts, Generator, IntervalContract, LatencyBlock,
     LatencySummary, LimitsInfo, LittlesLaw, PercentileIntervals, Rates, Reasons, Receipt, Results,
@@ -64,6 +65,11 @@ struct Tally {
     busy: FixedSum,
     /// Failed cohort rows with no `endedMs`.
     unknown_end: u64,
+    /// Total ms censored cohort rows were known to be in the system: each
+    /// from its arrival to the horizon, its lower bound (Little's law's W).
+    censored_time: FixedSum,
+    /// In flight at fixed instants, arrivals and completions per bin.
+    saturation: SaturationTally,
     /// Earliest and latest `completedMs` of pass and miss rows (served throughput).
     completions: Span,
 }
@@ -97,6 +103,12 @@ impl Span {
         let span_s = (hi - lo) / 1000.0;
         (n >= 2 && span_s > 0.0).then(|| (n - 1) as f64 / span_s)
     }
+
+    /// The span `rate_per_s` divides by, in ms, when that rate exists.
+    fn span_ms(self, n: u64) -> Option<f64> {
+        let (lo, hi) = self.0?;
+        self.rate_per_s(n).map(|_| hi - lo)
+    }
 }
 
 /// A sum of milliseconds in fixed point (units of 2^-32 ms, in an i128).
@@ -119,12 +131,14 @@ impl FixedSum {
     }
 }
 
-/// The bounds every row's in-flight time is clipped to.
+/// The bounds every row's in-flight time is clipped to, and the instants
+/// the saturation figures look at.
 #[derive(Clone, Copy)]
 struct Clip {
     start_ms: f64,
     end_ms: f64,
     horizon_ms: f64,
+    instants: Instants,
 }
 
 impl Clip {
@@ -143,6 +157,7 @@ impl Clip {
 
 impl Tally {
     fn add(&mut self, verdict: &Verdict, row: &RawRow, clip: Clip) {
+        self.saturation.add(verdict, row, &clip.instants);
         let in_cohort = !matches!(verdict, Verdict::Invalid(_) | Verdict::Excluded(_));
         if in_cohort {
             match clip.busy_ms(row) {
@@ -176,6 +191,9 @@ impl Tally {
                     Censor::FailedAfterHorizon => r.failed_after_horizon += 1,
                 }
                 r.known_late += u64::from(*known_late);
+                if let Some(arrival) = row.arrival_ms.value() {
+                    self.censored_time.add((clip.horizon_ms - arrival).max(0.0));
+                }
             }
             Verdict::Failed { reason } => {
                 c.cohort += 1;
@@ -246,10 +264,18 @@ impl Tally {
         self.good_tokens += other.good_tokens;
         self.unknown_end += other.unknown_end;
         self.busy.0 += other.busy.0;
+        self.censored_time.0 += other.censored_time.0;
+        self.saturation.absorb(&other.saturation);
         self.completions.absorb(other.completions);
     }
 
-    fn finish(self, trace: &Trace, latency: Latency, confidence: Confidence) -> Block {
+    fn finish(
+        self,
+        trace: &Trace,
+        instants: &Instants,
+        latency: Latency,
+        confidence: Confidence,
+    ) -> Block {
         let Latency {
             summaries: latency,
             intervals: percentiles,
@@ -280,13 +306,28 @@ impl Tally {
             .into_iter()
             .map(|(name, n)| (name.to_owned(), n))
             .collect();
-        let littles_law = littles_law(
-            (!trace.contract.arrivals_unknown()).then(|| busy_ms / (window_s * 1000.0)),
-            rates.completed_per_s,
-            latency.e2e_ms.mean,
-            self.unknown_end,
-        );
+        let littles_law = littles_law(Occupancy {
+            in_flight_mean: (!trace.contract.arrivals_unknown())
+                .then(|| busy_ms / (window_s * 1000.0)),
+            window_s,
+            completed: c.pass + c.miss,
+            mean_e2e_ms: latency.e2e_ms.mean,
+            censored: c.censored,
+            censored_ms: self.censored_time.value(),
+            unknown_end: self.unknown_end,
+        });
         let intervals = block_intervals(c, window_s, percentiles, confidence);
+        let saturation = self.saturation.finish(
+            instants,
+            BlockFigures {
+                cohort: c.cohort,
+                failed: c.failed,
+                censored: c.censored,
+                served_per_s: rates.served_per_s,
+                served_span_ms: self.completions.span_ms(c.pass + c.miss),
+            },
+            trace.contract.arrivals_unknown(),
+        );
         Block {
             counts: c,
             rates,
@@ -294,6 +335,7 @@ impl Tally {
             reasons,
             littles_law,
             intervals,
+            saturation,
         }
     }
 }
@@ -410,13 +452,46 @@ fn summarize_column(column: Vec<&mut Vec<f64>>, confidence: Confidence) -> Colum
 /// The occupancy ratio outside which a run is called not steady.
 const STEADY_RATIO: (f64, f64) = (0.8, 1.25);
 
-fn littles_law(
+/// What Little's law is computed from, for one block.
+struct Occupancy {
+    /// L, measured.
     in_flight_mean: Option<f64>,
-    completed_per_s: f64,
+    window_s: f64,
+    /// Pass + miss rows.
+    completed: u64,
+    /// Mean E2E of those rows.
     mean_e2e_ms: Option<f64>,
+    /// Censored cohort rows.
+    censored: u64,
+    /// Their summed lower-bound time in the system (arrival → horizon), ms.
+    censored_ms: f64,
     unknown_end: u64,
-) -> LittlesLaw {
-    let predicted = mean_e2e_ms.map(|w| completed_per_s * w / 1000.0);
+}
+
+/// L = λ·W with censored rows counted at their lower bound: λ counts the
+/// completed and the censored rows per window second, W averages the
+/// completed rows' E2E with the censored rows' arrival → horizon. Without
+/// censored rows, λ is `completedPerS` and W is the E2E mean, exactly.
+fn littles_law(o: Occupancy) -> LittlesLaw {
+    let Occupancy {
+        in_flight_mean,
+        window_s,
+        completed,
+        mean_e2e_ms,
+        censored,
+        censored_ms,
+        unknown_end,
+    } = o;
+    let completed_per_s = completed as f64 / window_s;
+    let lambda_per_s = (completed + censored) as f64 / window_s;
+    let mean_time_ms = match (mean_e2e_ms, censored) {
+        (w, 0) => w,
+        (w, k) => {
+            let completed_ms = w.map_or(0.0, |w| w * completed as f64);
+            Some((completed_ms + censored_ms) / (completed + k) as f64)
+        }
+    };
+    let predicted = mean_time_ms.map(|w| lambda_per_s * w / 1000.0);
     let ratio = in_flight_mean
         .zip(predicted.filter(|p| *p > 0.0))
         .map(|(l, p)| l / p);
@@ -442,6 +517,9 @@ fn littles_law(
         in_flight_mean,
         completed_per_s,
         mean_e2e_ms,
+        censored_at_lower_bound: censored,
+        lambda_per_s,
+        mean_time_in_system_ms: mean_time_ms,
         predicted_in_flight: predicted,
         ratio,
         steady_state,
@@ -471,7 +549,9 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         start_ms: contract.start_ms,
         end_ms: contract.end_ms,
         horizon_ms: contract.horizon_ms,
+        instants: Instants::new(contract.start_ms, contract.end_ms, contract.horizon_ms),
     };
+    let instants = clip.instants;
     // Large traces are tallied in two halves on two threads; tallies merge
     // exactly (integer counts, fixed-point sums, latency values sorted later).
     let rows = &trace.rows[..judgements.len().min(trace.rows.len())];
@@ -505,7 +585,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         .keys()
         .cloned()
         .zip(per_class.into_iter().zip(class_latency))
-        .map(|(name, (tally, latency))| (name, tally.finish(trace, latency, confidence)))
+        .map(|(name, (tally, latency))| (name, tally.finish(trace, &instants, latency, confidence)))
         .collect();
     let rows = options.rows.then(|| row_verdicts(trace, judgements));
     Receipt {
@@ -553,7 +633,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             resources: None,
         },
         results: Results {
-            all: all.finish(trace, all_latency, confidence),
+            all: all.finish(trace, &instants, all_latency, confidence),
             classes,
         },
         rows,

@@ -10,6 +10,7 @@ pub mod build;
 pub mod cost;
 pub mod recovery;
 pub mod release;
+pub mod saturation;
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,7 @@ use crate::intervals::{Interval, QuantileInterval};
 use crate::trace::{ArrivalMode, Gates, Labels, Phase, Warmup};
 
 pub use build::{build_receipt, ReceiptOptions};
+pub use saturation::{Saturation, SaturationBin, SaturationVerdict};
 
 /// The schema tag of every receipt this version writes.
 pub const RECEIPT_SCHEMA: &str = "goodput-receipt/1";
@@ -203,6 +205,9 @@ pub struct Block {
     pub littles_law: LittlesLaw,
     /// Confidence intervals of the headline figures, at `contract.intervals.confidence`.
     pub intervals: BlockIntervals,
+    /// Whether the server kept up with the offered load: offered and served
+    /// rates, requests in flight over the window, and a verdict.
+    pub saturation: Saturation,
 }
 
 /// How far the headline figures of one block could move from run to run:
@@ -243,9 +248,11 @@ pub struct PercentileIntervals {
 /// `inFlightMean` is measured: the time-average, over the window, of how many
 /// cohort requests of this block were in flight (each from its arrival to its
 /// completion, its failure, or the horizon if it never ended, clipped to the
-/// window). `predictedInFlight` is `completedPerS × meanE2eMs / 1000`. In a
-/// steady state the two agree; a queue that builds up, work cut off at the
-/// horizon or many failures pull them apart.
+/// window). `predictedInFlight` is `lambdaPerS × meanTimeInSystemMs / 1000`,
+/// where censored rows count in both λ and W with their known lower bound
+/// (arrival → horizon), so a short grace period cannot hide the longest
+/// waits. In a steady state the two agree; a queue that builds up, work cut
+/// off at the horizon or many failures pull them apart.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LittlesLaw {
@@ -254,9 +261,16 @@ pub struct LittlesLaw {
     pub in_flight_mean: Option<f64>,
     /// Completions per window second (λ), as in `rates.completedPerS`.
     pub completed_per_s: f64,
-    /// Mean E2E of completed cohort rows in ms (W); null when none completed.
+    /// Mean E2E of completed cohort rows in ms, as in `latency.e2eMs.mean`; null when none completed.
     pub mean_e2e_ms: Option<f64>,
-    /// completedPerS × meanE2eMs / 1000 (λ·W); null when none completed.
+    /// Censored cohort rows, counted in λ and W at their lower bound (arrival → horizon).
+    pub censored_at_lower_bound: u64,
+    /// (pass + miss + censored) / window s (λ).
+    pub lambda_per_s: f64,
+    /// Mean time in the system of those rows, ms (W): completed rows' E2E and
+    /// censored rows' horizon − arrival; null when there are none.
+    pub mean_time_in_system_ms: Option<f64>,
+    /// lambdaPerS × meanTimeInSystemMs / 1000 (λ·W); null without W.
     pub predicted_in_flight: Option<f64>,
     /// inFlightMean / predictedInFlight; null when the prediction is 0 or null.
     pub ratio: Option<f64>,

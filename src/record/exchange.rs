@@ -123,6 +123,34 @@ impl FailReason {
             FailReason::SessionAborted => "session_aborted".into(),
         }
     }
+
+    /// Every reason but `http_<status>`, for reading reasons back.
+    pub const NAMED: [FailReason; 13] = [
+        FailReason::ConnectRefused,
+        FailReason::ConnectError,
+        FailReason::Disconnect,
+        FailReason::BadStream,
+        FailReason::ServerError,
+        FailReason::Timeout,
+        FailReason::NoContent,
+        FailReason::EventTooLarge,
+        FailReason::BodyTooLarge,
+        FailReason::HeadersTooLarge,
+        FailReason::TlsCertificate,
+        FailReason::TlsHandshake,
+        FailReason::SessionAborted,
+    ];
+
+    /// The reason whose [`FailReason::as_string`] is `text` (the spool
+    /// stores reasons as the trace writes them and reads them back).
+    pub fn parse(text: &str) -> Option<FailReason> {
+        if let Some(status) = text.strip_prefix("http_") {
+            return status.parse().ok().map(FailReason::Http);
+        }
+        FailReason::NAMED
+            .into_iter()
+            .find(|r| r.as_string() == text)
+    }
 }
 
 /// How a request ended.
@@ -871,6 +899,34 @@ mod tests {
         let (obs, ending) = play(script, 1_000, None).await;
         assert!(failed(FailReason::ServerError)(&ending), "{ending:?}");
         assert_eq!(text(&obs).as_deref(), Some("out of memory"));
+    }
+
+    #[test]
+    fn every_reason_reads_back_from_its_string() {
+        // Each variant is named here by an exhaustive match, so a new reason
+        // that is not in NAMED fails to compile this test or fails it.
+        let listed = |r: FailReason| match r {
+            FailReason::Http(_) => true,
+            FailReason::ConnectRefused
+            | FailReason::ConnectError
+            | FailReason::Disconnect
+            | FailReason::BadStream
+            | FailReason::ServerError
+            | FailReason::Timeout
+            | FailReason::NoContent
+            | FailReason::EventTooLarge
+            | FailReason::BodyTooLarge
+            | FailReason::HeadersTooLarge
+            | FailReason::TlsCertificate
+            | FailReason::TlsHandshake
+            | FailReason::SessionAborted => FailReason::NAMED.contains(&r),
+        };
+        for r in FailReason::NAMED.into_iter().chain([FailReason::Http(503)]) {
+            assert!(listed(r));
+            assert_eq!(FailReason::parse(&r.as_string()), Some(r));
+        }
+        assert_eq!(FailReason::parse("http_x"), None);
+        assert_eq!(FailReason::parse("gone"), None);
     }
 
     #[test]

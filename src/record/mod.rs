@@ -23,18 +23,23 @@
 //! [`endpoint`], [`tls`], [`headers`], [`extra_body`], [`preflight`] and
 //! [`error_text`].
 
+pub mod capacity;
 pub mod client;
 pub mod endpoint;
 pub mod error_text;
 pub mod exchange;
 pub mod extra_body;
+pub mod frame;
 pub mod headers;
+pub mod metrics;
 pub mod phases;
 pub mod preflight;
+pub mod recover;
 pub mod request;
 pub mod row;
 pub mod runner;
 pub mod schedule;
+pub mod spool;
 pub mod sse;
 pub mod summary;
 pub mod tls;
@@ -49,12 +54,13 @@ use std::time::Duration;
 use hyper::Uri;
 
 use crate::error::Error;
-use crate::trace::write::{round_us, TraceDoc, TraceRow, TRACE_SCHEMA};
-use crate::trace::{Equality, Gates, Labels, Phase, Resources, Scalar, Warmup, Window};
+use crate::trace::write::{TraceDoc, TraceRow};
+use crate::trace::{Equality, Gates, Labels, Phase, Resources};
 
 use self::client::Transport;
 use self::endpoint::Endpoint;
-use self::runner::{Counters, Interrupt, Load, RunConfig, RunOutcome};
+use self::frame::{Frame, PromptMeta, ShardTag, Stop};
+use self::runner::{Collector, Counters, Interrupt, Load, RunConfig, RunOutcome};
 
 /// A validated recording plan.
 #[derive(Debug, Clone)]
@@ -83,6 +89,28 @@ pub struct Plan {
     pub endpoint: Endpoint,
     /// Whether to probe the server before the schedule starts.
     pub preflight: bool,
+    /// This recording is one shard of a shared schedule (`--shard K/N`):
+    /// its load holds only that shard's requests.
+    pub shard: Option<ShardTag>,
+    /// t0 is this wall-clock instant, ms since the Unix epoch (`--start-at`),
+    /// shared by every shard; `None`: a few ms after the start.
+    pub start_at_unix_ms: Option<f64>,
+    /// Where to scrape server metrics while the run lasts (`--metrics`).
+    pub metrics: Option<metrics::MetricsPlan>,
+}
+
+/// A finished run with what was scraped beside it.
+#[derive(Debug)]
+pub struct Recording {
+    /// The run.
+    pub outcome: RunOutcome,
+    /// One line per scrape (with `--metrics`), in order.
+    pub metrics: Option<Vec<metrics::MetricsLine>>,
+}
+
+/// The sidecar's path for a trace at `out`: `t.json` → `t.metrics.jsonl`.
+pub fn metrics_sidecar_path(out: &std::path::Path) -> PathBuf {
+    out.with_extension("metrics.jsonl")
 }
 
 impl Plan {
@@ -90,6 +118,51 @@ impl Plan {
     /// previous request's end (closed loop).
     pub fn open_loop(&self) -> bool {
         matches!(self.run.load, Load::Open { .. } | Load::Sessions { .. })
+    }
+
+    /// When observation stops, ms since t0: the window end plus the grace.
+    pub fn horizon_ms(&self) -> f64 {
+        self.run.window_end_ms + self.run.grace_ms
+    }
+
+    /// The stretch of the run an instant (ms since t0) falls in: warm-up
+    /// before the window, the window, then the grace period to the horizon.
+    pub fn stage_at(&self, elapsed_ms: f64) -> Stage {
+        Stage::at(self.warmup_ms, self.run.window_end_ms, elapsed_ms)
+    }
+}
+
+/// The stretch of one recording a progress sample falls in. (The cooldown
+/// between the points of a sweep or capacity search is the caller's own.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Before the window: requests are sent but excluded from the cohort.
+    Warmup,
+    /// The measured window: arrivals here form the cohort.
+    Window,
+    /// After the last arrival: waiting for the cohort to finish, up to the horizon.
+    Grace,
+}
+
+impl Stage {
+    /// The stage of instant `t_ms` in a run whose window is `[start_ms, end_ms)`.
+    pub fn at(start_ms: f64, end_ms: f64, t_ms: f64) -> Stage {
+        if t_ms < start_ms {
+            Stage::Warmup
+        } else if t_ms < end_ms {
+            Stage::Window
+        } else {
+            Stage::Grace
+        }
+    }
+
+    /// The stage's name for people.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Warmup => "warm-up",
+            Self::Window => "window",
+            Self::Grace => "grace",
+        }
     }
 }
 
@@ -107,6 +180,11 @@ pub struct Written {
 pub struct Progress {
     /// Seconds since the run's t0.
     pub elapsed_s: f64,
+    /// The stretch of the run `elapsed_s` falls in.
+    pub stage: Stage,
+    /// Seconds left to the horizon (an upper bound: a run whose requests
+    /// have all ended before it stops earlier).
+    pub remaining_s: f64,
     /// Requests handed to the transport.
     pub sent: u64,
     /// Requests completed.
@@ -123,7 +201,7 @@ pub type ProgressSink = Arc<dyn Fn(Option<Progress>) + Send + Sync>;
 
 /// Turns a finished run into the trace document (pure).
 pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
-    let open_loop = plan.open_loop();
+    let frame = Frame::of(plan);
     let tokens = row::token_mode(
         outcome
             .results
@@ -131,115 +209,46 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
             .flatten()
             .map(|f| (&f.obs, &f.ending)),
     );
-    let mut rows: Vec<TraceRow> = outcome
+    let rows: Vec<TraceRow> = outcome
         .results
         .iter()
         .enumerate()
         .map(|(index, slot)| match slot {
-            Some(f) => row::assemble(
-                &row::RowMeta {
-                    index,
-                    class: f.class.clone(),
-                    arrival_ms: f.arrival_ms,
-                    open_loop,
-                    prompt_chars: f.prompt_chars,
-                    prompt_hash: f.prompt_hash.clone(),
-                    labels: f.labels.clone(),
-                },
-                &f.obs,
-                &f.ending,
-                tokens,
+            Some(f) => frame.ended_row(index, f, tokens),
+            None => frame.unsent_row(
+                index,
+                outcome.arrivals_ms.get(index).copied().unwrap_or(0.0),
+                &PromptMeta::of_request(&plan.run.prompts, index),
             ),
-            None => {
-                let prompt = plan.run.prompts.prompt(index);
-                row::not_sent(&row::RowMeta {
-                    index,
-                    class: prompt.class,
-                    arrival_ms: outcome.arrivals_ms.get(index).copied().unwrap_or(0.0),
-                    open_loop,
-                    prompt_chars: prompt.text.chars().count() as u64,
-                    prompt_hash: request::prompt_hash(&prompt.text),
-                    labels: plan.run.prompts.extras(index).labels,
-                })
-            }
         })
         .collect();
-    phases::label_rows(&mut rows, &plan.phases);
-
-    let start_ms = plan.warmup_ms;
-    let planned_end_ms = plan.run.window_end_ms;
-    let (end_ms, horizon_ms) = match outcome.interrupted_at_ms {
-        // Cut the window at the interrupt: rates are per observed second and
-        // nothing after the interrupt is claimed. Interrupted during warm-up,
-        // the window is an empty 1 ms: no row arrives in it.
-        Some(t) if t < planned_end_ms => {
-            let end = if t > start_ms {
-                round_us(t)
-            } else {
-                start_ms + 1.0
-            };
-            (end, end)
-        }
-        Some(t) => (planned_end_ms, round_us(t).max(planned_end_ms)),
-        None => (planned_end_ms, planned_end_ms + plan.run.grace_ms),
-    };
-    let mut workload = plan.workload.clone();
-    workload.insert("scheduled".into(), Scalar::Number(rows.len() as f64));
-    if outcome.keep_alive_retries > 0 {
-        workload.insert(
-            "keepAliveRetries".into(),
-            Scalar::Number(outcome.keep_alive_retries as f64),
-        );
-    }
-    if let Some(t) = outcome.interrupted_at_ms {
-        workload.insert("interrupted".into(), Scalar::Bool(true));
-        workload.insert("interruptedAtMs".into(), Scalar::Number(round_us(t)));
-        workload.insert(
-            "plannedScheduled".into(),
-            Scalar::Number(outcome.planned as f64),
-        );
-        workload.insert("plannedWindowEndMs".into(), Scalar::Number(planned_end_ms));
-    }
-    let mut boundary = Labels::new();
-    let arrival = if open_loop {
-        "scheduled"
-    } else {
-        "closed-loop"
-    };
-    boundary.insert("arrival".into(), Scalar::String(arrival.into()));
-    boundary.insert("tokens".into(), Scalar::String("client".into()));
-    boundary.insert("clock".into(), Scalar::String("monotonic".into()));
-    TraceDoc {
-        schema: TRACE_SCHEMA,
-        window: Window {
-            start_ms,
-            end_ms,
-            horizon_ms: Some(horizon_ms),
-        },
-        warmup: (start_ms > 0.0).then_some(Warmup {
-            start_ms: 0.0,
-            end_ms: start_ms,
-        }),
-        equality: plan.equality,
-        classes: plan.classes.clone(),
-        default_class: plan.default_class.clone(),
-        tokens,
-        boundary,
-        workload,
-        phases: plan.phases.clone(),
-        resources: plan.resources,
-        rows,
-    }
+    frame.document(&Stop::of(outcome), tokens, rows)
 }
 
 /// Runs a plan against a transport, with `interrupt` as the Ctrl-C signal.
-/// Builds its own runtime; returns the outcome (used by [`record`] and the tests).
+/// Builds its own runtime; returns the outcome with every result in memory
+/// (used by the tests).
 pub fn execute<T: Transport>(
     plan: &Plan,
     transport: T,
     interrupt: impl FnOnce() -> Interrupt,
     progress: Option<ProgressSink>,
-) -> Result<RunOutcome, Error> {
+) -> Result<Recording, Error> {
+    let mut results: Vec<Option<runner::Finished>> = Vec::new();
+    let mut recording = execute_into(plan, transport, interrupt, progress, &mut results)?;
+    results.resize_with(recording.outcome.rows, || None);
+    recording.outcome.results = results;
+    Ok(recording)
+}
+
+/// [`execute`], handing each ending to `collector` as it comes (the spool).
+pub fn execute_into<T: Transport>(
+    plan: &Plan,
+    transport: T,
+    interrupt: impl FnOnce() -> Interrupt,
+    progress: Option<ProgressSink>,
+    collector: &mut dyn Collector,
+) -> Result<Recording, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -247,33 +256,141 @@ pub fn execute<T: Transport>(
     let counters = Arc::new(Counters::default());
     let config = Arc::new(plan.run.clone());
     let transport = Arc::new(transport);
-    let outcome = runtime.block_on(async {
-        let t0 = tokio::time::Instant::now() + Duration::from_millis(5);
-        let ticker = progress
-            .clone()
-            .map(|sink| tokio::spawn(sample_progress(counters.clone(), t0, sink)));
-        let outcome = runner::run(transport, config, t0, counters.clone(), interrupt()).await;
+    let scraped = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let scraper = match &plan.metrics {
+        Some(m) => Some((
+            m.clone(),
+            m.transport(&plan.endpoint).map_err(Error::Usage)?,
+        )),
+        None => None,
+    };
+    let mut start_late_ms = None;
+    let mut outcome = runtime.block_on(async {
+        let t0 = match plan.start_at_unix_ms {
+            Some(start) => {
+                let (t0, late) = anchor(start);
+                start_late_ms = Some(late);
+                t0
+            }
+            None => tokio::time::Instant::now() + Duration::from_millis(5),
+        };
+        let ticker = progress.clone().map(|sink| {
+            tokio::spawn(sample_progress(
+                counters.clone(),
+                t0,
+                (plan.warmup_ms, plan.run.window_end_ms, plan.horizon_ms()),
+                sink,
+            ))
+        });
+        let (stop_scraping, stop) = tokio::sync::watch::channel(false);
+        let scraper = scraper.map(|(m, transport)| {
+            tokio::spawn(metrics::scrape_loop(
+                m,
+                transport,
+                t0,
+                scraped.clone(),
+                stop,
+            ))
+        });
+        let outcome = runner::run_into(
+            transport,
+            config,
+            t0,
+            counters.clone(),
+            interrupt(),
+            collector,
+        )
+        .await;
+        if let Some(task) = scraper {
+            let _ = stop_scraping.send(true);
+            // A scrape in progress ends within its timeout; do not wait longer.
+            if tokio::time::timeout(Duration::from_secs(1), task)
+                .await
+                .is_err()
+            {
+                // Still blocked: the runtime's shutdown drops it.
+            }
+        }
         if let Some(t) = ticker {
             t.abort();
             if let Some(sink) = &progress {
                 sink(None);
             }
         }
-        outcome
+        (outcome, t0)
     });
+    if let (Some(start), Some(late)) = (plan.start_at_unix_ms, start_late_ms) {
+        let mono_ms = tokio::time::Instant::now()
+            .saturating_duration_since(outcome.1)
+            .as_secs_f64()
+            * 1000.0;
+        let offset_ms = (unix_ms_now() - start) - mono_ms;
+        outcome.0.shard_clock = Some(runner::ShardClock {
+            offset_ms,
+            skew_ppm: if mono_ms > 0.0 {
+                offset_ms / mono_ms * 1e6
+            } else {
+                0.0
+            },
+            start_late_ms: late,
+        });
+    }
+    let outcome = outcome.0;
     // Requests still draining a body after cancellation are dropped here.
     runtime.shutdown_timeout(Duration::from_millis(200));
-    Ok(outcome)
+    let metrics = plan.metrics.as_ref().map(|_| {
+        std::mem::take(
+            &mut *scraped
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    });
+    Ok(Recording { outcome, metrics })
 }
 
-async fn sample_progress(counters: Arc<Counters>, t0: tokio::time::Instant, sink: ProgressSink) {
+/// The wall clock, ms since the Unix epoch.
+fn unix_ms_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// The monotonic instant at which the wall clock reads `start_unix_ms`, and
+/// how late (ms; negative = early) this process is for it. A late start puts
+/// t0 in the past: the schedule is not shifted, and the overdue requests
+/// leave at once, each with its send lag.
+fn anchor(start_unix_ms: f64) -> (tokio::time::Instant, f64) {
+    let mono = tokio::time::Instant::now();
+    let late_ms = unix_ms_now() - start_unix_ms;
+    let gap = Duration::from_secs_f64(late_ms.abs() / 1000.0);
+    let t0 = if late_ms <= 0.0 {
+        mono + gap
+    } else {
+        mono.checked_sub(gap).unwrap_or(mono)
+    };
+    (t0, late_ms)
+}
+
+/// Samples the live counters every 250 ms into `sink`. `times` are the
+/// window start, window end and horizon, ms since `t0` (as [`Plan::stage_at`]).
+async fn sample_progress(
+    counters: Arc<Counters>,
+    t0: tokio::time::Instant,
+    times: (f64, f64, f64),
+    sink: ProgressSink,
+) {
+    let (start_ms, end_ms, horizon_ms) = times;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
         tick.tick().await;
+        let elapsed_s = tokio::time::Instant::now()
+            .saturating_duration_since(t0)
+            .as_secs_f64();
+        let elapsed_ms = elapsed_s * 1000.0;
         sink(Some(Progress {
-            elapsed_s: tokio::time::Instant::now()
-                .saturating_duration_since(t0)
-                .as_secs_f64(),
+            elapsed_s,
+            stage: Stage::at(start_ms, end_ms, elapsed_ms),
+            remaining_s: ((horizon_ms - elapsed_ms) / 1000.0).max(0.0),
             sent: counters.sent.load(Ordering::Relaxed),
             completed: counters.completed.load(Ordering::Relaxed),
             failed: counters.failed.load(Ordering::Relaxed),
@@ -284,15 +401,20 @@ async fn sample_progress(counters: Arc<Counters>, t0: tokio::time::Instant, sink
 
 /// Runs a validated plan against the real network, with Ctrl-C as the
 /// interrupt: scheduling stops, unfinished requests are kept (they become
-/// `in_flight` rows) and the outcome says when it was interrupted. A single
+/// `in_flight` rows) and the outcome says when it was interrupted. Every
+/// ending goes to `collector` as it comes (`record` spools them). A single
 /// `record` and every point of a rate sweep go through here.
-pub fn record(plan: &Plan, progress: Option<ProgressSink>) -> Result<RunOutcome, Error> {
+pub fn record(
+    plan: &Plan,
+    progress: Option<ProgressSink>,
+    collector: &mut dyn Collector,
+) -> Result<Recording, Error> {
     let transport = plan
         .endpoint
         .transport(plan.uri.clone())
         .map_err(Error::Usage)?;
     let retries = transport.retries();
-    let mut outcome = execute(
+    let mut recording = execute_into(
         plan,
         transport,
         || {
@@ -304,9 +426,10 @@ pub fn record(plan: &Plan, progress: Option<ProgressSink>) -> Result<RunOutcome,
             })
         },
         progress,
+        collector,
     )?;
-    outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
-    Ok(outcome)
+    recording.outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
+    Ok(recording)
 }
 
 /// The preflight of [`preflight`] for a plan (nothing when `--no-preflight`):
@@ -334,4 +457,22 @@ pub fn preflight(plan: &Plan) -> Result<(), Error> {
         wait,
     )
     .map_err(Error::Preflight)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stage;
+
+    #[test]
+    fn stages_split_at_the_window_start_and_end() {
+        // Window [2000, 12000): before it warm-up, in it window, after it grace.
+        assert_eq!(Stage::at(2000.0, 12_000.0, 0.0), Stage::Warmup);
+        assert_eq!(Stage::at(2000.0, 12_000.0, 1999.9), Stage::Warmup);
+        assert_eq!(Stage::at(2000.0, 12_000.0, 2000.0), Stage::Window);
+        assert_eq!(Stage::at(2000.0, 12_000.0, 11_999.9), Stage::Window);
+        assert_eq!(Stage::at(2000.0, 12_000.0, 12_000.0), Stage::Grace);
+        // No warm-up: the window starts at once.
+        assert_eq!(Stage::at(0.0, 10_000.0, 0.0), Stage::Window);
+        assert_eq!(Stage::Grace.as_str(), "grace");
+    }
 }

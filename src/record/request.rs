@@ -82,6 +82,17 @@ pub enum PromptSource {
     Recipes(Arc<super::workload::RecipeSet>),
     /// Multi-turn sessions; row `i` is one turn (see `workload::sessions`).
     Sessions(Arc<super::workload::sessions::SessionSet>),
+    /// Another source's prompts for every `stride`-th request from `offset`:
+    /// a shard's `i`-th request is request `i·N + K` of the whole schedule,
+    /// and gets that request's prompt.
+    Strided {
+        /// The whole schedule's source.
+        inner: Box<PromptSource>,
+        /// N, the number of shards.
+        stride: usize,
+        /// K, this shard.
+        offset: usize,
+    },
 }
 
 /// The filler words of random prompts (also the word pool of `workload`).
@@ -125,6 +136,11 @@ impl PromptSource {
                 class: None,
                 tokens: None,
             },
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => inner.prompt(index * stride + offset),
         }
     }
 
@@ -146,6 +162,11 @@ impl PromptSource {
                 max_tokens: set.max_tokens.get(index).copied().flatten(),
                 labels: set.labels(index),
             },
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => inner.extras(index * stride + offset),
         }
     }
 
@@ -173,6 +194,15 @@ impl PromptSource {
             PromptSource::Sessions(set) => {
                 PromptSource::Sessions(Arc::new(set.in_seeded_order(seed)))
             }
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => PromptSource::Strided {
+                inner: Box::new(inner.in_seeded_order(seed)),
+                stride: *stride,
+                offset: *offset,
+            },
         }
     }
 
@@ -187,6 +217,7 @@ impl PromptSource {
                 set.dataset.kind,
                 set.dataset.conversations.len()
             ),
+            PromptSource::Strided { inner, .. } => inner.describe(),
         }
     }
 }

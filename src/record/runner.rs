@@ -105,6 +105,56 @@ pub struct RunOutcome {
     /// Requests the transport sent a second time after the keep-alive race
     /// (filled in by the caller that owns the transport; 0 here).
     pub keep_alive_retries: u64,
+    /// Rows the trace gets (`results.len()` when the results were kept in
+    /// memory; with a spool, `results` is empty and this counts).
+    pub rows: usize,
+    /// A run started at a shared instant (`--start-at`): its clock figures
+    /// (filled in by the caller that placed t0; `None` here).
+    pub shard_clock: Option<ShardClock>,
+}
+
+/// A shard's clock as it measured itself (`docs/recorder.md`, "Shards").
+/// Clock disagreement between machines cannot be seen from inside one: it
+/// is the hosts' wall-clock offset (NTP's business), and shifts every time
+/// of that shard alike.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardClock {
+    /// At the end of the run, (wall clock − start instant) − (monotonic time
+    /// since t0), ms: how far the monotonic timeline every time is measured
+    /// on drifted from the shard's wall clock over the run.
+    pub offset_ms: f64,
+    /// That drift per elapsed time, parts per million.
+    pub skew_ppm: f64,
+    /// The shard's wall clock when it was ready to send, minus the start
+    /// instant, ms: negative when early (as it should be); positive when
+    /// late, and then its first requests carry that lag.
+    pub start_late_ms: f64,
+}
+
+/// Where a run's requests go as they end. The in-memory collector is a
+/// `Vec<Option<Finished>>` indexed by request; the spool
+/// (`record::spool`) appends each to a file instead, so memory does not
+/// grow with the length of the run.
+pub trait Collector {
+    /// Request `index` ended (or was cut off in flight).
+    fn ended(&mut self, index: usize, finished: Finished);
+    /// Every ending handed to the collector so far, and the first
+    /// `dispatched` requests' dispatch, happened by `at_ms` (called every
+    /// [`MARK_EVERY`] and once at the end; the spool flushes here).
+    fn mark(&mut self, _at_ms: f64, _dispatched: usize) {}
+}
+
+/// How often a run tells its collector how far it got.
+pub const MARK_EVERY: Duration = Duration::from_millis(250);
+
+impl Collector for Vec<Option<Finished>> {
+    fn ended(&mut self, index: usize, finished: Finished) {
+        if self.len() <= index {
+            self.resize_with(index + 1, || None);
+        }
+        self[index] = Some(finished);
+    }
 }
 
 /// Live counters for the progress line.
@@ -223,15 +273,32 @@ async fn one_request<T: Transport>(
     let _ = shared.results.send((index, finished));
 }
 
-/// Runs the load to its end (horizon or interrupt). `t0` is the zero of
-/// every timestamp; it should be a little in the future so request 0 is not
-/// born late.
+/// Runs the load to its end (horizon or interrupt), keeping every result in
+/// memory. `t0` is the zero of every timestamp; it should be a little in the
+/// future so request 0 is not born late.
 pub async fn run<T: Transport>(
     transport: Arc<T>,
     config: Arc<RunConfig>,
     t0: Instant,
     counters: Arc<Counters>,
     interrupt: Interrupt,
+) -> RunOutcome {
+    let mut results: Vec<Option<Finished>> = Vec::new();
+    let mut outcome = run_into(transport, config, t0, counters, interrupt, &mut results).await;
+    results.resize_with(outcome.rows, || None);
+    outcome.results = results;
+    outcome
+}
+
+/// Runs the load to its end, handing each ending to `collector` as it
+/// comes; the outcome's `results` are empty.
+pub async fn run_into<T: Transport>(
+    transport: Arc<T>,
+    config: Arc<RunConfig>,
+    t0: Instant,
+    counters: Arc<Counters>,
+    interrupt: Interrupt,
+    collector: &mut dyn Collector,
 ) -> RunOutcome {
     let clock = Clock::new(t0);
     let (cancel_tx, cancel_rx) = watch::channel(None);
@@ -307,18 +374,21 @@ pub async fn run<T: Transport>(
     let mut interrupted_at_ms = None;
     let mut dispatcher_done = false;
     let mut horizon_passed = false;
-    let mut results: Vec<Option<Finished>> = Vec::new();
+    let mut marks = tokio::time::interval_at(clock.at(0.0) + MARK_EVERY, MARK_EVERY);
+    marks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             message = res_rx.recv() => match message {
-                Some((index, finished)) => {
-                    if results.len() <= index {
-                        results.resize_with(index + 1, || None);
-                    }
-                    results[index] = Some(finished);
-                }
+                Some((index, finished)) => collector.ended(index, finished),
                 None => break,
             },
+            _ = marks.tick() => {
+                // Hand over what has already ended, so the mark covers it.
+                while let Ok((index, finished)) = res_rx.try_recv() {
+                    collector.ended(index, finished);
+                }
+                collector.mark(clock.now_ms(), issued.load(Ordering::Relaxed));
+            }
             _ = &mut dispatcher, if !dispatcher_done => dispatcher_done = true,
             () = &mut horizon, if !horizon_passed && interrupted_at_ms.is_none() => {
                 horizon_passed = true;
@@ -360,13 +430,12 @@ pub async fn run<T: Transport>(
             // start (a row never sent, like any open-loop request); its later
             // turns never became eligible before the stop.
             let rows = set.rows_of(sessions);
-            results.resize_with(rows, || None);
             for s in issued.min(sessions)..sessions {
-                let later = set.offsets[s] + 1..set.offsets[s + 1];
-                for (slot, index) in results[later.clone()].iter_mut().zip(later) {
-                    *slot = Some(super::workload::sessions::not_eligible_row(
-                        set, index, stop_ms,
-                    ));
+                for index in set.offsets[s] + 1..set.offsets[s + 1] {
+                    collector.ended(
+                        index,
+                        super::workload::sessions::not_eligible_row(set, index, stop_ms),
+                    );
                 }
             }
             let arrivals = (0..rows)
@@ -379,13 +448,28 @@ pub async fn run<T: Transport>(
         }
         Load::Closed { .. } => (Vec::new(), issued, issued),
     };
-    results.resize_with(rows, || None);
+    collector.mark(clock.now_ms(), issued);
     RunOutcome {
-        results,
+        results: Vec::new(),
         arrivals_ms,
         interrupted_at_ms,
         planned,
         keep_alive_retries: 0,
+        rows,
+        shard_clock: None,
+    }
+}
+
+/// Asks the kernel to wake this thread on time: Linux lets a normal
+/// thread's timers fire up to 50 µs late (timer slack) to batch wake-ups,
+/// which is all of the budget of a 1 ms p99 send lag at a few thousand
+/// requests a second.
+fn precise_timers() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and only changes this
+    // thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
     }
 }
 
@@ -398,6 +482,7 @@ fn dispatch(
     issued: &AtomicUsize,
     mut spawn: impl FnMut(usize, f64),
 ) {
+    precise_timers();
     for (index, &arrival) in arrivals_ms.iter().enumerate() {
         let due = clock.at(arrival).into_std();
         loop {

@@ -1,15 +1,20 @@
 //! The closing summary's figures: what the run did and whether the client
 //! kept up. Pure: rows in, figures out (the text is `render::record`).
 //!
-//! "Kept up" has two tests, both about the client rather than the server:
-//! - p99 send lag (actual send − scheduled instant) ≤ 1 ms;
-//! - the achieved arrival rate ≥ 99 % of the scheduled one, where achieved is
-//!   `(sent − 1) / (last send − first scheduled arrival)` and scheduled is
-//!   `(rows − 1) / (last scheduled arrival − first scheduled arrival)` over the
-//!   same rows. Comparing against the schedule actually drawn (not the nominal
-//!   `--request-rate`) keeps a Poisson draw that happened to run a little
-//!   slow from being blamed on the client; requests never sent count against
-//!   the achieved rate.
+//! The client distorted the measurement ([`Figures::client_conditions`]) when
+//! any of three conditions holds, each named with its figure:
+//! - the achieved arrival rate is under 99 % of the scheduled one, where
+//!   achieved is `(sent − 1) / (last send − first scheduled arrival)` and
+//!   scheduled is `(rows − 1) / (last scheduled arrival − first scheduled
+//!   arrival)` over the same rows. Comparing against the schedule actually
+//!   drawn (not the nominal `--request-rate`) keeps a Poisson draw that
+//!   happened to run a little slow from being blamed on the client;
+//! - some due request was never sent;
+//! - p99 send lag (actual send − scheduled instant) is over
+//!   `max(1 ms, 1 % of the smallest declared TTFT or E2E gate)`: latency
+//!   counts from the scheduled instant, so lag is charged to the server's
+//!   TTFT and E2E (never to TPOT, a difference of token times), and it
+//!   matters only when it is large against what those gates judge.
 //!
 //! When more than half of the rows failed for the same reason (a dead
 //! server, a wrong key, an untrusted certificate), the first line says so,
@@ -23,8 +28,11 @@ use crate::trace::Scalar;
 
 use crate::trace::write::{RowStatus, TraceRow};
 
-/// The p99 send lag above which the client is called the bottleneck, ms.
+/// The p99 send lag above which the client is called the bottleneck, ms,
+/// when no gate is declared or 1 % of the smallest gate is less.
 pub const MAX_P99_SEND_LAG_MS: f64 = 1.0;
+/// The share of the smallest declared gate that p99 send lag may reach.
+pub const SEND_LAG_GATE_SHARE: f64 = 0.01;
 /// The achieved/scheduled arrival-rate ratio below which the client is called the bottleneck.
 pub const MIN_ARRIVAL_RATIO: f64 = 0.99;
 
@@ -68,32 +76,11 @@ pub struct DominantFailure {
     pub text: Option<String>,
 }
 
-fn dominant_failure(
-    rows: &[TraceRow],
-    failed: &BTreeMap<String, usize>,
-) -> Option<DominantFailure> {
-    let (reason, &count) = failed
-        .iter()
-        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(*r)))?;
-    if count * 2 <= rows.len() {
-        return None;
-    }
-    let mut texts: BTreeMap<&str, usize> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.reason.as_deref() == Some(reason)) {
-        if let Some(Scalar::String(t)) = row.labels.get(super::error_text::LABEL) {
-            *texts.entry(t).or_default() += 1;
-        }
-    }
-    let text = texts
-        .iter()
-        .max_by_key(|(t, n)| (**n, std::cmp::Reverse(*t)))
-        .map(|(t, _)| (*t).to_owned());
-    Some(DominantFailure {
-        reason: reason.clone(),
-        rows: count,
-        text,
-    })
-}
+/// Distinct `errorText`s counted per failure reason: past this many, new
+/// texts are not counted (a server that puts a request id in every error
+/// would otherwise make the tally grow with the run; the line names the most
+/// frequent of the texts counted).
+pub const MAX_TEXTS_PER_REASON: usize = 256;
 
 fn number(row: &TraceRow, key: &str) -> Option<f64> {
     match row.labels.get(key) {
@@ -104,22 +91,40 @@ fn number(row: &TraceRow, key: &str) -> Option<f64> {
 
 /// Computes the figures from the rows written.
 pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
-    let mut f = Figures {
-        rows: rows.len(),
-        sent: 0,
-        completed: 0,
-        failed: BTreeMap::new(),
-        in_flight: 0,
-        not_sent: 0,
-        output_tokens: 0,
-        send_lag_ms: None,
-        arrival_rates_per_s: None,
-        tokens: super::workload::accounting::figures(rows),
-        dominant_failure: None,
-    };
-    let mut lags = Vec::new();
-    let mut last_send: Option<f64> = None;
-    for row in rows {
+    let mut tally = Tally::default();
+    rows.iter().for_each(|row| tally.add(row));
+    tally.figures(open_loop)
+}
+
+/// The figures accumulated one row at a time, for a trace streamed from the
+/// spool (only the send lags are kept, one number per row, for their
+/// percentiles, and the error texts of failed rows, at most
+/// [`MAX_TEXTS_PER_REASON`] distinct ones per reason).
+#[derive(Debug, Default)]
+pub struct Tally {
+    f: Option<Figures>,
+    lags: Vec<f64>,
+    last_send: Option<f64>,
+    first_arrival: Option<f64>,
+    last_arrival: Option<f64>,
+    out_of_order: bool,
+    texts: BTreeMap<String, BTreeMap<String, usize>>,
+    tokens: super::workload::accounting::TokenTally,
+}
+
+impl Tally {
+    /// Counts one row (rows come in trace order).
+    pub fn add(&mut self, row: &TraceRow) {
+        let f = self.f.get_or_insert_with(Figures::empty);
+        f.rows += 1;
+        self.first_arrival.get_or_insert(row.arrival_ms);
+        // Session turns arrive when they became eligible, not in row order:
+        // then no arrival rate is read from the first and last rows.
+        if self.last_arrival.is_some_and(|last| row.arrival_ms < last) {
+            self.out_of_order = true;
+        }
+        self.last_arrival = Some(row.arrival_ms);
+        self.tokens.add(row);
         let unsent = matches!(row.labels.get("notSent"), Some(Scalar::Bool(true)));
         // A session turn after a failure, or not yet eligible at the stop,
         // was never due to be sent: neither sent nor a client shortfall.
@@ -136,49 +141,164 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
                 f.output_tokens += row.output_tokens.unwrap_or(0);
             }
             RowStatus::Failed => {
-                *f.failed
-                    .entry(row.reason.clone().unwrap_or_default())
-                    .or_default() += 1;
+                let reason = row.reason.clone().unwrap_or_default();
+                if let Some(Scalar::String(t)) = row.labels.get(super::error_text::LABEL) {
+                    let texts = self.texts.entry(reason.clone()).or_default();
+                    if let Some(n) = texts.get_mut(t) {
+                        *n += 1;
+                    } else if texts.len() < MAX_TEXTS_PER_REASON {
+                        texts.insert(t.clone(), 1);
+                    }
+                }
+                *f.failed.entry(reason).or_default() += 1;
             }
             RowStatus::InFlight => f.in_flight += 1,
         }
         if let Some(lag) = number(row, "sendLagMs") {
-            lags.push(lag);
+            self.lags.push(lag);
             let sent_at = row.arrival_ms + lag;
-            last_send = Some(last_send.map_or(sent_at, |t: f64| t.max(sent_at)));
+            self.last_send = Some(self.last_send.map_or(sent_at, |t: f64| t.max(sent_at)));
         }
     }
-    if open_loop && !lags.is_empty() {
-        lags.sort_by(f64::total_cmp);
-        let p = |q| nearest_rank(&lags, q).unwrap_or(0.0);
-        f.send_lag_ms = Some((p(50), p(99), lags[lags.len() - 1]));
-    }
-    if let (true, Some(first), Some(last), Some(last_send)) =
-        (open_loop, rows.first(), rows.last(), last_send)
-    {
-        let scheduled_span = last.arrival_ms - first.arrival_ms;
-        let achieved_span = last_send - first.arrival_ms;
-        let in_order = rows.windows(2).all(|w| w[0].arrival_ms <= w[1].arrival_ms);
-        if in_order && rows.len() >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
-            let scheduled = (rows.len() - 1) as f64 * 1000.0 / scheduled_span;
-            let achieved = (f.sent.saturating_sub(1)) as f64 * 1000.0 / achieved_span;
-            f.arrival_rates_per_s = Some((achieved, scheduled));
+
+    /// The figures of the rows counted.
+    pub fn figures(mut self, open_loop: bool) -> Figures {
+        let mut f = self.f.take().unwrap_or_else(Figures::empty);
+        let lags = &mut self.lags;
+        if open_loop && !lags.is_empty() {
+            lags.sort_by(f64::total_cmp);
+            let p = |q| nearest_rank(lags, q).unwrap_or(0.0);
+            f.send_lag_ms = Some((p(50), p(99), lags[lags.len() - 1]));
         }
+        if let (true, Some(first), Some(last), Some(last_send)) = (
+            open_loop,
+            self.first_arrival,
+            self.last_arrival,
+            self.last_send,
+        ) {
+            let scheduled_span = last - first;
+            let achieved_span = last_send - first;
+            if !self.out_of_order && f.rows >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
+                let scheduled = (f.rows - 1) as f64 * 1000.0 / scheduled_span;
+                let achieved = (f.sent.saturating_sub(1)) as f64 * 1000.0 / achieved_span;
+                f.arrival_rates_per_s = Some((achieved, scheduled));
+            }
+        }
+        f.tokens = self.tokens.figures();
+        f.dominant_failure = dominant_failure(f.rows, &f.failed, &self.texts);
+        f
     }
-    f.dominant_failure = dominant_failure(rows, &f.failed);
-    f
+}
+
+fn dominant_failure(
+    rows: usize,
+    failed: &BTreeMap<String, usize>,
+    texts: &BTreeMap<String, BTreeMap<String, usize>>,
+) -> Option<DominantFailure> {
+    let (reason, &count) = failed
+        .iter()
+        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(*r)))?;
+    if count * 2 <= rows {
+        return None;
+    }
+    let text = texts
+        .get(reason)
+        .and_then(|t| t.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(*t))))
+        .map(|(t, _)| t.clone());
+    Some(DominantFailure {
+        reason: reason.clone(),
+        rows: count,
+        text,
+    })
+}
+
+/// One way the client distorted a measurement, with its figure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClientCondition {
+    /// Achieved arrivals fell under 99 % of the schedule.
+    SlowArrivals {
+        /// Achieved rate, per s.
+        achieved_per_s: f64,
+        /// Scheduled rate, per s.
+        scheduled_per_s: f64,
+    },
+    /// Due requests were never sent.
+    NotSent {
+        /// How many.
+        count: usize,
+    },
+    /// p99 send lag was over its limit.
+    SendLag {
+        /// p99 send lag, ms.
+        p99_ms: f64,
+        /// The limit, ms: max(1, 1 % of the smallest gate).
+        limit_ms: f64,
+    },
+}
+
+/// The p99 send lag a run may have before the client is blamed:
+/// `max(1 ms, 1 % of the smallest declared gate)`.
+pub fn send_lag_limit_ms(smallest_gate_ms: Option<f64>) -> f64 {
+    smallest_gate_ms.map_or(MAX_P99_SEND_LAG_MS, |g| {
+        (SEND_LAG_GATE_SHARE * g).max(MAX_P99_SEND_LAG_MS)
+    })
+}
+
+/// The smallest TTFT or E2E gate of any class, ms, if any is declared (send
+/// lag shifts those two measurements; TPOT is a difference of token times).
+pub fn smallest_gate_ms<'a>(
+    gates: impl IntoIterator<Item = &'a crate::trace::Gates>,
+) -> Option<f64> {
+    gates
+        .into_iter()
+        .flat_map(|g| [g.ttft_ms, g.e2e_ms])
+        .flatten()
+        .min_by(f64::total_cmp)
 }
 
 impl Figures {
-    /// Whether the client, not the server, limited the run.
-    pub fn client_bound(&self) -> bool {
-        let lagging = self
-            .send_lag_ms
-            .is_some_and(|(_, p99, _)| p99 > MAX_P99_SEND_LAG_MS);
-        let slow = self
-            .arrival_rates_per_s
-            .is_some_and(|(achieved, scheduled)| achieved < MIN_ARRIVAL_RATIO * scheduled);
-        lagging || slow || self.not_sent > 0
+    fn empty() -> Figures {
+        Figures {
+            rows: 0,
+            sent: 0,
+            completed: 0,
+            failed: BTreeMap::new(),
+            in_flight: 0,
+            not_sent: 0,
+            output_tokens: 0,
+            send_lag_ms: None,
+            tokens: Default::default(),
+            arrival_rates_per_s: None,
+            dominant_failure: None,
+        }
+    }
+
+    /// The conditions under which the client, not the server, distorted the
+    /// run (module docs give the rule), in a fixed order; empty when the
+    /// client kept its schedule.
+    pub fn client_conditions(&self, smallest_gate_ms: Option<f64>) -> Vec<ClientCondition> {
+        let mut out = Vec::new();
+        if let Some((achieved, scheduled)) = self.arrival_rates_per_s {
+            if achieved < MIN_ARRIVAL_RATIO * scheduled {
+                out.push(ClientCondition::SlowArrivals {
+                    achieved_per_s: achieved,
+                    scheduled_per_s: scheduled,
+                });
+            }
+        }
+        if self.not_sent > 0 {
+            out.push(ClientCondition::NotSent {
+                count: self.not_sent,
+            });
+        }
+        let limit_ms = send_lag_limit_ms(smallest_gate_ms);
+        if let Some((_, p99, _)) = self.send_lag_ms.filter(|(_, p99, _)| *p99 > limit_ms) {
+            out.push(ClientCondition::SendLag {
+                p99_ms: p99,
+                limit_ms,
+            });
+        }
+        out
     }
 }
 
@@ -212,7 +332,7 @@ mod tests {
         assert!((scheduled - 100.0).abs() < 1e-9);
         // 100 gaps over 1000.1 ms.
         assert!((achieved - 100_000.0 / 1000.1).abs() < 1e-9);
-        assert!(!f.client_bound());
+        assert_eq!(f.client_conditions(None), vec![]);
     }
 
     #[test]
@@ -228,14 +348,68 @@ mod tests {
             .insert("sendLagMs".into(), Scalar::Number(2.0));
         let f = figures(&rows, true);
         assert_eq!(f.send_lag_ms.map(|l| l.1), Some(2.0));
-        assert!(f.client_bound());
+        // No gate, or a 100 ms gate: the limit is 1 ms and 2 ms is over it.
+        let lagging = vec![ClientCondition::SendLag {
+            p99_ms: 2.0,
+            limit_ms: 1.0,
+        }];
+        assert_eq!(f.client_conditions(None), lagging);
+        assert_eq!(f.client_conditions(Some(100.0)), lagging);
+        // A 1,000 ms gate allows 10 ms: 2 ms of lag distorts nothing.
+        assert_eq!(f.client_conditions(Some(1000.0)), vec![]);
         let mut rows: Vec<TraceRow> = (0..10)
             .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.0)))
             .collect();
         rows.push(row(100.0, RowStatus::InFlight, None));
         let f = figures(&rows, true);
         assert_eq!((f.not_sent, f.in_flight), (1, 1));
-        assert!(f.client_bound());
+        assert_eq!(
+            f.client_conditions(Some(1000.0)),
+            vec![ClientCondition::NotSent { count: 1 }]
+        );
+    }
+
+    #[test]
+    fn slow_arrivals_are_named_with_both_rates() {
+        // 11 rows scheduled 10 ms apart (100/s); the last sent 100 ms late:
+        // achieved = 10 gaps / 200 ms = 50/s, under 99 % of 100/s.
+        let mut rows: Vec<TraceRow> = (0..11)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.0)))
+            .collect();
+        rows[10]
+            .labels
+            .insert("sendLagMs".into(), Scalar::Number(100.0));
+        let f = figures(&rows, true);
+        let conditions = f.client_conditions(Some(20_000.0));
+        assert_eq!(
+            conditions,
+            vec![ClientCondition::SlowArrivals {
+                achieved_per_s: 50.0,
+                scheduled_per_s: 100.0,
+            }]
+        );
+    }
+
+    #[test]
+    fn the_lag_limit_is_a_millisecond_or_a_hundredth_of_the_smallest_gate() {
+        assert_eq!(send_lag_limit_ms(None), 1.0);
+        assert_eq!(send_lag_limit_ms(Some(50.0)), 1.0);
+        assert_eq!(send_lag_limit_ms(Some(1000.0)), 10.0);
+        let gates = [
+            crate::trace::Gates {
+                ttft_ms: Some(1000.0),
+                tpot_ms: Some(50.0),
+                e2e_ms: None,
+            },
+            crate::trace::Gates {
+                ttft_ms: None,
+                tpot_ms: Some(20.0),
+                e2e_ms: Some(300.0),
+            },
+        ];
+        // TPOT gates (50, 20) do not count: send lag never shifts TPOT.
+        assert_eq!(smallest_gate_ms(&gates), Some(300.0));
+        assert_eq!(smallest_gate_ms(&[]), None);
     }
 
     #[test]

@@ -212,6 +212,31 @@ fn pass_share_with_interval(p: &FrontierPoint, attainment: f64) -> String {
 }
 
 /// The text table with the knee and capacity sentences below it.
+/// Per point, the peak queue and KV use the server reported (points whose
+/// trace has a `record --metrics` sidecar only).
+fn server_peaks(o: &mut String, f: &Frontier) {
+    let with: Vec<String> = f
+        .points
+        .iter()
+        .filter(|p| p.peak_waiting.is_some() || p.peak_kv_usage.is_some())
+        .map(|p| {
+            let waiting = p.peak_waiting.map_or_else(|| "—".to_owned(), short);
+            let kv = p.peak_kv_usage.map_or_else(
+                || "—".to_owned(),
+                |k| crate::render::figures::percent_short(k.clamp(0.0, 1.0), None),
+            );
+            format!(
+                "{}/s: peak queue {waiting}, peak KV use {kv}",
+                short(p.offered_per_s)
+            )
+        })
+        .collect();
+    if !with.is_empty() {
+        wrap(o, "server", &with.join("; "));
+    }
+}
+
+/// The frontier as a text table.
 pub fn text(f: &Frontier) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -261,6 +286,7 @@ pub fn text(f: &Frontier) -> String {
              client token, not necessarily per model token",
         );
     }
+    server_peaks(&mut o, f);
     wrap(
         &mut o,
         "",

@@ -2,6 +2,7 @@
 //! tool's report) and return bytes, so tests compare bytes and the CLI decides
 //! where they go.
 
+pub mod capacity;
 pub mod compare;
 pub mod csv;
 pub mod diagnosis;

@@ -5,7 +5,9 @@
 
 use std::fmt::Write as _;
 
-use crate::record::summary::{Figures, MAX_P99_SEND_LAG_MS, MIN_ARRIVAL_RATIO};
+use crate::receipt::{Saturation, SaturationVerdict};
+use crate::record::metrics::Peaks;
+use crate::record::summary::{ClientCondition, Figures, MIN_ARRIVAL_RATIO};
 use crate::record::Written;
 use crate::render::number::count;
 use crate::trace::{Limits, TokenCount};
@@ -31,6 +33,69 @@ pub fn analyze_command(path: &str, rows: usize, bytes: usize) -> String {
         let _ = write!(cmd, " --max-rows {rows} --max-bytes {bytes}");
     }
     cmd
+}
+
+/// What the closing text says beyond the run's own figures: the gates the
+/// send lag is weighed against, and the trace's saturation verdict.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Judged<'a> {
+    /// The smallest declared TTFT or E2E gate, ms (the send-lag limit is 1 % of it, at least 1 ms).
+    pub smallest_gate_ms: Option<f64>,
+    /// The `all` block's saturation figures, when the trace was analyzed.
+    pub saturation: Option<&'a Saturation>,
+    /// The peaks of the `--metrics` sidecar, and its path.
+    pub server: Option<(&'a str, Peaks)>,
+}
+
+/// One client condition, with its figure, for people.
+pub fn client_condition(c: &ClientCondition) -> String {
+    match *c {
+        ClientCondition::SlowArrivals {
+            achieved_per_s,
+            scheduled_per_s,
+        } => format!(
+            "achieved arrivals {achieved_per_s:.2}/s were {:.1} % of the {scheduled_per_s:.2}/s scheduled (under {:.0} %)",
+            100.0 * achieved_per_s / scheduled_per_s,
+            MIN_ARRIVAL_RATIO * 100.0
+        ),
+        ClientCondition::NotSent { count } => {
+            format!("{count} due requests were never sent")
+        }
+        ClientCondition::SendLag { p99_ms, limit_ms } => format!(
+            "p99 send lag {p99_ms:.3} ms was over {limit_ms:.3} ms (1 % of the smallest TTFT or E2E gate, at least 1 ms)"
+        ),
+    }
+}
+
+/// The warning and saturation lines: which side limited the run, and why.
+fn bottleneck(s: &mut String, f: &Figures, judged: &Judged) {
+    let conditions = f.client_conditions(judged.smallest_gate_ms);
+    if !conditions.is_empty() {
+        let list: Vec<String> = conditions.iter().map(client_condition).collect();
+        let _ = writeln!(
+            s,
+            "warning: the client distorted the measurement: {}; lower the rate or give the recorder more CPU",
+            list.join("; ")
+        );
+    }
+    if let Some(sat) = judged.saturation {
+        let _ = writeln!(
+            s,
+            "  saturation: {}: {}",
+            sat.verdict.as_str(),
+            sat.evidence
+        );
+        if sat.verdict == SaturationVerdict::Overloaded {
+            let _ = writeln!(
+                s,
+                "the server was the bottleneck: it served {} of the offered load",
+                sat.served_per_s.map_or_else(
+                    || "less than".to_owned(),
+                    |served| format!("{:.0} %", 100.0 * served / sat.offered_per_s)
+                )
+            );
+        }
+    }
 }
 
 /// The `next:` line for `command` (which already carries `--max-rows R
@@ -62,16 +127,27 @@ pub fn analyze_next(path: &str, rows: usize, bytes: usize) -> String {
     next_lines(&analyze_command(path, rows, bytes), raised)
 }
 
+/// `Peak waiting 7.` → `peak waiting 7.`, for the middle of a line.
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |c| {
+        c.to_lowercase().chain(chars).collect::<String>()
+    })
+}
+
 /// The summary text; `tokens` is what the trace's `outputTokens` count
 /// (model tokens from `usage`, or stream chunks when the server sent none).
 /// When more than half of the rows failed for one reason, the first line
-/// says so, with the server's most frequent `errorText` for it.
+/// says so, with the server's most frequent `errorText` for it. `judged`
+/// adds the client-bottleneck warning, the saturation verdict and the
+/// server metrics' peaks.
 pub fn render(
     f: &Figures,
     path: &str,
     bytes: usize,
     interrupted: bool,
     tokens: TokenCount,
+    judged: &Judged,
 ) -> String {
     let mut s = String::new();
     if let Some(d) = &f.dominant_failure {
@@ -157,15 +233,16 @@ pub fn render(
             crate::render::figures::percent(achieved / scheduled, 1)
         );
     }
-    if f.client_bound() {
+    if let Some((path, p)) = &judged.server {
         let _ = writeln!(
             s,
-            "warning: the client could not keep the schedule (p99 send lag over {MAX_P99_SEND_LAG_MS} ms, \
-             achieved arrivals under {:.0} % of the schedule, or requests never sent); the client, not \
-             the server, was the bottleneck — lower the rate or give the recorder more CPU",
-            MIN_ARRIVAL_RATIO * 100.0
+            "  server metrics: {}, {} → {path}; {}",
+            count(p.snapshots as u64, "snapshot"),
+            count(p.gaps as u64, "failed scrape"),
+            lowercase_first(&crate::render::report::peak_text(p))
         );
     }
+    bottleneck(&mut s, f, judged);
     s.push_str(&analyze_next(path, f.rows, bytes));
     s
 }
@@ -237,7 +314,14 @@ mod tests {
             rows: 6,
             text: Some("bad key".into()),
         });
-        let text = render(&f, "t.json", 10, false, TokenCount::Usage);
+        let text = render(
+            &f,
+            "t.json",
+            10,
+            false,
+            TokenCount::Usage,
+            &Judged::default(),
+        );
         assert!(
             text.starts_with(
                 "most requests failed: 6 of 10 rows ended http_401 (server said: \"bad key\")\nwrote 10 rows"
@@ -245,7 +329,14 @@ mod tests {
             "{text}"
         );
         f.dominant_failure.as_mut().unwrap().text = None;
-        let text = render(&f, "t.json", 10, false, TokenCount::Usage);
+        let text = render(
+            &f,
+            "t.json",
+            10,
+            false,
+            TokenCount::Usage,
+            &Judged::default(),
+        );
         assert!(
             text.starts_with("most requests failed: 6 of 10 rows ended http_401\nwrote 10 rows"),
             "{text}"
@@ -255,7 +346,14 @@ mod tests {
     #[test]
     fn a_punctual_run_reads_as_figures_and_the_next_command() {
         assert_eq!(
-            render(&figures(0), "t.json", 1234, false, TokenCount::Usage),
+            render(
+                &figures(0),
+                "t.json",
+                1234,
+                false,
+                TokenCount::Usage,
+                &Judged::default()
+            ),
             "wrote 10 rows to t.json (1234 bytes)\n\
              \x20 sent 10, completed 7, failed 2, in flight 1; 70 output tokens\n\
              \x20 failures: timeout 2\n\
@@ -267,10 +365,89 @@ mod tests {
 
     #[test]
     fn unsent_requests_and_an_interrupt_are_said() {
-        let text = render(&figures(1), "t.json", 10, true, TokenCount::Usage);
+        let text = render(
+            &figures(1),
+            "t.json",
+            10,
+            true,
+            TokenCount::Usage,
+            &Judged::default(),
+        );
         assert!(text.starts_with("interrupted; wrote 10 rows"), "{text}");
         assert!(text.contains("(never sent 1)"), "{text}");
-        assert!(text.contains("warning: the client"), "{text}");
+        assert!(
+            text.contains(
+                "warning: the client distorted the measurement: 1 due requests were never sent; lower"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn lag_is_weighed_against_the_gates_and_an_overload_is_the_servers() {
+        let mut f = figures(0);
+        f.send_lag_ms = Some((0.5, 2.2, 3.0));
+        // 2.2 ms against a 1,000 ms gate (limit 10 ms): no warning.
+        let calm = Judged {
+            smallest_gate_ms: Some(1000.0),
+            ..Judged::default()
+        };
+        assert!(!render(&f, "t.json", 1, false, TokenCount::Usage, &calm).contains("warning"));
+        // Against a 50 ms gate the limit is 1 ms: named with both figures.
+        let tight = Judged {
+            smallest_gate_ms: Some(50.0),
+            ..Judged::default()
+        };
+        assert!(render(&f, "t.json", 1, false, TokenCount::Usage, &tight).contains(
+            "warning: the client distorted the measurement: p99 send lag 2.200 ms was over 1.000 ms"
+        ));
+        let sat = Saturation {
+            offered_per_s: 40.0,
+            served_per_s: Some(20.0),
+            served_span_ms: Some(14_000.0),
+            in_flight_at_start: Some(0),
+            in_flight_at_end: Some(200),
+            in_flight_growth_per_s: Some(20.0),
+            bins: None,
+            verdict: SaturationVerdict::Overloaded,
+            evidence: "in flight grew 0 → 200".to_owned(),
+        };
+        let text = render(
+            &f,
+            "t.json",
+            1,
+            false,
+            TokenCount::Usage,
+            &Judged {
+                smallest_gate_ms: Some(1000.0),
+                saturation: Some(&sat),
+                server: Some((
+                    "t.metrics.jsonl",
+                    Peaks {
+                        waiting: Some(212.0),
+                        running: Some(4.0),
+                        kv_usage: Some(1.0),
+                        snapshots: 15,
+                        gaps: 1,
+                    },
+                )),
+            },
+        );
+        assert!(
+            text.contains(
+                "  server metrics: 15 snapshots, 1 failed scrape → t.metrics.jsonl; \
+                 peak waiting 212, running 4, KV use 100 %.\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("warning"), "{text}");
+        assert!(
+            text.contains(
+                "  saturation: overloaded: in flight grew 0 → 200\n\
+                 the server was the bottleneck: it served 50 % of the offered load\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
@@ -278,7 +455,14 @@ mod tests {
         let mut one = figures(0);
         one.rows = 1;
         one.output_tokens = 1;
-        let text = render(&one, "t.json", 10, false, TokenCount::Chunks);
+        let text = render(
+            &one,
+            "t.json",
+            10,
+            false,
+            TokenCount::Chunks,
+            &Judged::default(),
+        );
         assert!(text.starts_with("wrote 1 row to t.json"), "{text}");
         assert!(
             text.contains(
@@ -287,7 +471,14 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("output token"), "{text}");
-        let text = render(&one, "t.json", 10, false, TokenCount::Usage);
+        let text = render(
+            &one,
+            "t.json",
+            10,
+            false,
+            TokenCount::Usage,
+            &Judged::default(),
+        );
         assert!(text.contains("; 1 output token\n"), "{text}");
     }
 

@@ -292,6 +292,28 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         let _ = writeln!(o, "{}", wrap(&note, 100, "  "));
     }
 
+    // docs/contract.md §10.3: did the server keep up, and on what evidence.
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:<12} {:>9} {:>9}",
+        "SATURATION", "verdict", "offered/s", "served/s"
+    );
+    let mut evidence = Vec::new();
+    for (name, b) in &blocks {
+        let sat = &b.saturation;
+        let _ = writeln!(
+            o,
+            "{name:<w$} {:<12} {:>9} {:>9}",
+            sat.verdict.as_str(),
+            format!("{:.2}", sat.offered_per_s),
+            opt(sat.served_per_s, 2)
+        );
+        evidence.push(format!("{name}: {}", sat.evidence));
+    }
+    for line in evidence {
+        let _ = writeln!(o, "{}", wrap(&line, 100, "  "));
+    }
+
     let _ = writeln!(o, "\nREASONS");
     for (name, b) in &blocks {
         let r = &b.reasons;

@@ -9,12 +9,15 @@
 //! yields, so a "near-zero latency" engine runs as fast as the CPU allows.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::engine::{Engine, EngineParams, SeqSpec, TokenOut};
+use super::metrics::EngineGauges;
 
 struct Submit {
     spec: SeqSpec,
@@ -25,6 +28,8 @@ struct Submit {
 #[derive(Debug, Clone)]
 pub struct EngineHandle {
     tx: mpsc::UnboundedSender<Submit>,
+    /// The engine's state for `GET /metrics`, updated after every step.
+    pub gauges: Arc<EngineGauges>,
 }
 
 impl std::fmt::Debug for Submit {
@@ -47,17 +52,27 @@ impl EngineHandle {
 /// Starts the engine task on the current runtime.
 pub fn spawn_engine(params: EngineParams) -> EngineHandle {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(engine_loop(params, rx));
-    EngineHandle { tx }
+    let gauges = Arc::new(EngineGauges::default());
+    gauges
+        .max_batch
+        .store(params.max_batch as u64, Ordering::Relaxed);
+    tokio::spawn(engine_loop(params, rx, gauges.clone()));
+    EngineHandle { tx, gauges }
 }
 
-async fn engine_loop(params: EngineParams, mut rx: mpsc::UnboundedReceiver<Submit>) {
+async fn engine_loop(
+    params: EngineParams,
+    mut rx: mpsc::UnboundedReceiver<Submit>,
+    gauges: Arc<EngineGauges>,
+) {
     let mut engine = Engine::new(params);
     let mut sinks: HashMap<u64, mpsc::UnboundedSender<TokenOut>> = HashMap::new();
     let mut deadline = Instant::now();
     let slack = Duration::from_millis(2);
     loop {
         if engine.is_idle() {
+            gauges.waiting.store(0, Ordering::Relaxed);
+            gauges.running.store(0, Ordering::Relaxed);
             match rx.recv().await {
                 Some(s) => {
                     engine.submit(s.spec);
@@ -73,6 +88,10 @@ async fn engine_loop(params: EngineParams, mut rx: mpsc::UnboundedReceiver<Submi
         }
         engine.drop_waiting(|id| sinks.get(&id).is_none_or(|s| s.is_closed()));
         let Some(step) = engine.step() else { continue };
+        gauges
+            .waiting
+            .store(engine.waiting() as u64, Ordering::Relaxed);
+        gauges.running.store(step.batch as u64, Ordering::Relaxed);
         let now = Instant::now();
         if deadline + slack < now {
             deadline = now;
@@ -84,6 +103,10 @@ async fn engine_loop(params: EngineParams, mut rx: mpsc::UnboundedReceiver<Submi
             tokio::task::yield_now().await;
         }
         for token in step.tokens {
+            gauges.tokens.fetch_add(1, Ordering::Relaxed);
+            gauges
+                .finished
+                .fetch_add(u64::from(token.last), Ordering::Relaxed);
             let delivered = sinks.get(&token.id).is_some_and(|s| s.send(token).is_ok());
             if !delivered {
                 engine.cancel(token.id);

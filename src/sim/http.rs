@@ -2,7 +2,8 @@
 //!
 //! Routes: `POST /v1/chat/completions`, `POST /v1/completions` (streaming or
 //! not; a final usage chunk when `stream_options.include_usage` is true),
-//! `GET /v1/models`, `GET /health`. Prompt length is counted with the
+//! `GET /v1/models`, `GET /health`, `GET /metrics` (the batch state under
+//! vLLM's names, [`super::metrics`]). Prompt length is counted with the
 //! tokenizer given to `goodput sim --tokenizer` (each message's content,
 //! summed, with no chat template), else as whitespace-separated words (the
 //! recorder's prompts without a tokenizer are one word per token, so the
@@ -139,6 +140,15 @@ pub async fn handle(
     }
     let chat = match (req.method(), req.uri().path()) {
         (&Method::GET, "/health") => return Ok(Response::new(full(Bytes::new()))),
+        (&Method::GET, "/metrics") => {
+            let page = state.engine.gauges.render(&state.model_name);
+            let mut response = Response::new(full(page));
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+            );
+            return Ok(response);
+        }
         (&Method::GET, "/v1/models") => {
             let body = serde_json::json!({"object": "list", "data": [
                 {"id": state.model_name, "object": "model", "created": 0, "owned_by": "goodput-sim"}]});
@@ -146,7 +156,7 @@ pub async fn handle(
         }
         (&Method::POST, "/v1/chat/completions") => true,
         (&Method::POST, "/v1/completions") => false,
-        (_, "/health" | "/v1/models" | "/v1/chat/completions" | "/v1/completions") => {
+        (_, "/health" | "/metrics" | "/v1/models" | "/v1/chat/completions" | "/v1/completions") => {
             return Ok(error_response(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method not allowed",

@@ -16,6 +16,7 @@ pub mod driver;
 pub mod engine;
 pub mod fault;
 pub mod http;
+pub mod metrics;
 pub mod quirks;
 pub mod tls;
 

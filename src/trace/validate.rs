@@ -154,7 +154,7 @@ pub fn validate_document(
     let workload = optional_labels(m, "workload")?;
     no_warmup_without_arrivals(&boundary, warmup.as_ref())?;
     let phases = super::phases::validate_phases(m.get("phases"))?;
-    no_phases_without_arrivals(&boundary, m.get("phases"))?;
+    no_phases_without_arrivals(&boundary, &phases)?;
     let resources = super::phases::validate_resources(m.get("resources"))?;
     classes_resolve(&rows, &classes, default_class.as_deref())?;
     let contract = Contract {
@@ -193,12 +193,15 @@ fn no_warmup_without_arrivals(boundary: &Labels, warmup: Option<&Warmup>) -> Res
 
 /// Phases need arrival instants too: recovery and its time bins measure from
 /// a phase's end, which a trace without arrival instants cannot place.
-fn no_phases_without_arrivals(boundary: &Labels, phases: Option<&Value>) -> Result<(), Rejection> {
+fn no_phases_without_arrivals(
+    boundary: &Labels,
+    phases: &[super::phases::Phase],
+) -> Result<(), Rejection> {
     let arrivals_unknown = matches!(
         boundary.get("arrival"),
         Some(Scalar::String(s)) if s == super::model::ARRIVAL_UNKNOWN
     );
-    if arrivals_unknown && phases.is_some_and(|p| !matches!(p, Value::Null)) {
+    if arrivals_unknown && !phases.is_empty() {
         return Err(Rejection::at(
             "/phases",
             "cannot be applied: boundary.arrival is \"unknown\", so no row has an arrival \

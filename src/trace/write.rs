@@ -8,9 +8,10 @@
 //! defined here, because the analyzer reads rows with its own streaming parser.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::trace::{Equality, Gates, Labels, Phase, Resources, TokenCount, Warmup, Window};
 
@@ -58,12 +59,13 @@ pub struct TraceDoc {
     /// The GPUs behind the run and their price, when declared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<Resources>,
-    /// Exactly one row per scheduled request, ids `r0`, `r1`, … in schedule order.
+    /// Exactly one row per scheduled request, ids `r0`, `r1`, … in schedule
+    /// order (`r<i>-s<K>` when recorded by shard K of a split schedule).
     pub rows: Vec<TraceRow>,
 }
 
 /// A row's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RowStatus {
     /// Finished normally.
@@ -75,10 +77,10 @@ pub enum RowStatus {
 }
 
 /// One request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TraceRow {
-    /// `r<index in the schedule>`.
+    /// `r<index in the schedule>` (`r<i>-s<K>` from shard K).
     pub id: String,
     /// The SLO class, when the prompt source named one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,5 +148,69 @@ impl TraceDoc {
         let bytes = self.to_bytes()?;
         crate::io::write_atomic(path, &bytes)?;
         Ok(bytes.len())
+    }
+
+    /// [`TraceDoc::write_atomic`] for a document whose rows are too many to
+    /// hold: the document's own rows, then `more` as they come, one row in
+    /// memory at a time. The bytes are exactly those [`TraceDoc::to_bytes`]
+    /// gives for the document holding all the rows (the recorder's spool
+    /// path relies on it, and a test checks it).
+    pub fn write_streamed_atomic(
+        self,
+        more: impl Iterator<Item = std::io::Result<TraceRow>>,
+        path: &Path,
+    ) -> std::io::Result<usize> {
+        let mut written = 0;
+        crate::io::write_atomic_with(path, |out| {
+            written = self.write_streamed(more, out)?;
+            Ok(())
+        })?;
+        Ok(written)
+    }
+
+    /// Writes the document to `out` as [`TraceDoc::write_streamed_atomic`]
+    /// does; returns the number of bytes.
+    pub fn write_streamed(
+        mut self,
+        more: impl Iterator<Item = std::io::Result<TraceRow>>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<usize> {
+        let first = std::mem::take(&mut self.rows);
+        let envelope = self.to_bytes()?;
+        // The canonical form ends with the (last) rows member, empty here.
+        const EMPTY_TAIL: &[u8] = b"[]\n}\n";
+        let head = envelope.strip_suffix(EMPTY_TAIL).ok_or_else(|| {
+            std::io::Error::other("the trace envelope does not end with its rows")
+        })?;
+        out.write_all(head)?;
+        let mut n = head.len();
+        let mut count = 0usize;
+        for row in first.into_iter().map(Ok).chain(more) {
+            let row = row?;
+            let separator: &[u8] = if count == 0 { b"[\n" } else { b",\n" };
+            out.write_all(separator)?;
+            n += separator.len();
+            let bytes = crate::render::json::to_canonical_json(&row)?;
+            let text = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+            // Rows sit two levels deep: every line of a row gains 4 spaces
+            // (JSON strings hold no raw newline, so lines are safe to split).
+            for (k, line) in text.split(|&b| b == b'\n').enumerate() {
+                if k > 0 {
+                    out.write_all(b"\n")?;
+                    n += 1;
+                }
+                out.write_all(b"    ")?;
+                out.write_all(line)?;
+                n += 4 + line.len();
+            }
+            count += 1;
+        }
+        let tail: &[u8] = if count == 0 {
+            EMPTY_TAIL
+        } else {
+            b"\n  ]\n}\n"
+        };
+        out.write_all(tail)?;
+        Ok(n + tail.len())
     }
 }

@@ -63,16 +63,16 @@ pub const DEFAULT_COOLDOWN: &str = "10s";
 /// Flags of `goodput record`. Names follow `vllm bench serve` where the
 /// meaning is the same.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases", "replay"])))]
+#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases", "replay", "recover"])))]
 #[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len", "input_tokens", "replay"])))]
 pub struct RecordArgs {
     /// Server URL: a base (`http://host:8000`, the --api path is appended),
     /// a base ending in `/v1`, or a full endpoint URL.
-    #[arg(long, value_name = "URL")]
-    pub url: String,
+    #[arg(long, value_name = "URL", required_unless_present = "recover")]
+    pub url: Option<String>,
     /// The `model` field of every request.
-    #[arg(long, value_name = "NAME")]
-    pub model: String,
+    #[arg(long, value_name = "NAME", required_unless_present = "recover")]
+    pub model: Option<String>,
     /// Open loop: requests per second, sent at scheduled instants whatever the server does.
     /// A comma-separated list (`5,10,20,40`) is a rate sweep: one recording per
     /// rate, in order, seed + index each, `--out` a template containing `{rate}`.
@@ -84,7 +84,7 @@ pub struct RecordArgs {
     pub max_concurrency: Option<u32>,
     /// Length of the measurement window (after the warm-up). With --replay,
     /// the replayed span rounded up to the next whole second by default.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present_any = ["phases", "replay"], conflicts_with = "phases")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present_any = ["phases", "replay", "recover"], conflicts_with = "phases")]
     pub duration: Option<Duration>,
     /// Open loop in phases: `NAME:RATE/s:DURATION,…` (e.g.
     /// `steady:10/s:60s,burst:40/s:10s,recover:10/s:60s`): one seeded
@@ -190,6 +190,24 @@ pub struct RecordArgs {
     /// Never show the progress line (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Record shard K of N of the one seeded schedule: only the requests i
+    /// with i mod N = K, at their scheduled instants from --start-at (which it
+    /// needs). K may be `auto`: the JOB_COMPLETION_INDEX of a Kubernetes
+    /// Indexed Job. Merge the shards' traces with `goodput merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// t0 of the schedule, shared by every shard: an RFC 3339 instant
+    /// (2026-12-01T06:40:00Z) or Unix epoch seconds. Started late, the
+    /// recorder sends the overdue requests at once, each with its send lag;
+    /// the schedule is never shifted.
+    #[arg(long, value_name = "T")]
+    pub start_at: Option<String>,
+    /// Turn the spool of a recording that died (`TRACE.spool`, left beside
+    /// its --out) into a trace at --out: ended requests as they were,
+    /// dispatched ones in flight, due ones not sent, the window cut at the
+    /// last instant the spool proves. Sends nothing.
+    #[arg(long, value_name = "SPOOL", conflicts_with_all = ["url", "model", "duration", "warmup", "seed", "slo", "shard", "start_at", "phases"])]
+    pub recover: Option<PathBuf>,
     /// A header sent with every request, `'Name: value'`; repeatable. The
     /// value is never written or printed (the trace records the name).
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
@@ -212,6 +230,41 @@ pub struct RecordArgs {
     /// request) made before the schedule starts.
     #[arg(long)]
     pub no_preflight: bool,
+    /// Scrape the server's Prometheus metrics while recording, into a sidecar
+    /// `TRACE.metrics.jsonl` beside the trace (its sha256 in the trace's workload).
+    #[arg(long)]
+    pub metrics: bool,
+    /// The metrics endpoint (default: `/metrics` on the server's origin).
+    #[arg(long, value_name = "URL", requires = "metrics")]
+    pub metrics_url: Option<String>,
+    /// Time between scrapes, also each scrape's timeout (at least 100 ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s", requires = "metrics")]
+    pub metrics_interval: Duration,
+    /// Search the highest rate meeting --attainment: from --request-rate R,
+    /// double until the pass share falls below the target, then bisect; each
+    /// point a full recording (`--out` a `{rate}` template, or
+    /// `trace-{rate}.json` beside it). See docs/frontier.md.
+    #[arg(long, requires = "request_rate", conflicts_with = "max_concurrency")]
+    pub find_capacity: bool,
+    /// The pass share a capacity-search point must reach (0 < share ≤ 1).
+    #[arg(
+        long,
+        value_name = "SHARE",
+        default_value_t = 0.9,
+        requires = "find_capacity"
+    )]
+    pub attainment: f64,
+    /// Stop the capacity search when (high − low) / low is at most this (`5%` or `0.05`).
+    #[arg(long, value_name = "P", default_value = "5%", value_parser = parse_precision, requires = "find_capacity")]
+    pub precision: f64,
+    /// The most points a capacity search records.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 12,
+        requires = "find_capacity"
+    )]
+    pub max_points: usize,
     /// The most bytes one SSE line or event (or a 2xx body that is not a
     /// stream) may hold; past it the request fails `event_too_large`
     /// (`body_too_large`) and its connection is dropped. Bounds memory:
@@ -219,4 +272,20 @@ pub struct RecordArgs {
     #[arg(long, value_name = "BYTES", default_value_t = crate::record::sse::DEFAULT_MAX_EVENT_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_event_bytes: u64,
+}
+
+/// Parses `--precision`: a percentage (`5%`) or a fraction (`0.05`), above 0
+/// and below 1.
+pub fn parse_precision(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    let value = match text.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map(|p| p / 100.0),
+        None => text.parse::<f64>(),
+    }
+    .map_err(|_| format!("`{text}` is not a precision (write 5% or 0.05)"))?;
+    if value > 0.0 && value < 1.0 {
+        Ok(value)
+    } else {
+        Err(format!("`{text}` must be above 0 and below 100 %"))
+    }
 }

@@ -11,12 +11,17 @@
 //! ```
 
 pub mod args;
+pub mod capacity;
+pub mod metrics;
 pub mod plan;
+pub mod progress;
+pub mod recover;
+pub mod shard;
 pub mod single;
 pub mod sweep;
 pub mod workload;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use crate::error::Error;
 
@@ -27,11 +32,29 @@ use super::exit::EXIT_OK;
 /// `goodput record`: plan, run, write the trace, print the summary; with
 /// several rates, a sweep ([`sweep`]) of the same single recording.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    if args.recover.is_some() {
+        return recover::run(&args, stdout);
+    }
+    if args.find_capacity {
+        if args.shard.is_some() || args.start_at.is_some() {
+            return Err(Error::Usage(
+                "--shard and --start-at record one point of a shared schedule; \
+                 --find-capacity searches rates on one machine"
+                    .into(),
+            ));
+        }
+        return capacity::run(args, stdout);
+    }
     if args.request_rate.len() > 1 {
+        if args.shard.is_some() || args.start_at.is_some() {
+            return Err(Error::Usage(
+                "--shard and --start-at take one --request-rate, not a sweep".into(),
+            ));
+        }
         return sweep::run(args, stdout);
     }
     let plan = plan::plan(&args)?;
     crate::record::preflight(&plan)?;
-    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    let progress = progress::wanted(args.no_progress).then_some(progress::Point::Single);
     single::record_one(&plan, progress, stdout).map(|_| EXIT_OK)
 }

@@ -24,7 +24,10 @@ use crate::cli::output::check_writable;
 use crate::cli::release::{parse_phases, ResourcesFlag};
 
 use super::args::RecordArgs;
+use super::shard::{parse_shard, parse_start_at, INDEX_ENV};
 use super::workload;
+use crate::record::frame::ShardTag;
+use sha2::{Digest, Sha256};
 
 /// A usage error (exit 2).
 pub(crate) fn usage(message: impl Into<String>) -> Error {
@@ -90,7 +93,10 @@ fn ms(d: Duration) -> f64 {
 /// Validates the flags into a plan, reading prompt files and checking the
 /// output path; sends nothing.
 pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
-    let uri = endpoint_uri(&args.url, args.api).map_err(usage)?;
+    let required = |what: &str| usage(format!("{what} is required"));
+    let url = args.url.as_deref().ok_or_else(|| required("--url"))?;
+    let model = args.model.clone().ok_or_else(|| required("--model"))?;
+    let uri = endpoint_uri(url, args.api).map_err(usage)?;
     let phases = args
         .phases
         .as_deref()
@@ -172,6 +178,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         }
     }
 
+    let (shard, start_at_unix_ms) = shard_and_start(args)?;
     let warmup_ms = ms(args.warmup);
     let mut window_end_ms = warmup_ms + ms(duration);
     let mut declared_phases = Vec::new();
@@ -179,68 +186,72 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let mut put = |k: &str, v: Scalar| {
         workload.insert(k.to_owned(), v);
     };
-    let load = match (args.request_rate.as_slice(), args.max_concurrency) {
-        ([], None) if phases.is_some() => {
-            let specs = phases.as_deref().unwrap_or_default();
-            let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
-            let burstiness = burstiness_for(process, args.burstiness)?;
-            let schedule = phased_schedule(process, burstiness, args.seed, warmup_ms, specs)
-                .map_err(|e| usage(e.to_string()))?;
-            put("arrival", Scalar::String(process.as_str().into()));
-            if process != ArrivalProcess::Constant {
-                put("burstiness", Scalar::Number(burstiness));
+    let load =
+        match (args.request_rate.as_slice(), args.max_concurrency) {
+            ([], None) if phases.is_some() => {
+                let specs = phases.as_deref().unwrap_or_default();
+                let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
+                let burstiness = burstiness_for(process, args.burstiness)?;
+                let schedule = phased_schedule(process, burstiness, args.seed, warmup_ms, specs)
+                    .map_err(|e| usage(e.to_string()))?;
+                put("arrival", Scalar::String(process.as_str().into()));
+                if process != ArrivalProcess::Constant {
+                    put("burstiness", Scalar::Number(burstiness));
+                }
+                window_end_ms = schedule.window_end_ms;
+                declared_phases = schedule.phases;
+                Load::Open {
+                    arrivals_ms: Arc::new(schedule.arrivals_ms),
+                }
             }
-            window_end_ms = schedule.window_end_ms;
-            declared_phases = schedule.phases;
-            Load::Open {
-                arrivals_ms: Arc::new(schedule.arrivals_ms),
+            ([rate], None) => {
+                let rate = rate.per_s;
+                let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
+                let burstiness = burstiness_for(process, args.burstiness)?;
+                let arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
+                    .map_err(|e| usage(e.to_string()))?;
+                put("arrival", Scalar::String(process.as_str().into()));
+                put("ratePerS", Scalar::Number(rate));
+                // Poisson is gamma with shape 1; constant has no burstiness.
+                if process != ArrivalProcess::Constant {
+                    put("burstiness", Scalar::Number(burstiness));
+                }
+                Load::Open {
+                    arrivals_ms: Arc::new(arrivals),
+                }
             }
-        }
-        ([rate], None) => {
-            let rate = rate.per_s;
-            let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
-            let burstiness = burstiness_for(process, args.burstiness)?;
-            let arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
-                .map_err(|e| usage(e.to_string()))?;
-            put("arrival", Scalar::String(process.as_str().into()));
-            put("ratePerS", Scalar::Number(rate));
-            // Poisson is gamma with shape 1; constant has no burstiness.
-            if process != ArrivalProcess::Constant {
-                put("burstiness", Scalar::Number(burstiness));
+            ([], Some(_)) if shard.is_some() => return Err(usage(
+                "--shard splits an open-loop schedule: give --request-rate, not --max-concurrency",
+            )),
+            ([], Some(c)) if c > 0 => {
+                put("arrival", Scalar::String("closed".into()));
+                put("maxConcurrency", Scalar::Number(f64::from(c)));
+                Load::Closed { concurrency: c }
             }
-            Load::Open {
-                arrivals_ms: Arc::new(arrivals),
+            ([], Some(_)) => return Err(usage("--max-concurrency must be at least 1")),
+            ([_, _, ..], None) => {
+                return Err(usage(
+                    "several --request-rate values are a sweep: each point is planned on its own",
+                ))
             }
-        }
-        ([], Some(c)) if c > 0 => {
-            put("arrival", Scalar::String("closed".into()));
-            put("maxConcurrency", Scalar::Number(f64::from(c)));
-            Load::Closed { concurrency: c }
-        }
-        ([], Some(_)) => return Err(usage("--max-concurrency must be at least 1")),
-        // The replayed file's instants, shifted to the window start and scaled.
-        ([], None) if replay.is_some() => {
-            put("arrival", Scalar::String("replay".into()));
-            Load::Open {
-                arrivals_ms: Arc::new(
-                    replay
-                        .as_ref()
-                        .map(|r| r.replay.arrivals_ms(warmup_ms, r.scale))
-                        .unwrap_or_default(),
-                ),
+            // The replayed file's instants, shifted to the window start and scaled.
+            ([], None) if replay.is_some() => {
+                put("arrival", Scalar::String("replay".into()));
+                Load::Open {
+                    arrivals_ms: Arc::new(
+                        replay
+                            .as_ref()
+                            .map(|r| r.replay.arrivals_ms(warmup_ms, r.scale))
+                            .unwrap_or_default(),
+                    ),
+                }
             }
-        }
-        ([_, _, ..], None) => {
-            return Err(usage(
-                "several --request-rate values are a sweep: each point is planned on its own",
-            ))
-        }
-        _ => {
-            return Err(usage(
-                "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
-            ))
-        }
-    };
+            _ => {
+                return Err(usage(
+                    "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
+                ))
+            }
+        };
     // Workload options (prepared prompts, replay, sessions): see `workload`.
     let (load, prompts) = if workload::wants_workload(args) {
         let planned = workload::plan_workload(args, load, prompts, replay, window_end_ms)?;
@@ -257,8 +268,42 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         put("promptLengths", Scalar::String(lengths.into()));
         (load, prompts)
     };
+    // A shard takes every N-th request of the whole plan, prompt included:
+    // prepared prompts and replayed entries are drawn for the whole schedule
+    // first, so request i gets the same prompt on whichever shard sends it.
+    let (load, prompts) =
+        match (shard, load) {
+            (None, load) => (load, prompts),
+            (Some(s), Load::Open { arrivals_ms }) => {
+                let arrivals = shard_of(arrivals_ms.as_ref().clone(), shard, &mut put);
+                put("shards", Scalar::Number(s.count as f64));
+                (
+                    Load::Open {
+                        arrivals_ms: Arc::new(arrivals),
+                    },
+                    PromptSource::Strided {
+                        inner: Box::new(prompts),
+                        stride: s.count,
+                        offset: s.index,
+                    },
+                )
+            }
+            (Some(_), Load::Sessions { .. }) => {
+                return Err(usage(
+                    "--shard splits a schedule request by request; multi-turn sessions \
+                 (--dataset with whole conversations) cannot be split that way: \
+                 record them on one machine",
+                ))
+            }
+            (Some(_), Load::Closed { .. }) => return Err(usage(
+                "--shard splits an open-loop schedule: give --request-rate, not --max-concurrency",
+            )),
+        };
+    if let Some(t) = start_at_unix_ms {
+        put("startAtUnixMs", Scalar::Number(t));
+    }
     put("seed", Scalar::Number(args.seed as f64));
-    put("model", Scalar::String(args.model.clone()));
+    put("model", Scalar::String(model.clone()));
     put("api", Scalar::String(args.api.as_str().into()));
     put("endpoint", Scalar::String(uri.path().to_owned()));
     if let Some(n) = args.max_tokens {
@@ -295,6 +340,14 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let endpoint =
         Endpoint::from_flags(&uri, &flags, api_key, |v| std::env::var(v).ok()).map_err(usage)?;
     endpoint.describe(&mut workload);
+    let metrics = super::metrics::metrics_plan(args, &uri, &endpoint)?;
+    if let Some(m) = &metrics {
+        workload.insert("metricsUrl".into(), Scalar::String(m.uri.to_string()));
+        workload.insert(
+            "metricsIntervalS".into(),
+            Scalar::Number(m.interval.as_secs_f64()),
+        );
+    }
     let extra = match &args.extra_body {
         Some(text) => ExtraBody::parse(
             text,
@@ -308,6 +361,13 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         workload.insert("extraBody".into(), Scalar::String(extra.as_json().into()));
     }
     check_writable(&args.out)?;
+    let spool = crate::record::spool::spool_path(&args.out);
+    if spool.exists() {
+        return Err(crate::record::spool::SpoolError::Exists {
+            path: spool.display().to_string(),
+        }
+        .into());
+    }
     Ok(Plan {
         uri,
         run: RunConfig {
@@ -318,7 +378,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             prompts,
             template: BodyTemplate {
                 api: args.api,
-                model: args.model.clone(),
+                model,
                 max_tokens: args.max_tokens,
                 ignore_eos: args.ignore_eos,
                 extra,
@@ -336,7 +396,67 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         out: args.out.clone(),
         endpoint,
         preflight: !args.no_preflight,
+        shard,
+        start_at_unix_ms,
+        metrics,
     })
+}
+
+/// `--shard` and `--start-at`, checked together (a shard needs the shared
+/// start); K = `auto` reads the Indexed Job's index from the environment.
+fn shard_and_start(args: &RecordArgs) -> Result<(Option<ShardTag>, Option<f64>), Error> {
+    let index_env = std::env::var(INDEX_ENV).ok();
+    let shard = args
+        .shard
+        .as_deref()
+        .map(|s| parse_shard(s, index_env.as_deref()))
+        .transpose()
+        .map_err(usage)?;
+    let start = args
+        .start_at
+        .as_deref()
+        .map(parse_start_at)
+        .transpose()
+        .map_err(usage)?;
+    if shard.is_some() && start.is_none() {
+        return Err(usage(
+            "--shard needs --start-at T, the instant every shard counts the schedule from",
+        ));
+    }
+    Ok((shard, start))
+}
+
+/// This shard's share of the whole seeded schedule (every shard draws all
+/// of it and keeps the requests i with i mod N = K), declaring the whole
+/// schedule's size and fingerprint so `merge` can check the shards agree.
+fn shard_of(
+    arrivals: Vec<f64>,
+    shard: Option<ShardTag>,
+    put: &mut impl FnMut(&str, Scalar),
+) -> Vec<f64> {
+    let Some(s) = shard else {
+        return arrivals;
+    };
+    put("scheduleSize", Scalar::Number(arrivals.len() as f64));
+    put("scheduleHash", Scalar::String(schedule_hash(&arrivals)));
+    arrivals
+        .into_iter()
+        .skip(s.index)
+        .step_by(s.count)
+        .collect()
+}
+
+/// A short fingerprint of a schedule (sha256 of its instants' bits, 12 hex
+/// digits): shards of one schedule carry the same one, which `merge` checks.
+fn schedule_hash(arrivals_ms: &[f64]) -> String {
+    let mut h = Sha256::new();
+    for a in arrivals_ms {
+        h.update(a.to_bits().to_le_bytes());
+    }
+    h.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

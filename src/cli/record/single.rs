@@ -1,70 +1,110 @@
-//! One recording: run a validated plan against the network, write its trace
-//! atomically through the trace writer, print the summary. A single `record`
-//! and every point of a rate sweep go through [`record_one`].
+//! One recording: run a validated plan against the network with every ending
+//! spooled beside the output as it comes, write its trace atomically from the
+//! spool, print the summary. A single `record` and every point of a rate
+//! sweep go through [`record_one`].
 
 use std::io::Write;
-use std::sync::Arc;
 
+use crate::analyze::{analyze_bytes, AnalyzeOptions};
 use crate::error::Error;
-use crate::record::runner::RunOutcome;
-use crate::record::{build_trace, summary, Plan, Progress, ProgressSink, Written};
+use crate::receipt::Receipt;
+use crate::record::frame::Stop;
+use crate::record::spool::{self, SpoolError, SpoolWriter};
+use crate::record::{Plan, Written};
+use crate::render::record::Judged;
+use crate::trace::{Labels, Limits};
 
 use crate::cli::output::emit;
 
-/// One recording of a validated plan: run it against the real network, write
-/// the trace and the summary. A single `record` and every point of a sweep go
-/// through here. Ctrl-C ends it with [`Error::Interrupted`] after writing.
-pub fn record_one(plan: &Plan, progress: bool, stdout: &mut dyn Write) -> Result<Written, Error> {
-    let sink: Option<ProgressSink> = progress.then(|| Arc::new(progress_line) as ProgressSink);
-    let outcome = crate::record::record(plan, sink)?;
-    write_trace(plan, &outcome, stdout)
-}
+use super::progress::Point;
 
-/// Writes the trace atomically and the summary to `stdout`; an interrupted
-/// run returns [`Error::Interrupted`] after writing (exit 130).
-fn write_trace(
+/// One recording of a validated plan: run it against the real network, write
+/// the trace and the summary. Ctrl-C ends it with [`Error::Interrupted`] after
+/// writing; a recorder that dies leaves the spool for `record --recover`.
+/// `progress` names the point for the display on standard error (`None`:
+/// no display, as when it is not a terminal).
+pub fn record_one(
     plan: &Plan,
-    outcome: &RunOutcome,
+    progress: Option<Point>,
     stdout: &mut dyn Write,
 ) -> Result<Written, Error> {
-    let doc = build_trace(plan, outcome);
-    let path = plan.out.display().to_string();
-    let bytes = doc.write_atomic(&plan.out).map_err(|source| Error::Write {
-        path: path.clone(),
+    record_judged(plan, progress, stdout).map(|(written, _)| written)
+}
+
+/// [`record_one`], also returning the written trace's receipt (`None` only
+/// if the recorder's own trace did not analyze, which would be a bug; the
+/// summary then says nothing about saturation).
+pub fn record_judged(
+    plan: &Plan,
+    progress: Option<Point>,
+    stdout: &mut dyn Write,
+) -> Result<(Written, Option<Receipt>), Error> {
+    let sink = progress.map(|point| super::progress::sink(plan, point));
+    let spool_file = spool::spool_path(&plan.out);
+    let mut writer = SpoolWriter::create(&spool_file, &spool::header(plan))?;
+    let recording = crate::record::record(plan, sink, &mut writer)?;
+    if let Err(e) = writer.finish() {
+        // Rows after the failure are lost, so recovering this spool would
+        // call finished requests in flight: it is removed, not left.
+        let _ = std::fs::remove_file(&spool_file);
+        return Err(match e {
+            SpoolError::Io { path, source } => Error::Write { path, source },
+            other => other.into(),
+        });
+    }
+    let outcome = &recording.outcome;
+    let mut extra = Labels::new();
+    if let Some(lines) = &recording.metrics {
+        super::metrics::write_sidecar(&plan.out, lines, &mut extra)?;
+    }
+    let built = spool::finish_run(plan, outcome, &spool_file, &Stop::of(outcome), &extra)?;
+    // The trace is safe on disk: the spool has done its job.
+    std::fs::remove_file(&spool_file).map_err(|source| Error::Write {
+        path: spool_file.display().to_string(),
         source,
     })?;
-    let figures = summary::figures(&doc.rows, plan.open_loop());
+    let path = plan.out.display().to_string();
+    let receipt = judge(&plan.out, built.written.rows);
     let interrupted = outcome.interrupted_at_ms.is_some();
-    let text = crate::render::record::render(&figures, &path, bytes, interrupted, doc.tokens);
+    let sidecar = crate::record::metrics_sidecar_path(&plan.out)
+        .display()
+        .to_string();
+    let judged = Judged {
+        smallest_gate_ms: crate::record::summary::smallest_gate_ms(plan.classes.values()),
+        saturation: receipt.as_ref().map(|r| &r.results.all.saturation),
+        server: recording
+            .metrics
+            .as_ref()
+            .map(|lines| (sidecar.as_str(), crate::record::metrics::peaks(lines))),
+    };
+    let text = crate::render::record::render(
+        &built.figures,
+        &path,
+        built.written.bytes,
+        interrupted,
+        built.tokens,
+        &judged,
+    );
     emit(stdout, text.as_bytes())?;
     if interrupted {
         return Err(Error::Interrupted {
             path,
-            rows: doc.rows.len(),
+            rows: built.written.rows,
         });
     }
-    Ok(Written {
-        rows: doc.rows.len(),
-        bytes,
-    })
+    Ok((built.written, receipt))
 }
 
-/// The progress line on standard error (a terminal only): redrawn in place
-/// with each sample, erased when the run ends (`None`).
-fn progress_line(sample: Option<Progress>) {
-    match sample {
-        Some(p) => {
-            eprint!(
-                "\r\x1b[K{:7.1}s  sent {}  in flight {}  completed {}  failed {}  send lag {:.3} ms",
-                p.elapsed_s,
-                p.sent,
-                p.sent.saturating_sub(p.completed + p.failed),
-                p.completed,
-                p.failed,
-                p.send_lag_ms
-            );
-            let _ = std::io::stderr().flush();
-        }
-        None => eprint!("\r\x1b[K"),
-    }
+/// The receipt of the trace just written (read back from disk: the run's rows
+/// were streamed there, never held), judged within limits sized to it.
+fn judge(out: &std::path::Path, rows: usize) -> Option<Receipt> {
+    let bytes = std::fs::read(out).ok()?;
+    let options = AnalyzeOptions {
+        limits: Limits {
+            max_rows: (rows as u64).max(Limits::DEFAULT_MAX_ROWS),
+            max_bytes: (bytes.len() as u64).max(Limits::DEFAULT_MAX_BYTES),
+        },
+        ..AnalyzeOptions::default()
+    };
+    analyze_bytes(&bytes, options).ok().map(|a| a.receipt)
 }

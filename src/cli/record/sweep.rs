@@ -26,7 +26,7 @@
 //!   command for the traces written, with `--max-rows`/`--max-bytes` raised
 //!   to the largest trace when the defaults would refuse it.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -39,6 +39,8 @@ use crate::trace::Scalar;
 
 use crate::cli::exit::EXIT_OK;
 use crate::cli::output::emit;
+
+use super::progress::{Cooldown, Point};
 
 use super::args::RecordArgs;
 use super::plan::{plan, usage};
@@ -106,8 +108,9 @@ pub fn plan_sweep(args: &RecordArgs) -> Result<Vec<Plan>, Error> {
     Ok(plans)
 }
 
-/// Waits `cooldown`; `Err(())` when Ctrl-C came first.
-fn cooldown(pause: Duration) -> Result<(), ()> {
+/// Waits `cooldown`; `Err(())` when Ctrl-C came first. With `progress`, the
+/// wait is shown on standard error as the cooldown before that point.
+pub(crate) fn cooldown(pause: Duration, progress: Option<Point>) -> Result<(), ()> {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -115,22 +118,32 @@ fn cooldown(pause: Duration) -> Result<(), ()> {
         std::thread::sleep(pause);
         return Ok(());
     };
+    let display = progress.map(|point| Cooldown::new(point, pause));
+    let started = std::time::Instant::now();
     runtime.block_on(async {
-        tokio::select! {
-            () = tokio::time::sleep(pause) => Ok(()),
-            r = tokio::signal::ctrl_c() => match r {
-                Ok(()) => Err(()),
-                // No signal handling here: just wait.
-                Err(_) => {
-                    tokio::time::sleep(pause).await;
-                    Ok(())
+        let sleep = tokio::time::sleep(pause);
+        tokio::pin!(sleep);
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let mut signals = true;
+        loop {
+            tokio::select! {
+                () = &mut sleep => return Ok(()),
+                _ = tick.tick() => {
+                    if let Some(d) = &display {
+                        d.at(started.elapsed());
+                    }
                 }
-            },
+                r = tokio::signal::ctrl_c(), if signals => match r {
+                    Ok(()) => return Err(()),
+                    // No signal handling here: just wait.
+                    Err(_) => signals = false,
+                },
+            }
         }
     })
 }
 
-fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
+pub(crate) fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
     emit(stdout, text.as_bytes())
 }
 
@@ -140,7 +153,8 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if let Some(first) = plans.first() {
         crate::record::preflight(first)?;
     }
-    let progress = !args.no_progress && std::io::stderr().is_terminal();
+    let progress = super::progress::wanted(args.no_progress);
+    let n = plans.len();
     let mut written: Vec<(String, Written)> = Vec::with_capacity(plans.len());
     for (index, (p, rate)) in plans.iter().zip(&args.request_rate).enumerate() {
         if index > 0 && !args.cooldown.is_zero() {
@@ -151,7 +165,8 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
                     crate::render::sweep::short(args.cooldown.as_secs_f64())
                 ),
             )?;
-            if cooldown(args.cooldown).is_err() {
+            let point = Point::Sweep { k: index + 1, n };
+            if cooldown(args.cooldown, progress.then_some(point)).is_err() {
                 if !written.is_empty() {
                     say(stdout, &frontier_next(&written))?;
                 }
@@ -171,7 +186,8 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
                 point_seed(args.seed, index)
             ),
         )?;
-        match record_one(p, progress, stdout) {
+        let point = Point::Sweep { k: index + 1, n };
+        match record_one(p, progress.then_some(point), stdout) {
             Ok(w) => written.push((path, w)),
             Err(Error::Interrupted { path, rows }) => {
                 let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);

@@ -34,34 +34,61 @@ fn number(row: &TraceRow, key: &str) -> Option<f64> {
 
 /// Computes the figures from the rows written.
 pub fn figures(rows: &[TraceRow]) -> TokenAccounting {
-    let mut f = TokenAccounting::default();
-    let mut diffs = Vec::new();
-    for row in rows {
+    let mut tally = TokenTally::default();
+    rows.iter().for_each(|row| tally.add(row));
+    tally.figures()
+}
+
+/// [`TokenAccounting`] accumulated one row at a time (the recorder streams
+/// its rows from the spool; nothing per row is kept).
+#[derive(Debug, Clone, Default)]
+pub struct TokenTally {
+    f: TokenAccounting,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+impl TokenTally {
+    /// Counts one row.
+    pub fn add(&mut self, row: &TraceRow) {
         if let (Some(client), Some(server)) = (
             number(row, "promptTokens"),
             number(row, "serverPromptTokens"),
         ) {
-            diffs.push(server - client);
+            let d = server - client;
+            if self.f.compared == 0 {
+                (self.min, self.max) = (d, d);
+            } else {
+                self.min = self.min.min(d);
+                self.max = self.max.max(d);
+            }
+            self.f.compared += 1;
+            self.sum += d;
+            if d == 0.0 {
+                self.f.equal += 1;
+            }
         }
         if let (RowStatus::Completed, Some(asked), Some(got)) = (
             row.status,
             number(row, "requestedOutputTokens"),
             row.output_tokens,
         ) {
-            f.requested += 1;
+            self.f.requested += 1;
             if (got as f64) < asked {
-                f.short += 1;
+                self.f.short += 1;
             }
         }
     }
-    f.compared = diffs.len();
-    f.equal = diffs.iter().filter(|&&d| d == 0.0).count();
-    if !diffs.is_empty() {
-        diffs.sort_by(f64::total_cmp);
-        let mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
-        f.server_minus_client = Some((diffs[0], mean, diffs[diffs.len() - 1]));
+
+    /// The figures of the rows counted.
+    pub fn figures(&self) -> TokenAccounting {
+        let mut f = self.f.clone();
+        if f.compared > 0 {
+            f.server_minus_client = Some((self.min, self.sum / f.compared as f64, self.max));
+        }
+        f
     }
-    f
 }
 
 /// Marks a completed row whose output stopped below its request

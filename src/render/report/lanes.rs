@@ -265,6 +265,41 @@ impl<'a> Chart<'a> {
     }
 }
 
+/// Where the lanes chart puts time, so another chart can share its axis.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TimeAxis {
+    /// Axis start and end, ms.
+    pub lo: f64,
+    pub hi: f64,
+    /// Plot left edge and width, SVG pixels (the lanes' width overall).
+    pub plot_left: f64,
+    pub plot_w: f64,
+    /// The window start (tick labels count seconds from it).
+    pub start_ms: f64,
+}
+
+impl TimeAxis {
+    /// The x of a time, clamped to the axis.
+    pub fn x_of(&self, t: f64) -> f64 {
+        self.plot_left + (t.clamp(self.lo, self.hi) - self.lo) / (self.hi - self.lo) * self.plot_w
+    }
+}
+
+/// The lanes chart's time axis (for the server panels below it).
+pub(super) fn time_axis_of(a: &Analysis) -> TimeAxis {
+    let chart = Chart::of(a);
+    TimeAxis {
+        lo: chart.lo,
+        hi: chart.hi,
+        plot_left: chart.plot_left,
+        plot_w: chart.plot_w,
+        start_ms: chart.contract.start_ms,
+    }
+}
+
+/// The whole SVG width of the lanes chart.
+pub(super) const CHART_WIDTH: f64 = LANES_WIDTH;
+
 /// The section heading, the note on how to read the chart, the legend and
 /// the opening `<svg>`.
 fn intro(o: &mut String, a: &Analysis, chart: &Chart) {

@@ -24,7 +24,8 @@
 //! head, style sheet and footer), [`header`] (the contract), [`summary`]
 //! (counts, rates, latency tables), [`lanes`] (verdicts over arrival time),
 //! [`histograms`] (latency distributions with the gates), [`reasons`] (why
-//! rows did not pass), [`release`] (diagnosis, recovery after a burst,
+//! rows did not pass), `server` (the server's own metrics, when a sidecar
+//! exists, under the lanes on their time axis), [`release`] (diagnosis, recovery after a burst,
 //! per-GPU and cost figures, when they apply), [`sweep`] (the sensitivity table and fragility) and
 //! [`invalid`] (the invalid rows); [`html`] and [`svg`] hold the small
 //! helpers the sections share.
@@ -38,6 +39,7 @@ mod lanes;
 mod page;
 mod reasons;
 mod release;
+mod server;
 mod summary;
 mod svg;
 mod sweep;
@@ -49,11 +51,25 @@ pub use histograms::HISTOGRAM_BINS;
 pub use html::escape;
 pub use invalid::MAX_LISTED_INVALID_ROWS;
 pub use lanes::{LANES, LANE_COLUMN_PX, LANE_MARK_LIMIT, MAX_CLASS_SUBLANES};
+pub use server::peak_text;
+
+use crate::record::metrics::MetricsLine;
 
 /// Renders the report: header, summary, verdict lanes, latency
 /// distributions, reasons, the sweep table (declared row first) and the
 /// invalid rows. `sweep` is what [`crate::review::sweep::sweep`] returned (may be empty).
 pub fn render(analysis: &Analysis, sweep: &[SweepEntry]) -> String {
+    render_with_server(analysis, sweep, None)
+}
+
+/// [`render`], with the server panels (queue, running, KV use) drawn under
+/// the verdict lanes on their time axis when a `record --metrics` sidecar
+/// is given.
+pub fn render_with_server(
+    analysis: &Analysis,
+    sweep: &[SweepEntry],
+    server: Option<&[MetricsLine]>,
+) -> String {
     let r = &analysis.receipt;
     let mut o = String::with_capacity(64 * 1024);
     page::head(&mut o, r);
@@ -61,6 +77,7 @@ pub fn render(analysis: &Analysis, sweep: &[SweepEntry]) -> String {
     summary::section(&mut o, r);
     o.push_str(&intervals::report_section(r));
     lanes::section(&mut o, analysis);
+    server::section(&mut o, analysis, server);
     histograms::section(&mut o, analysis);
     reasons::section(&mut o, r);
     release::section(&mut o, r);

@@ -1,5 +1,5 @@
-//! The summary tables: counts, rates and Little's law per block, then the
-//! latency percentiles per block.
+//! The summary tables: counts, rates and Little's law per block, the
+//! saturation verdicts, then the latency percentiles per block.
 
 use std::fmt::Write;
 
@@ -80,6 +80,31 @@ fn counts_and_rates(o: &mut String, r: &Receipt) {
             notes.join("\n")
         );
     }
+    saturation(o, r);
+}
+
+/// Per block: the saturation verdict and its evidence (docs/contract.md §10.3).
+fn saturation(o: &mut String, r: &Receipt) {
+    let items: Vec<String> = blocks(r)
+        .into_iter()
+        .map(|(name, b)| {
+            let s = &b.saturation;
+            format!(
+                "<li data-verdict=\"{v}\"><b>{}</b>: <b>{v}</b> ({} offered/s, {} served/s): {}</li>",
+                escape(name.unwrap_or("all rows")),
+                fixed(s.offered_per_s, 2),
+                opt(s.served_per_s, 2),
+                escape(&s.evidence),
+                v = s.verdict.as_str(),
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "<p class=\"note\">Saturation: did the server keep up with the offered load? Served/s is completions \
+         per second from the first to the last completion.</p>\n<ul class=\"notes\" id=\"saturation\">\n{}\n</ul>",
+        items.join("\n")
+    );
 }
 
 /// Per block: n and nearest-rank p50, p95, p99 of TTFT, TPOT and E2E.

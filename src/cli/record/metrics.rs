@@ -1,0 +1,114 @@
+//! `record --metrics`: the scrape plan from the flags (endpoint, interval),
+//! and the sidecar written beside the trace with its sha256 in the trace's
+//! workload. The scraping itself is the library's
+//! ([`crate::record::metrics`]).
+
+use std::path::Path;
+
+use hyper::Uri;
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+use crate::record::endpoint::Endpoint;
+use crate::record::metrics::{sidecar_bytes, MetricsLine, MetricsPlan, MIN_INTERVAL};
+use crate::record::metrics_sidecar_path;
+use crate::record::tls::{client_config, Trust};
+use crate::trace::{Labels, Scalar};
+
+use super::args::RecordArgs;
+use super::plan::usage;
+
+/// The scrape plan, or `None` without `--metrics`. The default endpoint is
+/// `/metrics` on the server's origin (scheme, host and port of `server`).
+/// An `https://` endpoint uses the run's TLS settings (`--cacert`,
+/// `--insecure`) when the server is `https://` too, else the system's
+/// roots; the run's headers and API key go only to the server's own origin.
+pub fn metrics_plan(
+    args: &RecordArgs,
+    server: &Uri,
+    endpoint: &Endpoint,
+) -> Result<Option<MetricsPlan>, Error> {
+    if !args.metrics {
+        return Ok(None);
+    }
+    if args.metrics_interval < MIN_INTERVAL {
+        return Err(usage(format!(
+            "--metrics-interval must be at least {} ms",
+            MIN_INTERVAL.as_millis()
+        )));
+    }
+    let uri = match &args.metrics_url {
+        Some(url) => {
+            let uri: Uri = url
+                .parse()
+                .map_err(|e| usage(format!("--metrics-url `{url}` is not a URL ({e})")))?;
+            if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+                return Err(usage(format!(
+                    "--metrics-url `{url}` must be an http:// or https:// URL with a host"
+                )));
+            }
+            uri
+        }
+        None => {
+            let authority = server
+                .authority()
+                .ok_or_else(|| usage("--url has no host to scrape /metrics from"))?;
+            Uri::builder()
+                .scheme(server.scheme_str().unwrap_or("http"))
+                .authority(authority.as_str())
+                .path_and_query("/metrics")
+                .build()
+                .map_err(|e| usage(format!("cannot form the metrics URL: {e}")))?
+        }
+    };
+    let same_origin =
+        uri.scheme_str() == server.scheme_str() && uri.authority() == server.authority();
+    let tls = match (uri.scheme_str(), &endpoint.tls) {
+        (Some("https"), Some(config)) if server.scheme_str() == Some("https") => {
+            Some(config.clone())
+        }
+        (Some("https"), _) => Some(
+            client_config(&Trust::SystemRoots).map_err(|e| usage(format!("--metrics-url: {e}")))?,
+        ),
+        _ => None,
+    };
+    Ok(Some(MetricsPlan {
+        uri,
+        interval: args.metrics_interval,
+        tls,
+        credentials: same_origin,
+    }))
+}
+
+/// Writes the sidecar beside the trace at `out` (atomically) and records it
+/// in `workload`: file name, sha256, snapshots and gaps.
+pub fn write_sidecar(
+    out: &Path,
+    lines: &[MetricsLine],
+    workload: &mut Labels,
+) -> Result<(), Error> {
+    let path = metrics_sidecar_path(out);
+    let bytes = sidecar_bytes(lines);
+    crate::io::write_atomic(&path, &bytes).map_err(|source| Error::Write {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let sha = Sha256::digest(&bytes);
+    let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let gaps = lines.iter().filter(|l| l.error.is_some()).count();
+    let mut put = |k: &str, v: Scalar| {
+        workload.insert(k.to_owned(), v);
+    };
+    put("metricsFile", Scalar::String(name));
+    put("metricsSha256", Scalar::String(hex));
+    put(
+        "metricsSnapshots",
+        Scalar::Number((lines.len() - gaps) as f64),
+    );
+    put("metricsGaps", Scalar::Number(gaps as f64));
+    Ok(())
+}

@@ -1,0 +1,40 @@
+//! `goodput record --recover SPOOL --out TRACE`: the spool of a recording
+//! that died → a trace (see `record::recover` for what is claimed). Sends
+//! nothing; the spool is left in place.
+
+use std::io::Write;
+
+use crate::error::Error;
+use crate::record::recover::recover;
+use crate::render::record::analyze_command;
+
+use crate::cli::exit::EXIT_OK;
+use crate::cli::output::{check_writable, emit};
+
+use super::args::RecordArgs;
+
+/// Recovers the spool named by `--recover` into `--out`; prints what came
+/// from where.
+pub fn run(args: &RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let Some(spool) = &args.recover else {
+        return Err(Error::Usage("--recover needs a spool".into()));
+    };
+    check_writable(&args.out)?;
+    let r = recover(spool, &args.out)?;
+    let path = args.out.display().to_string();
+    let text = format!(
+        "recovered {} rows to {path} ({} bytes): {} from the spool as they were, \
+         {} dispatched without an ending (in_flight), {} due but not proven sent (notSent); \
+         window cut at {:.3} ms\n  the spool {} is left as it was\nnext: {}\n",
+        r.built.written.rows,
+        r.built.written.bytes,
+        r.spooled,
+        r.unended,
+        r.not_sent,
+        r.cut_ms,
+        spool.display(),
+        analyze_command(&path, r.built.written.rows, r.built.written.bytes)
+    );
+    emit(stdout, text.as_bytes())?;
+    Ok(EXIT_OK)
+}

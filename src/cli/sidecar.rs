@@ -1,0 +1,67 @@
+//! Finding a trace's `record --metrics` sidecar: the file its workload names
+//! (`metricsFile`), beside the trace, checked against `metricsSha256`. Used
+//! by `goodput report` (the server panels) and `goodput frontier` (peaks per
+//! point).
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+use crate::io::read_limited;
+use crate::record::metrics::{parse_sidecar, MetricsLine};
+use crate::trace::{Labels, Scalar};
+
+/// The largest sidecar read.
+const MAX_SIDECAR_BYTES: u64 = 256 << 20;
+
+/// What was found for one trace.
+#[derive(Debug)]
+pub enum Sidecar {
+    /// The trace names no sidecar (or came from standard input).
+    None,
+    /// The trace names a sidecar that is not beside it.
+    Missing(String),
+    /// The sidecar, read and checked.
+    Loaded(Vec<MetricsLine>),
+}
+
+fn string<'a>(workload: &'a Labels, key: &str) -> Option<&'a str> {
+    match workload.get(key) {
+        Some(Scalar::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Loads the sidecar a trace at `trace_path` names. A sidecar whose bytes do
+/// not match the trace's `metricsSha256`, or that does not read, is an
+/// error naming it (exit 2): it belongs to another run.
+pub fn load(trace_path: &str, workload: &Labels) -> Result<Sidecar, Error> {
+    let Some(name) = string(workload, "metricsFile") else {
+        return Ok(Sidecar::None);
+    };
+    if trace_path == "-" || name.contains('/') || name.contains('\\') {
+        return Ok(Sidecar::None);
+    }
+    let path = Path::new(trace_path)
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join(name);
+    let shown = path.display().to_string();
+    if !path.exists() {
+        return Ok(Sidecar::Missing(shown));
+    }
+    let bytes = read_limited(&shown, MAX_SIDECAR_BYTES)?;
+    let sha: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if string(workload, "metricsSha256").is_some_and(|want| want != sha) {
+        return Err(Error::Usage(format!(
+            "{shown}: its sha256 {sha} is not the trace's workload.metricsSha256: the sidecar belongs to another run"
+        )));
+    }
+    parse_sidecar(&bytes)
+        .map(Sidecar::Loaded)
+        .map_err(|e| Error::Usage(format!("{shown}: {e}")))
+}

@@ -19,11 +19,19 @@
 //! of the two side by side. Targets: https costs at most 1.5× the CPU per
 //! token of http; http at 2,000 requests/s keeps p99 send lag ≤ 1 ms.
 //!
-//! Environment: `GOODPUT_BENCH_RATES=500,1000,…`, `GOODPUT_BENCH_SECS=2`,
-//! `GOODPUT_BENCH_TLS=0` to skip the https runs, `GOODPUT_BENCH_TOKENS=64`
-//! (output tokens per request) and `GOODPUT_BENCH_BIN=PATH` (another
-//! `goodput` binary to measure, e.g. a build of an earlier commit, against
-//! the same in-process sim).
+//! Then the workload check: at `GOODPUT_BENCH_WORKLOAD_RATE` (default 1,000)
+//! requests/s, the median p99 send lag of three runs each with 32-word
+//! prompts, with 2,000-word prompts, and with 2,000-token prompts made exact
+//! by `--tokenizer` (the fixture tokenizer): preparing prompts happens before
+//! the first send, so the send lag must not move. It prints the wall time of
+//! each run too (the preparation shows there, not in the lag).
+//!
+//! Environment: `GOODPUT_BENCH_RATES=500,1000,…` (empty: skip the rate
+//! sweep), `GOODPUT_BENCH_SECS=2`, `GOODPUT_BENCH_TLS=0` to skip the https
+//! runs, `GOODPUT_BENCH_TOKENS=64` (output tokens per request),
+//! `GOODPUT_BENCH_BIN=PATH` (another `goodput` binary to measure, e.g. a
+//! build of an earlier commit, against the same in-process sim) and
+//! `GOODPUT_BENCH_WORKLOAD_RATE=1000` (0: skip the workload check).
 
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -293,6 +301,7 @@ fn main() {
         seed: 0,
         model_name: "sim".into(),
         quirks: Default::default(),
+        tokenizer: None,
     };
     let noise = wakeup_noise_ms();
     println!(
@@ -384,5 +393,89 @@ fn main() {
                 https.cpu_ms_per_1k_tokens() / http.cpu_ms_per_1k_tokens()
             );
         }
+    }
+    let workload_rate: f64 = std::env::var("GOODPUT_BENCH_WORKLOAD_RATE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000.0);
+    if workload_rate > 0.0 {
+        workload_check(&server.url(), dir.path(), workload_rate, secs);
+    }
+}
+
+/// p99 send lag at one rate with short prompts, long prompts, and long
+/// token-exact prompts (`--tokenizer`).
+fn workload_check(url: &str, dir: &std::path::Path, rate: f64, secs: f64) {
+    let tokenizer = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/tokenizer/tokenizer.json"
+    );
+    let cases: [(&str, Vec<&str>); 3] = [
+        ("32 words", vec!["--random-input-len", "32"]),
+        ("2000 words", vec!["--input-tokens", "2000"]),
+        (
+            "2000 tokens, --tokenizer",
+            vec!["--input-tokens", "2000", "--tokenizer", tokenizer],
+        ),
+    ];
+    println!("\nworkload check at {rate}/s, {secs} s per run, {REPEATS} runs each (p99 send lag, from the traces)");
+    println!(
+        "{:>28} {:>7} {:>8} {:>10} {:>9}   p99 per run",
+        "prompts", "rows", "min rat.", "med p99", "wall s"
+    );
+    for (name, extra) in cases {
+        let mut p99s = Vec::new();
+        let (mut rows, mut min_ratio, mut wall) = (0, f64::INFINITY, Vec::new());
+        for run in 0..REPEATS {
+            let out = dir.join(format!("workload-{run}.json"));
+            let started = Instant::now();
+            let status = Command::new(env!("CARGO_BIN_EXE_goodput"))
+                .args(["record", "--url", url, "--model", "sim", "--no-progress"])
+                .args([
+                    "--request-rate",
+                    &rate.to_string(),
+                    "--duration",
+                    &format!("{secs}s"),
+                ])
+                .args([
+                    "--grace",
+                    "2s",
+                    "--timeout",
+                    "5s",
+                    "--output-tokens",
+                    "64",
+                    "--ignore-eos",
+                ])
+                .args(&extra)
+                .args(["--seed", &run.to_string()])
+                .arg("--out")
+                .arg(&out)
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("run goodput record");
+            wall.push(started.elapsed().as_secs_f64());
+            let trace: Value = std::fs::read(&out)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or(Value::Null);
+            if !status.success() || trace.is_null() {
+                println!("{name:>28} recorder failed ({status})");
+                return;
+            }
+            let f = figures(&trace);
+            rows += f.rows;
+            min_ratio = min_ratio.min(f.ratio);
+            p99s.push(f.p99_lag_ms);
+        }
+        let mut sorted = p99s.clone();
+        sorted.sort_by(f64::total_cmp);
+        let runs: Vec<String> = p99s.iter().map(|p| format!("{p:.3}")).collect();
+        let walls: Vec<String> = wall.iter().map(|w| format!("{w:.1}")).collect();
+        println!(
+            "{name:>28} {rows:>7} {min_ratio:>8.4} {:>7.3} ms {:>9}   {} ms",
+            sorted[sorted.len() / 2],
+            walls.join("/"),
+            runs.join(", ")
+        );
     }
 }

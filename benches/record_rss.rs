@@ -55,6 +55,7 @@ fn main() {
             seed: 3,
             model_name: "sim".into(),
             quirks: Default::default(),
+            tokenizer: None,
         },
         1,
     )

@@ -56,6 +56,7 @@ pub mod schema;
 pub mod selfcheck;
 pub mod sim;
 pub mod stats;
+pub mod tokenizer;
 pub mod trace;
 pub mod verdict;
 

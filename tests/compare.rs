@@ -134,6 +134,7 @@ fn sim(step_ms: f64) -> SimServer {
         seed: 1,
         model_name: "sim".into(),
         quirks: Default::default(),
+        tokenizer: None,
     };
     SimServer::start(config, 1).expect("start sim")
 }

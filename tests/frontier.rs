@@ -503,6 +503,7 @@ fn a_rate_list_records_one_trace_per_rate_with_its_own_seed() {
             seed: 1,
             model_name: "sim".into(),
             quirks: Default::default(),
+            tokenizer: None,
         },
         1,
     )
@@ -652,6 +653,7 @@ fn each_sweep_point_draws_its_prompt_list_in_its_own_seeded_order() {
             seed: 1,
             model_name: "sim".into(),
             quirks: Default::default(),
+            tokenizer: None,
         },
         1,
     )

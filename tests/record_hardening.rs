@@ -49,6 +49,7 @@ fn sim_with(
         seed: 1,
         model_name: "sim".into(),
         quirks,
+        tokenizer: None,
     };
     SimServer::start(config, 1).expect("start sim")
 }

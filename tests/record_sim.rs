@@ -21,6 +21,7 @@ fn sim(engine: EngineParams, output_tokens: f64, faults: Vec<Fault>) -> SimServe
         seed: 1,
         model_name: "sim".into(),
         quirks: Default::default(),
+        tokenizer: None,
     };
     SimServer::start(config, 1).expect("start sim")
 }
@@ -79,7 +80,7 @@ fn sim_to_record_to_analyze_gives_the_configured_ttft_and_tpot() {
     for row in rows(&trace) {
         assert_eq!(row["status"], "completed", "{row}");
         assert_eq!(row["outputTokens"], 16);
-        assert_eq!(row["labels"]["promptTokens"], 200);
+        assert_eq!(row["labels"]["serverPromptTokens"], 200);
     }
     let r = receipt(&out);
     let all = &r["results"]["all"];
@@ -361,8 +362,8 @@ fn prompts_and_keys_never_reach_the_trace() {
     assert_eq!(trace["classes"]["batch"]["tpotMs"], Value::Null);
     assert_eq!(trace["workload"]["endpoint"], "/v1/completions");
     // Requests cycle through the file; the sim counts prompt words as tokens.
-    assert_eq!(rows[0]["labels"]["promptTokens"], 3);
-    assert_eq!(rows[1]["labels"]["promptTokens"], 2);
+    assert_eq!(rows[0]["labels"]["serverPromptTokens"], 3);
+    assert_eq!(rows[1]["labels"]["serverPromptTokens"], 2);
     assert_eq!(rows[1]["class"], "batch");
     assert!(rows[0].get("class").is_none());
     // sha256("zebra quokka axolotl"), first 12 hex digits, computed independently.

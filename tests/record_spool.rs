@@ -52,7 +52,7 @@ fn plan_at(url: &str, out: &Path, extra: &[&str]) -> Plan {
 fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
     let arrivals = match &plan.run.load {
         goodput::record::runner::Load::Open { arrivals_ms } => arrivals_ms.as_ref().clone(),
-        goodput::record::runner::Load::Closed { .. } => unreachable!("open-loop plans only"),
+        _ => unreachable!("open-loop plans only"),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let reasons = [
@@ -104,6 +104,16 @@ fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
                 class: prompt.class.clone(),
                 prompt_chars: prompt.text.chars().count() as u64,
                 prompt_hash: goodput::record::request::prompt_hash(&prompt.text),
+                // Workload labels travel through the spool too.
+                labels: if kind % 2 == 0 {
+                    [(
+                        "promptTokens".to_owned(),
+                        goodput::trace::Scalar::Number(f64::from(kind) * 10.0),
+                    )]
+                    .into()
+                } else {
+                    Default::default()
+                },
             })
         })
         .collect();
@@ -524,6 +534,82 @@ fn recovery_keeps_every_spooled_row_as_the_in_memory_path_writes_it_with_every_t
 }
 
 #[test]
+fn a_multi_turn_spool_recovers_each_turn_with_its_session_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three sessions of two turns, started at 0, 100 and 200 ms.
+    let sessions = dir.path().join("sessions.jsonl");
+    std::fs::write(
+        &sessions,
+        "{\"session_id\": \"a\", \"turns\": [{\"text\": \"one two\"}, {\"text\": \"three\", \"delay\": 50}]}\n\
+         {\"session_id\": \"b\", \"turns\": [{\"text\": \"four\"}, {\"text\": \"five six\", \"delay\": 50}]}\n\
+         {\"session_id\": \"c\", \"turns\": [{\"text\": \"seven\"}, {\"text\": \"eight\", \"delay\": 50}]}\n",
+    )
+    .unwrap();
+    let p = plan(
+        &dir.path().join("dead.json"),
+        &[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--duration",
+            "0.3s",
+            "--warmup",
+            "0s",
+            "--dataset",
+            "multi-turn",
+            sessions.to_str().unwrap(),
+        ],
+    );
+    let header = serde_json::to_string(&spool::header(&p)).unwrap();
+    let spool_file = dir.path().join("dead.json.spool");
+    // Session 0's first turn completed at 80 ms; a mark at 150 ms had two
+    // sessions started; nothing else ended before the kill.
+    let lines = [
+        header.as_str(),
+        "{\"ended\":{\"index\":0,\"arrivalMs\":0.0,\"sentMs\":0.5,\"firstTokenMs\":20.0,\"contentChunks\":3,\"usageOutputTokens\":3,\"finished\":true,\"ending\":{\"completed\":{\"completedMs\":80.0}},\"promptChars\":7,\"promptHash\":\"aaaaaaaaaaaa\",\"labels\":{\"session\":\"0\",\"turn\":1,\"conversation\":0}}}",
+        "{\"mark\":{\"atMs\":150.0,\"dispatched\":2}}",
+    ];
+    std::fs::write(&spool_file, lines.join("\n") + "\n").unwrap();
+    let out = dir.path().join("recovered.json");
+    let (code, text, trace) = recover(&spool_file, &out);
+    assert_eq!(code, 0, "{text}");
+    // Cut at 150 ms: sessions 0 and 1 started (starts 0 and 100 < 150),
+    // session 2 (200 ms) not due: rows are the 4 turns of sessions 0 and 1.
+    assert!(text.contains("recovered 4 rows"), "{text}");
+    assert!(text.contains("1 from the spool"), "{text}");
+    assert!(text.contains("0 due but not proven sent"), "{text}");
+    let r = rows(&trace);
+    assert_eq!(r.len(), 4);
+    assert_eq!(trace["workload"]["plannedScheduled"], 6);
+    // The spooled first turn, as it was, with its labels.
+    assert_eq!(r[0]["status"], "completed");
+    assert_eq!(r[0]["completedMs"], 80);
+    assert_eq!(r[0]["labels"]["session"], "0");
+    assert_eq!(r[0]["labels"]["turn"], 1);
+    // Session 0's second turn: its eligibility instant was never written
+    // down, so it is in flight at the cut, excluded, and says why.
+    assert_eq!(r[1]["status"], "in_flight");
+    assert_eq!(r[1]["arrivalMs"], 150);
+    assert_eq!(r[1]["labels"]["arrivalUnknown"], true);
+    assert_eq!(r[1]["labels"]["session"], "0");
+    assert_eq!(r[1]["labels"]["turn"], 2);
+    // Session 1's first turn was dispatched at its start (100 ms).
+    assert_eq!(r[2]["status"], "in_flight");
+    assert_eq!(r[2]["arrivalMs"], 100);
+    assert_eq!(r[2]["labels"]["session"], "1");
+    assert!(r[2]["labels"].get("notSent").is_none());
+    assert_eq!(r[3]["labels"]["arrivalUnknown"], true);
+    assert_eq!(r[3]["labels"]["turn"], 2);
+    // The analyzer: window [0, 150): arrivals 0 and 100 are the cohort
+    // (1 pass, 1 censored); the two turns at 150 are outside it.
+    let counts = &receipt(&out)["results"]["all"]["counts"];
+    assert_eq!(counts["cohort"], 2);
+    assert_eq!(counts["pass"], 1);
+    assert_eq!(counts["censored"], 1);
+}
+
+#[test]
 fn a_dispatched_request_without_an_ending_is_recovered_in_flight_and_a_bad_line_is_named() {
     let dir = tempfile::tempdir().unwrap();
     // A mark at 350 ms with 4 dispatched and no ending: rows 0–3 in flight
@@ -577,6 +663,7 @@ fn fast_sim(output_tokens: f64, step_ms: f64) -> SimServer {
             seed: 3,
             model_name: "sim".into(),
             quirks: Default::default(),
+            tokenizer: None,
         },
         1,
     )

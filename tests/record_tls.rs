@@ -80,6 +80,7 @@ fn config() -> SimConfig {
         seed: 1,
         model_name: "sim".into(),
         quirks: Default::default(),
+        tokenizer: None,
     }
 }
 

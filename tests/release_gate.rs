@@ -511,6 +511,7 @@ fn sim(max_batch: usize, step_ms: f64, output_tokens: f64) -> SimServer {
             seed: 1,
             model_name: "sim".into(),
             quirks: Default::default(),
+            tokenizer: None,
         },
         1,
     )

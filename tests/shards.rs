@@ -88,6 +88,7 @@ fn one_two_and_four_shards_merge_to_the_arrivals_and_verdicts_of_one_process() {
             seed: 1,
             model_name: "sim".into(),
             quirks: Default::default(),
+            tokenizer: None,
         },
         1,
     )
@@ -252,6 +253,7 @@ fn a_shard_started_after_the_start_instant_records_its_lag_and_keeps_the_schedul
             seed: 1,
             model_name: "sim".into(),
             quirks: Default::default(),
+            tokenizer: None,
         },
         1,
     )
@@ -619,7 +621,7 @@ fn plan_of(flags: &[&str], out: &Path) -> goodput::record::Plan {
 fn arrivals(plan: &goodput::record::Plan) -> Vec<f64> {
     match &plan.run.load {
         goodput::record::runner::Load::Open { arrivals_ms } => arrivals_ms.as_ref().clone(),
-        goodput::record::runner::Load::Closed { .. } => panic!("open loop"),
+        other => panic!("open loop, not {other:?}"),
     }
 }
 
@@ -658,4 +660,100 @@ fn the_shards_of_a_phased_schedule_hold_its_requests_i_mod_n() {
         merged, all,
         "the shards' requests interleave into the schedule"
     );
+}
+
+/// A 40-entry mooncake file: entry i at 1000 + 25·i ms, one or two blocks.
+fn mooncake(dir: &Path) -> PathBuf {
+    let mut text = String::new();
+    for i in 0..40 {
+        let (input, ids) = if i % 2 == 0 {
+            (300, format!("{}", i % 3))
+        } else {
+            (700, format!("{}, {}", i % 3, 50 + i))
+        };
+        text.push_str(&format!(
+            "{{\"timestamp\": {}, \"input_length\": {input}, \"output_length\": {}, \"hash_ids\": [{ids}]}}\n",
+            1000 + 25 * i,
+            4 + i % 5,
+        ));
+    }
+    let p = dir.join("replay.jsonl");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn a_sharded_replay_sends_request_i_with_its_own_instant_and_prompt_on_shard_i_mod_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = mooncake(dir.path());
+    let file = file.to_str().unwrap();
+    let replay = ["--replay", "mooncake", file, "--warmup", "0s"];
+    let whole = plan_of(&replay, &dir.path().join("whole.json"));
+    let all = arrivals(&whole);
+    // Entry i at (1000 + 25·i) − 1000 ms after the window start (0 here).
+    let expected: Vec<f64> = (0..40).map(|i| 25.0 * i as f64).collect();
+    assert_eq!(all, expected);
+    let n = 3;
+    for k in 0..n {
+        let mut flags = replay.to_vec();
+        let shard = format!("{k}/{n}");
+        flags.extend(["--shard", &shard, "--start-at", "2030-01-01T00:00:00Z"]);
+        let p = plan_of(&flags, &dir.path().join(format!("s{k}.json")));
+        let mine = arrivals(&p);
+        // Shard k holds entries k, k+3, k+6, … of the 40.
+        assert_eq!(mine.len(), (40usize - k).div_ceil(n), "shard {k}");
+        for (j, a) in mine.iter().enumerate() {
+            let i = j * n + k;
+            assert_eq!(*a, expected[i], "shard {k} request {j} is entry {i}");
+            let (mine, theirs) = (p.run.prompts.prompt(j), whole.run.prompts.prompt(i));
+            assert_eq!(mine.text, theirs.text, "entry {i}'s prompt");
+            assert_eq!(
+                p.run.prompts.extras(j).max_tokens,
+                Some(4 + (i % 5) as u32),
+                "entry {i}'s output_length is its max_tokens"
+            );
+        }
+        assert_eq!(
+            p.workload.get("scheduleSize"),
+            Some(&goodput::trace::Scalar::Number(40.0))
+        );
+    }
+}
+
+#[test]
+fn sessions_cannot_be_sharded_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions.jsonl");
+    std::fs::write(
+        &sessions,
+        "{\"session_id\": \"a\", \"turns\": [{\"text\": \"hi\"}, {\"text\": \"more\", \"delay\": 100}]}\n",
+    )
+    .unwrap();
+    let argv: Vec<String> = [
+        "goodput",
+        "record",
+        "--url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--request-rate",
+        "2",
+        "--duration",
+        "2s",
+        "--dataset",
+        "multi-turn",
+        sessions.to_str().unwrap(),
+        "--shard",
+        "0/2",
+        "--start-at",
+        "2030-01-01T00:00:00Z",
+        "--out",
+        dir.path().join("t.json").to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let (code, text) = run_cli(&argv);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("multi-turn sessions"), "{text}");
+    assert!(!dir.path().join("t.json").exists());
 }

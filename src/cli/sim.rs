@@ -13,6 +13,7 @@ use crate::sim::http::SimStats;
 use crate::sim::quirks::StreamQuirks;
 use crate::sim::tls::{self, Front, RequiredHeader};
 use crate::sim::{serve_with, SimConfig};
+use crate::tokenizer::TokenCounter;
 
 use super::exit::EXIT_OK;
 
@@ -90,6 +91,10 @@ pub struct SimArgs {
     /// `stream_options.include_usage`.
     #[arg(long)]
     pub no_usage: bool,
+    /// Count prompt tokens with this Hugging Face tokenizer.json (each message's
+    /// content, summed; no chat template) instead of whitespace-separated words.
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<std::path::PathBuf>,
     /// Serve https with this PEM certificate chain (with --tls-key).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<std::path::PathBuf>,
@@ -156,7 +161,14 @@ pub fn config_from(args: &SimArgs) -> Result<SimConfig, Error> {
             return Err(usage(format!("{name} must be a number of ms >= 0")));
         }
     }
+    let tokenizer = match &args.tokenizer {
+        Some(path) => Some(Arc::new(
+            TokenCounter::load(path).map_err(|e| usage(e.to_string()))?,
+        )),
+        None => None,
+    };
     Ok(SimConfig {
+        tokenizer,
         engine: EngineParams {
             max_batch: args.max_batch,
             prefill_ms_per_1k_tokens: args.prefill_ms_per_1k_tokens,

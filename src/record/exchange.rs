@@ -98,6 +98,9 @@ pub enum FailReason {
     TlsCertificate,
     /// The TLS handshake failed otherwise.
     TlsHandshake,
+    /// An earlier turn of the same session failed, so this turn was never
+    /// sent (multi-turn sessions).
+    SessionAborted,
 }
 
 impl FailReason {
@@ -117,11 +120,12 @@ impl FailReason {
             FailReason::HeadersTooLarge => "headers_too_large".into(),
             FailReason::TlsCertificate => "tls_certificate".into(),
             FailReason::TlsHandshake => "tls_handshake".into(),
+            FailReason::SessionAborted => "session_aborted".into(),
         }
     }
 
     /// Every reason but `http_<status>`, for reading reasons back.
-    pub const NAMED: [FailReason; 12] = [
+    pub const NAMED: [FailReason; 13] = [
         FailReason::ConnectRefused,
         FailReason::ConnectError,
         FailReason::Disconnect,
@@ -134,6 +138,7 @@ impl FailReason {
         FailReason::HeadersTooLarge,
         FailReason::TlsCertificate,
         FailReason::TlsHandshake,
+        FailReason::SessionAborted,
     ];
 
     /// The reason whose [`FailReason::as_string`] is `text` (the spool
@@ -913,7 +918,8 @@ mod tests {
             | FailReason::BodyTooLarge
             | FailReason::HeadersTooLarge
             | FailReason::TlsCertificate
-            | FailReason::TlsHandshake => FailReason::NAMED.contains(&r),
+            | FailReason::TlsHandshake
+            | FailReason::SessionAborted => FailReason::NAMED.contains(&r),
         };
         for r in FailReason::NAMED.into_iter().chain([FailReason::Http(503)]) {
             assert!(listed(r));

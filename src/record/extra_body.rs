@@ -9,7 +9,8 @@
 //! Keys the recorder sets itself are refused, because overriding them would
 //! silently change what is measured or make the stream unreadable:
 //! `model`, `messages`, `prompt`, `stream` and `stream_options` always;
-//! `max_tokens` when `--max-tokens` is given and `ignore_eos` when
+//! `max_tokens` when `--max-tokens`, `--output-tokens` or `--replay` is
+//! given (the recorder sets it per request) and `ignore_eos` when
 //! `--ignore-eos` is given (each may come from one place only).
 //!
 //! Merging is a splice: the recorder's own body is serialized as before and
@@ -32,11 +33,13 @@ pub struct ExtraBody {
 }
 
 impl ExtraBody {
-    /// Parses and checks `text` against the keys the recorder will set.
+    /// Parses and checks `text` against the keys the recorder will set;
+    /// `max_tokens_flag` and `ignore_eos_flag` name the flag that makes the
+    /// recorder set that key, if any.
     pub fn parse(
         text: &str,
-        max_tokens_flag: bool,
-        ignore_eos_flag: bool,
+        max_tokens_flag: Option<&str>,
+        ignore_eos_flag: Option<&str>,
     ) -> Result<ExtraBody, String> {
         let value: Value = serde_json::from_str(text).map_err(|e| {
             format!(
@@ -58,9 +61,8 @@ impl ExtraBody {
                     ALWAYS_SET.join(", ")
                 ));
             }
-            let flag = match key.as_str() {
-                "max_tokens" if max_tokens_flag => "--max-tokens",
-                "ignore_eos" if ignore_eos_flag => "--ignore-eos",
+            let flag = match (key.as_str(), max_tokens_flag, ignore_eos_flag) {
+                ("max_tokens", Some(flag), _) | ("ignore_eos", _, Some(flag)) => flag,
                 _ => continue,
             };
             return Err(format!(
@@ -120,8 +122,8 @@ mod tests {
     fn members_are_appended_inside_the_object() {
         let extra = ExtraBody::parse(
             r#"{"temperature": 0, "top_p": 0.9, "ignore_eos": true}"#,
-            true,
-            false,
+            Some("--max-tokens"),
+            None,
         )
         .unwrap();
         assert_eq!(
@@ -135,7 +137,7 @@ mod tests {
         );
         assert_eq!(extra.merge_into(b"{}".to_vec()), extra.as_json().as_bytes());
         assert!(extra.has("top_p") && !extra.has("max_tokens"));
-        let none = ExtraBody::parse("{}", false, false).unwrap();
+        let none = ExtraBody::parse("{}", None, None).unwrap();
         assert!(none.is_empty());
         assert_eq!(none.merge_into(b"{\"a\":1}".to_vec()), b"{\"a\":1}");
     }
@@ -143,26 +145,26 @@ mod tests {
     #[test]
     fn keys_the_recorder_sets_are_refused_by_name() {
         for key in ALWAYS_SET {
-            let err = ExtraBody::parse(&format!("{{\"{key}\": 1}}"), false, false).unwrap_err();
+            let err = ExtraBody::parse(&format!("{{\"{key}\": 1}}"), None, None).unwrap_err();
             assert!(
                 err.starts_with(&format!("--extra-body: `{key}` is set by the recorder")),
                 "{err}"
             );
         }
         assert_eq!(
-            ExtraBody::parse(r#"{"max_tokens": 5}"#, true, false).unwrap_err(),
+            ExtraBody::parse(r#"{"max_tokens": 5}"#, Some("--max-tokens"), None).unwrap_err(),
             "--extra-body: `max_tokens` is also set by --max-tokens; give it in one place only"
         );
-        assert!(ExtraBody::parse(r#"{"max_tokens": 5}"#, false, false).is_ok());
-        assert!(ExtraBody::parse(r#"{"ignore_eos": true}"#, false, true).is_err());
+        assert!(ExtraBody::parse(r#"{"max_tokens": 5}"#, None, None).is_ok());
+        assert!(ExtraBody::parse(r#"{"ignore_eos": true}"#, None, Some("--ignore-eos")).is_err());
     }
 
     #[test]
     fn not_an_object_is_refused_with_where() {
-        assert!(ExtraBody::parse("[1]", false, false)
+        assert!(ExtraBody::parse("[1]", None, None)
             .unwrap_err()
             .contains("a JSON object"));
-        let err = ExtraBody::parse("{\"a\":\n tru}", false, false).unwrap_err();
+        let err = ExtraBody::parse("{\"a\":\n tru}", None, None).unwrap_err();
         assert!(err.contains("line 2"), "{err}");
     }
 }

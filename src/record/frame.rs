@@ -18,7 +18,7 @@ use crate::trace::{Equality, Gates, Labels, Phase, Resources, Scalar, TokenCount
 
 use super::exchange::{Ending, Observation};
 use super::phases::label_rows;
-use super::request::{prompt_hash, Prompt};
+use super::request::{prompt_hash, Prompt, PromptSource};
 use super::row::{self, RowMeta};
 use super::runner::{Finished, RunOutcome, ShardClock};
 use super::Plan;
@@ -41,7 +41,7 @@ impl ShardTag {
 }
 
 /// What a row says about its prompt (never the text).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptMeta {
     /// The prompt's SLO class, when its source named one.
@@ -51,6 +51,10 @@ pub struct PromptMeta {
     pub chars: u64,
     /// Short hash of the text.
     pub hash: String,
+    /// The workload's labels for the request (`promptTokens`,
+    /// `prefixGroup`, `session`…).
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    pub labels: Labels,
 }
 
 impl PromptMeta {
@@ -60,6 +64,16 @@ impl PromptMeta {
             class: prompt.class.clone(),
             chars: prompt.text.chars().count() as u64,
             hash: prompt_hash(&prompt.text),
+            labels: Labels::new(),
+        }
+    }
+
+    /// The meta of request `index` of `source`: its prompt's, with the
+    /// workload's labels for it.
+    pub fn of_request(source: &PromptSource, index: usize) -> PromptMeta {
+        PromptMeta {
+            labels: source.extras(index).labels,
+            ..PromptMeta::of(&source.prompt(index))
         }
     }
 }
@@ -153,6 +167,7 @@ impl Frame {
             open_loop: self.open_loop,
             prompt_chars: f.prompt_chars,
             prompt_hash: f.prompt_hash.clone(),
+            labels: f.labels.clone(),
         };
         let row = row::assemble(&meta, &f.obs, &f.ending, tokens);
         self.finish_row(index, row)
@@ -195,6 +210,7 @@ impl Frame {
             open_loop: self.open_loop,
             prompt_chars: prompt.chars,
             prompt_hash: prompt.hash.clone(),
+            labels: prompt.labels.clone(),
         }
     }
 

@@ -43,6 +43,7 @@ pub mod spool;
 pub mod sse;
 pub mod summary;
 pub mod tls;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -116,7 +117,7 @@ impl Plan {
     /// Whether arrivals follow the schedule (open loop) rather than the
     /// previous request's end (closed loop).
     pub fn open_loop(&self) -> bool {
-        matches!(self.run.load, Load::Open { .. })
+        matches!(self.run.load, Load::Open { .. } | Load::Sessions { .. })
     }
 
     /// When observation stops, ms since t0: the window end plus the grace.
@@ -217,7 +218,7 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
             None => frame.unsent_row(
                 index,
                 outcome.arrivals_ms.get(index).copied().unwrap_or(0.0),
-                &PromptMeta::of(&plan.run.prompts.prompt(index)),
+                &PromptMeta::of_request(&plan.run.prompts, index),
             ),
         })
         .collect();

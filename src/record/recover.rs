@@ -54,6 +54,9 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, Error> {
     let frame = &header.frame;
     let cut_ms = scan.last_instant_ms;
     let dispatched = scan.last_mark.map_or(0, |(_, n)| n);
+    if let Some(layout) = &header.sessions {
+        return recover_sessions(spool_file, &scan, layout, out);
+    }
     let (rows, planned) = if frame.open_loop {
         let scheduled = header.arrivals_ms.len();
         if scan.end_index > scheduled {
@@ -89,6 +92,7 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, Error> {
             class: None,
             chars: 0,
             hash: String::new(),
+            labels: Labels::new(),
         })
     };
     let unended = |index: usize| -> TraceRow {
@@ -118,6 +122,91 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, Error> {
     };
     let unended_count = rows - scan.ended_count - not_sent;
     let built = spool::write_trace(spool_file, &scan, &stop, rows, unended, out, &Labels::new())?;
+    Ok(Recovered {
+        built,
+        cut_ms,
+        spooled: scan.ended_count,
+        unended: unended_count,
+        not_sent,
+    })
+}
+
+/// [`recover`] for a multi-turn run. `dispatched` counts sessions started.
+/// A first turn without an ending is in flight from its session's start if
+/// the session started, else never sent; a later turn without an ending is
+/// in flight at the cut with `arrivalUnknown` (its eligibility instant was
+/// never written down) if its session started, else `notEligible` at the
+/// cut, as the recorder itself writes turns it never reached. Both arrive at
+/// the cut, outside the cut window, so they are excluded, never judged.
+fn recover_sessions(
+    spool_file: &Path,
+    scan: &spool::Scan,
+    layout: &spool::SessionLayout,
+    out: &Path,
+) -> Result<Recovered, Error> {
+    let header = &scan.header;
+    let frame = &header.frame;
+    let cut_ms = scan.last_instant_ms;
+    let dispatched = scan.last_mark.map_or(0, |(_, n)| n);
+    let starts = &layout.starts_ms;
+    let total = layout.offsets.last().copied().unwrap_or(0);
+    if scan.end_index > total || layout.offsets.len() != starts.len() + 1 {
+        return Err(SpoolError::Bad {
+            path: spool_file.display().to_string(),
+            line: 1,
+            message: format!(
+                "the sessions hold {total} turns but turn {} ended",
+                scan.end_index.saturating_sub(1)
+            ),
+        }
+        .into());
+    }
+    let session_of = |index: usize| layout.offsets.partition_point(|&o| o <= index) - 1;
+    let due = starts.partition_point(|&a| a < cut_ms);
+    let last_ended = scan
+        .end_index
+        .checked_sub(1)
+        .map_or(0, |i| session_of(i) + 1);
+    let sessions = due.max(dispatched).max(last_ended).min(starts.len());
+    let rows = layout.offsets[sessions];
+    let stop = Stop {
+        interrupted_at_ms: Some(cut_ms),
+        planned: total,
+        keep_alive_retries: 0,
+        recovered: true,
+        shard_clock: None,
+    };
+    let meta = |index: usize| {
+        header.prompts.meta(index).unwrap_or(PromptMeta {
+            class: None,
+            chars: 0,
+            hash: String::new(),
+            labels: Labels::new(),
+        })
+    };
+    let unended = |index: usize| -> TraceRow {
+        let s = session_of(index);
+        let first = index == layout.offsets[s];
+        match (first, s < dispatched) {
+            (true, true) => frame.unended_row(index, starts[s], &meta(index)),
+            (true, false) => frame.unsent_row(index, starts[s], &meta(index)),
+            (false, started) => {
+                let mut row = frame.unended_row(index, cut_ms, &meta(index));
+                let label = if started {
+                    "arrivalUnknown"
+                } else {
+                    "notEligible"
+                };
+                row.labels.insert(label.into(), Scalar::Bool(true));
+                row
+            }
+        }
+    };
+    let not_sent = (dispatched.min(sessions)..sessions)
+        .filter(|&s| !scan.ended(layout.offsets[s]))
+        .count();
+    let unended_count = rows - scan.ended_count - not_sent;
+    let built = spool::write_trace(spool_file, scan, &stop, rows, unended, out, &Labels::new())?;
     Ok(Recovered {
         built,
         cut_ms,

@@ -12,8 +12,8 @@
 //! - `--prompts FILE.jsonl`: one JSON value per line, either a string or an
 //!   object `{"prompt": "…", "class": "…"}` (`class` optional, must be one of
 //!   the `--slo` classes). Request `i` uses line `i mod lines`.
-//! - `--dataset sharegpt FILE`: the ShareGPT JSON array; the first human turn
-//!   of each conversation is a prompt; request `i` uses entry `i mod entries`.
+//! - prepared prompts (`--tokenizer`, `--input-tokens`, `--prefix-tokens`,
+//!   `--replay`) and multi-turn sessions (`--dataset`): see `workload`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,6 +23,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::trace::Scalar;
 
 /// Which OpenAI endpoint family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -58,6 +60,9 @@ pub struct Prompt {
     pub text: String,
     /// An explicit SLO class, if the source named one.
     pub class: Option<String>,
+    /// Its length in model tokens, when `--tokenizer` counted it before the
+    /// run (the row's `promptTokens`).
+    pub tokens: Option<u32>,
 }
 
 /// Where prompts come from.
@@ -72,6 +77,11 @@ pub enum PromptSource {
     },
     /// A list, used cyclically.
     List(Arc<Vec<Prompt>>),
+    /// Prepared prompts, one per scheduled request (token-accurate lengths,
+    /// shared prefixes, replay); see `workload`.
+    Recipes(Arc<super::workload::RecipeSet>),
+    /// Multi-turn sessions; row `i` is one turn (see `workload::sessions`).
+    Sessions(Arc<super::workload::sessions::SessionSet>),
     /// Another source's prompts for every `stride`-th request from `offset`:
     /// a shard's `i`-th request is request `i·N + K` of the whole schedule,
     /// and gets that request's prompt.
@@ -85,7 +95,8 @@ pub enum PromptSource {
     },
 }
 
-const VOCABULARY: [&str; 64] = [
+/// The filler words of random prompts (also the word pool of `workload`).
+pub(crate) const VOCABULARY: [&str; 64] = [
     "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
     "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
     "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
@@ -108,9 +119,23 @@ impl PromptSource {
                     }
                     text.push_str(VOCABULARY[rng.random_range(0..VOCABULARY.len())]);
                 }
-                Prompt { text, class: None }
+                Prompt {
+                    text,
+                    class: None,
+                    tokens: None,
+                }
             }
             PromptSource::List(list) => list[index % list.len()].clone(),
+            PromptSource::Recipes(set) => Prompt {
+                text: set.text(index),
+                class: None,
+                tokens: None,
+            },
+            PromptSource::Sessions(set) => Prompt {
+                text: set.turn_text(index).to_owned(),
+                class: None,
+                tokens: None,
+            },
             PromptSource::Strided {
                 inner,
                 stride,
@@ -119,10 +144,38 @@ impl PromptSource {
         }
     }
 
+    /// What request `index` carries besides its text (`max_tokens`, labels).
+    pub fn extras(&self, index: usize) -> super::workload::Extras {
+        match self {
+            PromptSource::Random { .. } => Default::default(),
+            PromptSource::List(list) => {
+                let mut extras = super::workload::Extras::default();
+                if let Some(n) = list[index % list.len()].tokens {
+                    extras
+                        .labels
+                        .insert("promptTokens".into(), Scalar::Number(f64::from(n)));
+                }
+                extras
+            }
+            PromptSource::Recipes(set) => set.extras(index),
+            PromptSource::Sessions(set) => super::workload::Extras {
+                max_tokens: set.max_tokens.get(index).copied().flatten(),
+                labels: set.labels(index),
+            },
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => inner.extras(index * stride + offset),
+        }
+    }
+
     /// The same prompts in the order drawn by `seed`: a list is permuted
     /// (Fisher–Yates over ChaCha8 seeded with `seed`, stream 0) and then used
     /// cyclically as before; random prompts are already drawn per request
-    /// from their own seed and are returned unchanged. A rate sweep gives
+    /// from their own seed and are returned unchanged, and so are prepared
+    /// prompts (drawn per request from the seed); multi-turn sessions play
+    /// their conversations in a seeded order. A rate sweep gives
     /// each point its own seed, so no two points send a list in the same
     /// order and a prefix cache cannot carry one point into the next.
     pub fn in_seeded_order(&self, seed: u64) -> PromptSource {
@@ -135,6 +188,11 @@ impl PromptSource {
                     order.swap(i, rng.random_range(0..=i));
                 }
                 PromptSource::List(Arc::new(order))
+            }
+            // Prepared prompts are drawn per request from the point's seed.
+            PromptSource::Recipes(_) => self.clone(),
+            PromptSource::Sessions(set) => {
+                PromptSource::Sessions(Arc::new(set.in_seeded_order(seed)))
             }
             PromptSource::Strided {
                 inner,
@@ -153,6 +211,12 @@ impl PromptSource {
         match self {
             PromptSource::Random { words, .. } => format!("random:{words}"),
             PromptSource::List(list) => format!("list:{}", list.len()),
+            PromptSource::Recipes(set) => format!("prepared:{}", set.recipes.len()),
+            PromptSource::Sessions(set) => format!(
+                "sessions:{}:{}",
+                set.dataset.kind,
+                set.dataset.conversations.len()
+            ),
             PromptSource::Strided { inner, .. } => inner.describe(),
         }
     }
@@ -213,59 +277,18 @@ pub fn load_jsonl(path: &Path) -> Result<Vec<Prompt>, PromptError> {
             message: format!("expected a JSON string or {{\"prompt\": \"…\"}} ({e})"),
         })?;
         out.push(match parsed {
-            JsonlLine::Text(text) => Prompt { text, class: None },
+            JsonlLine::Text(text) => Prompt {
+                text,
+                class: None,
+                tokens: None,
+            },
             JsonlLine::Object { prompt, class } => Prompt {
                 text: prompt,
                 class,
+                tokens: None,
             },
         });
     }
-    if out.is_empty() {
-        return Err(PromptError::Empty(shown));
-    }
-    Ok(out)
-}
-
-#[derive(Deserialize)]
-struct ShareGptEntry {
-    #[serde(default)]
-    conversations: Vec<ShareGptTurn>,
-}
-
-#[derive(Deserialize)]
-struct ShareGptTurn {
-    #[serde(default)]
-    from: String,
-    #[serde(default)]
-    value: String,
-}
-
-/// Reads a ShareGPT file (a JSON array of `{"conversations": [{"from", "value"}…]}`).
-pub fn load_sharegpt(path: &Path) -> Result<Vec<Prompt>, PromptError> {
-    let shown = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|source| PromptError::Io {
-        path: shown.clone(),
-        source,
-    })?;
-    let entries: Vec<ShareGptEntry> = serde_json::from_reader(std::io::BufReader::new(file))
-        .map_err(|e| PromptError::Bad {
-            path: shown.clone(),
-            line: e.line(),
-            message: format!("not a ShareGPT array ({e})"),
-        })?;
-    let out: Vec<Prompt> = entries
-        .into_iter()
-        .filter_map(|entry| {
-            entry
-                .conversations
-                .into_iter()
-                .find(|t| (t.from == "human" || t.from == "user") && !t.value.is_empty())
-                .map(|t| Prompt {
-                    text: t.value,
-                    class: None,
-                })
-        })
-        .collect();
     if out.is_empty() {
         return Err(PromptError::Empty(shown));
     }
@@ -329,7 +352,7 @@ struct StreamOptions {
 struct Body<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    messages: Option<[Message<'a>; 1]>,
+    messages: Option<Vec<Message<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt: Option<&'a str>,
     stream: bool,
@@ -343,16 +366,48 @@ struct Body<'a> {
 impl BodyTemplate {
     /// The JSON body for one prompt: always streaming, always asking for usage.
     pub fn body(&self, prompt: &str) -> Bytes {
-        let (messages, prompt) = match self.api {
-            Api::Chat => (
-                Some([Message {
+        self.body_with(prompt, self.max_tokens)
+    }
+
+    /// [`BodyTemplate::body`] with this request's own `max_tokens` (a drawn
+    /// or replayed output length), or the template's when `None`.
+    pub fn body_with(&self, prompt: &str, max_tokens: Option<u32>) -> Bytes {
+        match self.api {
+            Api::Chat => self.serialize(
+                Some(vec![Message {
                     role: "user",
                     content: prompt,
                 }]),
                 None,
+                max_tokens,
             ),
-            Api::Completions => (None, Some(prompt)),
-        };
+            Api::Completions => self.serialize(None, Some(prompt), max_tokens),
+        }
+    }
+
+    /// A chat body carrying a whole conversation (`(role, content)` pairs in
+    /// order), for multi-turn sessions.
+    pub fn body_messages(
+        &self,
+        messages: &[(&'static str, String)],
+        max_tokens: Option<u32>,
+    ) -> Bytes {
+        let messages: Vec<Message<'_>> = messages
+            .iter()
+            .map(|(role, content)| Message {
+                role,
+                content: content.as_str(),
+            })
+            .collect();
+        self.serialize(Some(messages), None, max_tokens)
+    }
+
+    fn serialize(
+        &self,
+        messages: Option<Vec<Message<'_>>>,
+        prompt: Option<&str>,
+        max_tokens: Option<u32>,
+    ) -> Bytes {
         let body = Body {
             model: &self.model,
             messages,
@@ -361,7 +416,7 @@ impl BodyTemplate {
             stream_options: StreamOptions {
                 include_usage: true,
             },
-            max_tokens: self.max_tokens,
+            max_tokens: max_tokens.or(self.max_tokens),
             ignore_eos: self.ignore_eos,
         };
         // Serializing strings and integers into a Vec cannot fail.
@@ -431,12 +486,8 @@ mod tests {
             model: "m".into(),
             max_tokens: None,
             ignore_eos: false,
-            extra: super::super::extra_body::ExtraBody::parse(
-                r#"{"temperature":0.5}"#,
-                false,
-                false,
-            )
-            .unwrap(),
+            extra: super::super::extra_body::ExtraBody::parse(r#"{"temperature":0.5}"#, None, None)
+                .unwrap(),
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("x")).unwrap();
         assert_eq!(
@@ -466,36 +517,20 @@ mod tests {
             got[0],
             Prompt {
                 text: "one".into(),
-                class: None
+                class: None,
+                tokens: None
             }
         );
         assert_eq!(
             got[1],
             Prompt {
                 text: "two".into(),
-                class: Some("batch".into())
+                class: Some("batch".into()),
+                tokens: None
             }
         );
         std::fs::write(&p, "\"ok\"\n{\"nope\": 1}\n").unwrap();
         let err = load_jsonl(&p).unwrap_err().to_string();
         assert!(err.contains(":2:"), "{err}");
-    }
-
-    #[test]
-    fn sharegpt_takes_the_first_human_turn() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.json");
-        std::fs::write(
-            &p,
-            r#"[{"conversations":[{"from":"system","value":"s"},{"from":"human","value":"q1"},{"from":"gpt","value":"a"}]},
-                {"conversations":[]},{"id":"x","conversations":[{"from":"human","value":"q2"}]}]"#,
-        )
-        .unwrap();
-        let got: Vec<String> = load_sharegpt(&p)
-            .unwrap()
-            .into_iter()
-            .map(|p| p.text)
-            .collect();
-        assert_eq!(got, vec!["q1", "q2"]);
     }
 }

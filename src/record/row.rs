@@ -10,8 +10,11 @@
 //!   in flight with the label `notSent: true`: it had arrived, by the
 //!   schedule, and its outcome is unknown.
 //!
-//! Labels: `sendLagMs` (open loop: actual send − scheduled), `promptTokens`
-//! from the usage block or else `promptChars`, and `promptHash`.
+//! Labels: `sendLagMs` (open loop: actual send − scheduled),
+//! `serverPromptTokens` from the usage block, `promptChars`, `promptHash`,
+//! and the workload's own (`promptTokens` counted by the client's tokenizer,
+//! `requestedOutputTokens` and `outputShort`, `prefixGroup`, `session`,
+//! `turn`…).
 
 use crate::trace::write::{round_us, RowStatus, TraceRow};
 use crate::trace::{Labels, Scalar, TokenCount};
@@ -33,6 +36,8 @@ pub struct RowMeta {
     pub prompt_chars: u64,
     /// Short hash of the prompt text.
     pub prompt_hash: String,
+    /// The workload's labels for this request.
+    pub labels: Labels,
 }
 
 /// The row of a request that ran (or started to).
@@ -71,15 +76,15 @@ pub fn assemble(
             row.labels.insert("sendLagMs".into(), Scalar::Number(lag));
         }
     }
-    match obs.usage_prompt_tokens {
-        Some(n) => row
-            .labels
-            .insert("promptTokens".into(), Scalar::Number(n as f64)),
-        None => row.labels.insert(
-            "promptChars".into(),
-            Scalar::Number(meta.prompt_chars as f64),
-        ),
-    };
+    if let Some(n) = obs.usage_prompt_tokens {
+        row.labels
+            .insert("serverPromptTokens".into(), Scalar::Number(n as f64));
+    }
+    row.labels.insert(
+        "promptChars".into(),
+        Scalar::Number(meta.prompt_chars as f64),
+    );
+    super::workload::accounting::mark_short(&mut row);
     row
 }
 
@@ -95,7 +100,7 @@ pub fn not_sent(meta: &RowMeta) -> TraceRow {
 }
 
 fn base(meta: &RowMeta) -> TraceRow {
-    let mut labels = Labels::new();
+    let mut labels = meta.labels.clone();
     labels.insert(
         "promptHash".into(),
         Scalar::String(meta.prompt_hash.clone()),
@@ -141,6 +146,7 @@ mod tests {
             open_loop: true,
             prompt_chars: 42,
             prompt_hash: "abcdef012345".into(),
+            labels: Labels::new(),
         }
     }
 
@@ -174,8 +180,9 @@ mod tests {
         assert_eq!(row.completed_ms, Some(1500.0));
         assert_eq!(row.output_tokens, Some(10));
         assert_eq!(row.labels["sendLagMs"], Scalar::Number(0.25));
-        assert_eq!(row.labels["promptTokens"], Scalar::Number(12.0));
-        assert!(!row.labels.contains_key("promptChars"));
+        assert_eq!(row.labels["serverPromptTokens"], Scalar::Number(12.0));
+        assert_eq!(row.labels["promptChars"], Scalar::Number(42.0));
+        assert!(!row.labels.contains_key("promptTokens"));
         let chunks = assemble(
             &meta(),
             &obs(),

@@ -42,6 +42,12 @@ pub enum Load {
         /// Number of workers.
         concurrency: u32,
     },
+    /// Multi-turn sessions started at precomputed instants (open loop); each
+    /// session's later turns wait for its earlier answers.
+    Sessions {
+        /// The sessions, their starts and their row layout.
+        set: Arc<super::workload::sessions::SessionSet>,
+    },
 }
 
 /// What one run needs, already validated.
@@ -81,6 +87,8 @@ pub struct Finished {
     pub prompt_chars: u64,
     /// Short prompt hash.
     pub prompt_hash: String,
+    /// Labels of the workload (`promptTokens`, `prefixGroup`, `session`…).
+    pub labels: crate::trace::Labels,
 }
 
 /// The result of a run, before it becomes a trace.
@@ -165,13 +173,53 @@ pub struct Counters {
 /// A future that resolves on an interrupt (Ctrl-C in the CLI).
 pub type Interrupt = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-struct Shared<T> {
-    transport: Arc<T>,
-    config: Arc<RunConfig>,
-    clock: Clock,
-    cancel: watch::Receiver<Option<f64>>,
-    results: mpsc::UnboundedSender<(usize, Finished)>,
-    counters: Arc<Counters>,
+/// What every request task shares (the session loop uses it too).
+pub(crate) struct Shared<T> {
+    pub(crate) transport: Arc<T>,
+    pub(crate) config: Arc<RunConfig>,
+    pub(crate) clock: Clock,
+    pub(crate) cancel: watch::Receiver<Option<f64>>,
+    pub(crate) results: mpsc::UnboundedSender<(usize, Finished)>,
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl<T> Shared<T> {
+    /// Counts a send; in open loop, `due_ms` is its scheduled instant and
+    /// the send lag is kept for the progress line.
+    pub(crate) fn note_send(&self, due_ms: Option<f64>) {
+        self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        if let Some(due) = due_ms {
+            let lag_us = ((self.clock.now_ms() - due).max(0.0) * 1000.0) as u64;
+            self.counters.last_lag_us.store(lag_us, Ordering::Relaxed);
+        }
+    }
+
+    /// Makes the row's `errorText` from the bounded error head: the one
+    /// place the label is made (secrets redacted, at most 200 characters,
+    /// withheld when it repeats any of `prompts`, the texts sent). The raw
+    /// bytes are not kept past here.
+    pub(crate) fn label_error(&self, obs: &mut Observation, prompts: &[&str]) {
+        obs.error_text = obs
+            .error_head
+            .take()
+            .and_then(|head| head.label(&self.config.secrets))
+            .map(|text| {
+                if prompts.iter().any(|p| echoes_prompt(&text, p)) {
+                    WITHHELD_ERROR_TEXT.to_owned()
+                } else {
+                    text
+                }
+            });
+    }
+
+    /// Counts an ending.
+    pub(crate) fn note_ending(&self, ending: &Ending) {
+        match ending {
+            Ending::Completed { .. } => self.counters.completed.fetch_add(1, Ordering::Relaxed),
+            Ending::Failed { .. } => self.counters.failed.fetch_add(1, Ordering::Relaxed),
+            Ending::InFlight => 0,
+        };
+    }
 }
 
 impl<T> Clone for Shared<T> {
@@ -194,13 +242,12 @@ async fn one_request<T: Transport>(
     open_loop: bool,
 ) {
     let prompt = shared.config.prompts.prompt(index);
-    let body = shared.config.template.body(&prompt.text);
-    let counters = &shared.counters;
-    counters.sent.fetch_add(1, Ordering::Relaxed);
-    if open_loop {
-        let lag_us = ((shared.clock.now_ms() - arrival_ms).max(0.0) * 1000.0) as u64;
-        counters.last_lag_us.store(lag_us, Ordering::Relaxed);
-    }
+    let extras = shared.config.prompts.extras(index);
+    let body = shared
+        .config
+        .template
+        .body_with(&prompt.text, extras.max_tokens);
+    shared.note_send(open_loop.then_some(arrival_ms));
     let (mut obs, ending) = run_one(
         &*shared.transport,
         body,
@@ -211,25 +258,8 @@ async fn one_request<T: Transport>(
         shared.config.max_event_bytes,
     )
     .await;
-    // The one place the label is made: bounded bytes, secrets redacted,
-    // at most 200 characters, withheld when it repeats the prompt.
-    // The raw bytes are not kept past here.
-    obs.error_text = obs
-        .error_head
-        .take()
-        .and_then(|head| head.label(&shared.config.secrets))
-        .map(|text| {
-            if echoes_prompt(&text, &prompt.text) {
-                WITHHELD_ERROR_TEXT.to_owned()
-            } else {
-                text
-            }
-        });
-    match ending {
-        Ending::Completed { .. } => counters.completed.fetch_add(1, Ordering::Relaxed),
-        Ending::Failed { .. } => counters.failed.fetch_add(1, Ordering::Relaxed),
-        Ending::InFlight => 0,
-    };
+    shared.label_error(&mut obs, &[&prompt.text]);
+    shared.note_ending(&ending);
     let finished = Finished {
         arrival_ms,
         obs,
@@ -237,6 +267,7 @@ async fn one_request<T: Transport>(
         prompt_chars: prompt.text.chars().count() as u64,
         prompt_hash: prompt_hash(&prompt.text),
         class: prompt.class,
+        labels: extras.labels,
     };
     // The receiver lives until every sender is gone.
     let _ = shared.results.send((index, finished));
@@ -294,6 +325,18 @@ pub async fn run_into<T: Transport>(
                     handle.spawn(async move { one_request(&shared, index, arrival, true).await });
                 });
                 // `shared` (and its results sender) is dropped here.
+            })
+        }
+        Load::Sessions { set } => {
+            let set = set.clone();
+            let handle = tokio::runtime::Handle::current();
+            let issued = issued.clone();
+            tokio::task::spawn_blocking(move || {
+                dispatch(&set.starts_ms.clone(), clock, &stop_rx, &issued, |s, _| {
+                    let shared = shared.clone();
+                    let set = set.clone();
+                    handle.spawn(super::workload::sessions::run_session(shared, set, s));
+                });
             })
         }
         Load::Closed { concurrency } => {
@@ -374,6 +417,34 @@ pub async fn run_into<T: Transport>(
             };
             let rows = due.max(issued).min(arrivals_ms.len());
             (arrivals_ms[..rows].to_vec(), arrivals_ms.len(), rows)
+        }
+        Load::Sessions { set } => {
+            let starts = &set.starts_ms;
+            let due = match interrupted_at_ms {
+                Some(t) => starts.partition_point(|&a| a < t),
+                None => starts.len(),
+            };
+            let sessions = due.max(issued).min(starts.len());
+            let stop_ms = interrupted_at_ms.unwrap_or(horizon_ms);
+            // A session due but never started has its first turn due at its
+            // start (a row never sent, like any open-loop request); its later
+            // turns never became eligible before the stop.
+            let rows = set.rows_of(sessions);
+            for s in issued.min(sessions)..sessions {
+                for index in set.offsets[s] + 1..set.offsets[s + 1] {
+                    collector.ended(
+                        index,
+                        super::workload::sessions::not_eligible_row(set, index, stop_ms),
+                    );
+                }
+            }
+            let arrivals = (0..rows)
+                .map(|i| match set.locate(i) {
+                    Some((s, 0)) => starts[s],
+                    _ => stop_ms,
+                })
+                .collect();
+            (arrivals, set.rows_of(starts.len()), rows)
         }
         Load::Closed { .. } => (Vec::new(), issued, issued),
     };

@@ -99,6 +99,12 @@ pub enum Prompts {
         /// One per entry of the list.
         entries: Vec<PromptMeta>,
     },
+    /// Prepared prompts or session turns: one meta per request of the
+    /// whole schedule, with the workload's labels.
+    Each {
+        /// One per request (row), in order.
+        entries: Vec<PromptMeta>,
+    },
 }
 
 impl Prompts {
@@ -113,6 +119,16 @@ impl Prompts {
                 entries: list.iter().map(PromptMeta::of).collect(),
             },
             PromptSource::Strided { inner, .. } => Prompts::of(inner),
+            PromptSource::Recipes(set) => Prompts::Each {
+                entries: (0..set.recipes.len())
+                    .map(|i| PromptMeta::of_request(source, i))
+                    .collect(),
+            },
+            PromptSource::Sessions(set) => Prompts::Each {
+                entries: (0..set.rows_of(set.sessions()))
+                    .map(|i| PromptMeta::of_request(source, i))
+                    .collect(),
+            },
         }
     }
 
@@ -130,6 +146,7 @@ impl Prompts {
                 Some(entries[index % entries.len()].clone())
             }
             Prompts::List { .. } => None,
+            Prompts::Each { entries } => entries.get(index).cloned(),
         }
     }
 }
@@ -146,6 +163,20 @@ pub struct Header {
     pub arrivals_ms: Vec<f64>,
     /// The prompts' meta.
     pub prompts: Prompts,
+    /// A multi-turn run's sessions (their turns' instants are not known
+    /// before they run, so `arrivals_ms` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionLayout>,
+}
+
+/// Where a multi-turn run's sessions start and which rows are theirs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionLayout {
+    /// Scheduled start of each session, ms since t0.
+    pub starts_ms: Vec<f64>,
+    /// Row index of each session's first turn, and the total at the end.
+    pub offsets: Vec<usize>,
 }
 
 /// How one request ended, as spooled.
@@ -188,8 +219,14 @@ struct SpoolRow {
     class: Option<String>,
     prompt_chars: u64,
     prompt_hash: String,
+    /// The workload's labels of the request (`promptTokens`, `session`…).
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    labels: Labels,
 }
 
+// One line exists at a time (written or read, then dropped): boxing the
+// large variant would only add an allocation per request.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 enum Line {
@@ -228,6 +265,7 @@ impl SpoolRow {
             class: f.class.clone(),
             prompt_chars: f.prompt_chars,
             prompt_hash: f.prompt_hash.clone(),
+            labels: f.labels.clone(),
         }
     }
 
@@ -261,6 +299,7 @@ impl SpoolRow {
                 class: self.class,
                 prompt_chars: self.prompt_chars,
                 prompt_hash: self.prompt_hash,
+                labels: self.labels,
             },
         ))
     }
@@ -593,9 +632,16 @@ pub fn header(plan: &Plan) -> Header {
         frame: Frame::of(plan),
         arrivals_ms: match &plan.run.load {
             Load::Open { arrivals_ms } => arrivals_ms.as_ref().clone(),
-            Load::Closed { .. } => Vec::new(),
+            Load::Closed { .. } | Load::Sessions { .. } => Vec::new(),
         },
         prompts: Prompts::of(&plan.run.prompts),
+        sessions: match &plan.run.load {
+            Load::Sessions { set } => Some(SessionLayout {
+                starts_ms: set.starts_ms.as_ref().clone(),
+                offsets: set.offsets.clone(),
+            }),
+            _ => None,
+        },
     }
 }
 

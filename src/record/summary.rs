@@ -55,8 +55,12 @@ pub struct Figures {
     pub output_tokens: u64,
     /// Send lag p50 / p99 / max, ms (open loop with at least one send).
     pub send_lag_ms: Option<(f64, f64, f64)>,
-    /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows).
+    /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows,
+    /// arrivals in row order: not for sessions, whose later turns arrive
+    /// when earlier answers end).
     pub arrival_rates_per_s: Option<(f64, f64)>,
+    /// Client vs server prompt tokens, and outputs short of their request.
+    pub tokens: super::workload::accounting::TokenAccounting,
     /// The failure reason of more than half of the rows, if there is one.
     pub dominant_failure: Option<DominantFailure>,
 }
@@ -103,7 +107,9 @@ pub struct Tally {
     last_send: Option<f64>,
     first_arrival: Option<f64>,
     last_arrival: Option<f64>,
+    out_of_order: bool,
     texts: BTreeMap<String, BTreeMap<String, usize>>,
+    tokens: super::workload::accounting::TokenTally,
 }
 
 impl Tally {
@@ -112,11 +118,21 @@ impl Tally {
         let f = self.f.get_or_insert_with(Figures::empty);
         f.rows += 1;
         self.first_arrival.get_or_insert(row.arrival_ms);
+        // Session turns arrive when they became eligible, not in row order:
+        // then no arrival rate is read from the first and last rows.
+        if self.last_arrival.is_some_and(|last| row.arrival_ms < last) {
+            self.out_of_order = true;
+        }
         self.last_arrival = Some(row.arrival_ms);
+        self.tokens.add(row);
         let unsent = matches!(row.labels.get("notSent"), Some(Scalar::Bool(true)));
+        // A session turn after a failure, or not yet eligible at the stop,
+        // was never due to be sent: neither sent nor a client shortfall.
+        let never_due = matches!(row.labels.get("notEligible"), Some(Scalar::Bool(true)))
+            || row.reason.as_deref() == Some("session_aborted");
         if unsent {
             f.not_sent += 1;
-        } else {
+        } else if !never_due {
             f.sent += 1;
         }
         match row.status {
@@ -162,12 +178,13 @@ impl Tally {
         ) {
             let scheduled_span = last - first;
             let achieved_span = last_send - first;
-            if f.rows >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
+            if !self.out_of_order && f.rows >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
                 let scheduled = (f.rows - 1) as f64 * 1000.0 / scheduled_span;
                 let achieved = (f.sent.saturating_sub(1)) as f64 * 1000.0 / achieved_span;
                 f.arrival_rates_per_s = Some((achieved, scheduled));
             }
         }
+        f.tokens = self.tokens.figures();
         f.dominant_failure = dominant_failure(f.rows, &f.failed, &self.texts);
         f
     }
@@ -250,6 +267,7 @@ impl Figures {
             not_sent: 0,
             output_tokens: 0,
             send_lag_ms: None,
+            tokens: Default::default(),
             arrival_rates_per_s: None,
             dominant_failure: None,
         }

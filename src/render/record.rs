@@ -211,6 +211,21 @@ pub fn render(
             "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
         );
     }
+    let t = &f.tokens;
+    if let Some((min, mean, max)) = t.server_minus_client {
+        let _ = writeln!(
+            s,
+            "  prompt tokens: server = client on {} of {} rows; server − client min {min}, mean {mean:.2}, max {max}",
+            t.equal, t.compared
+        );
+    }
+    if t.requested > 0 {
+        let _ = writeln!(
+            s,
+            "  output tokens: {} of {} completed rows stopped short of their requested length",
+            t.short, t.requested
+        );
+    }
     if let Some((achieved, scheduled)) = f.arrival_rates_per_s {
         let _ = writeln!(
             s,
@@ -276,6 +291,7 @@ mod tests {
 
     fn figures(not_sent: usize) -> Figures {
         Figures {
+            tokens: Default::default(),
             rows: 10,
             sent: 10 - not_sent,
             completed: 7,

@@ -3,9 +3,11 @@
 //! Routes: `POST /v1/chat/completions`, `POST /v1/completions` (streaming or
 //! not; a final usage chunk when `stream_options.include_usage` is true),
 //! `GET /v1/models`, `GET /health`, `GET /metrics` (the batch state under
-//! vLLM's names, [`super::metrics`]). Prompt length is counted as
-//! whitespace-separated words (the sim has no tokenizer; the recorder's
-//! random prompts are one word per token, so the count is exact for them).
+//! vLLM's names, [`super::metrics`]). Prompt length is counted with the
+//! tokenizer given to `goodput sim --tokenizer` (each message's content,
+//! summed, with no chat template), else as whitespace-separated words (the
+//! recorder's prompts without a tokenizer are one word per token, so the
+//! count is exact for them).
 //! The output length is drawn from `--output-tokens MEAN:STD` (at least 1),
 //! capped by `max_tokens`; with `ignore_eos` and `max_tokens` it is exactly
 //! `max_tokens`.
@@ -59,6 +61,8 @@ pub struct AppState {
     pub model_name: String,
     /// How streamed responses are shaped.
     pub quirks: StreamQuirks,
+    /// Counts prompt tokens, when given (else words are counted).
+    pub tokenizer: Option<Arc<crate::tokenizer::TokenCounter>>,
     /// Seeded generator for output lengths and fault draws.
     pub rng: Mutex<ChaCha8Rng>,
     /// Sequence ids.
@@ -184,7 +188,10 @@ pub async fn handle(
     state.stats.requests.fetch_add(1, Ordering::Relaxed);
     let prompt_tokens = if chat {
         match &request.messages {
-            Some(messages) => messages.iter().map(|m| count_words(m.get("content"))).sum(),
+            Some(messages) => messages
+                .iter()
+                .map(|m| count_prompt(state.tokenizer.as_deref(), m.get("content")))
+                .sum(),
             None => {
                 return Ok(error_response(
                     StatusCode::BAD_REQUEST,
@@ -194,7 +201,7 @@ pub async fn handle(
         }
     } else {
         match &request.prompt {
-            Some(p) => count_words(Some(p)),
+            Some(p) => count_prompt(state.tokenizer.as_deref(), Some(p)),
             None => {
                 return Ok(error_response(
                     StatusCode::BAD_REQUEST,
@@ -281,6 +288,20 @@ pub async fn handle(
         Ok(r)
     } else {
         Ok(whole_response(stream).await)
+    }
+}
+
+/// Prompt tokens of one content value: the tokenizer's count of a string
+/// when the sim has one, else [`count_words`].
+fn count_prompt(
+    tokenizer: Option<&crate::tokenizer::TokenCounter>,
+    v: Option<&serde_json::Value>,
+) -> u32 {
+    match (tokenizer, v) {
+        (Some(t), Some(serde_json::Value::String(s))) => {
+            t.count(s).map_or_else(|_| count_words(v), |n| n as u32)
+        }
+        _ => count_words(v),
     }
 }
 

@@ -53,6 +53,8 @@ pub struct SimConfig {
     pub model_name: String,
     /// How streamed responses are shaped (all off by default).
     pub quirks: StreamQuirks,
+    /// Counts prompt tokens, when given (else words are counted).
+    pub tokenizer: Option<Arc<crate::tokenizer::TokenCounter>>,
 }
 
 /// Serves on `listener` until `shutdown` resolves. Must run inside a tokio runtime.
@@ -80,6 +82,7 @@ pub async fn serve_with(
         output_tokens: config.output_tokens,
         model_name: config.model_name,
         quirks: config.quirks,
+        tokenizer: config.tokenizer,
         rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
         next_id: AtomicU64::new(0),
         stats,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::record::request::Api;
 use crate::record::schedule::ArrivalProcess;
+use crate::record::workload::lengths::LengthDist;
 
 use crate::cli::duration::parse_duration;
 use crate::cli::flags::{parse_rate, Rate};
@@ -30,6 +31,15 @@ every point is checked before anything is sent. See docs/frontier.md.
 rate changes at each phase boundary (the warm-up runs at the first phase's
 rate). See docs/recorder.md.
 
+Workloads (see docs/recorder.md): --tokenizer tokenizer.json makes prompt
+lengths exact model tokens; --input-tokens and --output-tokens draw lengths;
+--prefix-tokens and --prefix-groups share prefixes; --replay mooncake FILE
+replaces --request-rate with the file's timestamps (--time-scale F);
+--dataset sharegpt FILE (or multi-turn FILE) plays whole conversations as
+sessions started on the schedule, each turn waiting for the previous answer
+(--think-time). Every prompt is prepared before the first request is sent,
+and every option is declared in the trace's workload.
+
 The API key is read from the environment (OPENAI_API_KEY, or --api-key-env NAME)
 and is never written; neither are header values (-H, --header-env): the trace
 records header names only. --extra-body and --insecure are written into the
@@ -37,14 +47,24 @@ trace's workload. Prompts are never written: rows carry their length and a
 short hash. https:// goes through rustls (HTTP/1.1), trusting the system's
 roots unless --cacert FILE or --insecure is given.";
 
+/// Parses `--input-tokens MEAN[:STD[:MIN:MAX]]`.
+fn parse_input_tokens(text: &str) -> Result<LengthDist, String> {
+    LengthDist::parse("--input-tokens", text)
+}
+
+/// Parses `--output-tokens MEAN[:STD[:MIN:MAX]]`.
+fn parse_output_tokens(text: &str) -> Result<LengthDist, String> {
+    LengthDist::parse("--output-tokens", text)
+}
+
 /// The default pause between two points of a rate sweep.
 pub const DEFAULT_COOLDOWN: &str = "10s";
 
 /// Flags of `goodput record`. Names follow `vllm bench serve` where the
 /// meaning is the same.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases", "recover"])))]
-#[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len"])))]
+#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases", "replay", "recover"])))]
+#[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len", "input_tokens", "replay"])))]
 pub struct RecordArgs {
     /// Server URL: a base (`http://host:8000`, the --api path is appended),
     /// a base ending in `/v1`, or a full endpoint URL.
@@ -62,8 +82,9 @@ pub struct RecordArgs {
     /// (finds the throughput ceiling; its latencies are not SLA evidence).
     #[arg(long, value_name = "C", conflicts_with_all = ["request_rate", "arrival", "burstiness"])]
     pub max_concurrency: Option<u32>,
-    /// Length of the measurement window (after the warm-up).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present_any = ["phases", "recover"], conflicts_with = "phases")]
+    /// Length of the measurement window (after the warm-up). With --replay,
+    /// the replayed span rounded up to the next whole second by default.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present_any = ["phases", "replay", "recover"], conflicts_with = "phases")]
     pub duration: Option<Duration>,
     /// Open loop in phases: `NAME:RATE/s:DURATION,…` (e.g.
     /// `steady:10/s:60s,burst:40/s:10s,recover:10/s:60s`): one seeded
@@ -98,15 +119,52 @@ pub struct RecordArgs {
     /// Prompts, one JSON string or {"prompt": …, "class": …} per line.
     #[arg(long, value_name = "FILE.jsonl")]
     pub prompts: Option<PathBuf>,
-    /// A dataset: `sharegpt FILE`.
+    /// Multi-turn sessions: `sharegpt FILE` (whole conversations) or
+    /// `multi-turn FILE` (AIPerf's JSONL: session_id, turns[{text, delay}]).
+    /// Sessions start on the open-loop schedule; each later turn waits for
+    /// the previous answer plus its think time and carries the conversation
+    /// so far, the model's actual replies included.
     #[arg(long, num_args = 2, value_names = ["KIND", "FILE"])]
     pub dataset: Option<Vec<String>>,
     /// Random prompts of N words (the default source, N = 128).
     #[arg(long, value_name = "N")]
     pub random_input_len: Option<u32>,
     /// `max_tokens` of every request (default: the server's).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with_all = ["output_tokens", "replay"])]
     pub max_tokens: Option<u32>,
+    /// A Hugging Face tokenizer.json: prompt lengths become exact model
+    /// tokens, and rows carry the client's `promptTokens` (read from the
+    /// file; nothing is downloaded).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
+    /// Random prompts of MEAN[:STD[:MIN:MAX]] tokens (normal, rounded,
+    /// clipped, seeded); exact with --tokenizer, else one filler word per token.
+    #[arg(long, value_name = "MEAN[:STD[:MIN:MAX]]", value_parser = parse_input_tokens)]
+    pub input_tokens: Option<LengthDist>,
+    /// Output length MEAN[:STD[:MIN:MAX]] tokens, sent as each request's
+    /// `max_tokens` (add --ignore-eos so the server produces all of them).
+    #[arg(long, value_name = "MEAN[:STD[:MIN:MAX]]", value_parser = parse_output_tokens)]
+    pub output_tokens: Option<LengthDist>,
+    /// Start every random prompt with one of --prefix-groups fixed prefixes
+    /// of N tokens (seeded choice); the prompt is the prefix plus
+    /// --input-tokens (or --random-input-len) more.
+    #[arg(long, value_name = "N", conflicts_with_all = ["prompts", "dataset", "replay"])]
+    pub prefix_tokens: Option<u32>,
+    /// Number of distinct shared prefixes (with --prefix-tokens; default 1).
+    #[arg(long, value_name = "K", requires = "prefix_tokens")]
+    pub prefix_groups: Option<u32>,
+    /// Replay a timestamped trace: `mooncake FILE` (JSONL: timestamp in ms,
+    /// input_length, output_length, hash_ids of 512-token blocks). Open loop
+    /// at the file's instants, shifted to the window start.
+    #[arg(long, num_args = 2, value_names = ["KIND", "FILE"],
+          conflicts_with_all = ["request_rate", "max_concurrency", "phases", "arrival", "burstiness"])]
+    pub replay: Option<Vec<String>>,
+    /// Stretch (> 1) or compress (< 1) the replayed trace's time.
+    #[arg(long, value_name = "F", requires = "replay")]
+    pub time_scale: Option<f64>,
+    /// Think time between a session's turns when the dataset gives none.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "dataset")]
+    pub think_time: Option<Duration>,
     /// Ask the server to ignore end-of-sequence (a vLLM extension).
     #[arg(long)]
     pub ignore_eos: bool,

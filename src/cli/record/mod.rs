@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! args (flags) ─▶ plan (validated Plan) ─▶ single (run, write, summary)
-//!                                     └─▶ sweep (one single recording per rate)
+//!                  │                  └─▶ sweep (one single recording per rate)
+//!                  └─ workload (files read, every prompt prepared, nothing sent)
 //! ```
 
 pub mod args;
@@ -18,6 +19,7 @@ pub mod recover;
 pub mod shard;
 pub mod single;
 pub mod sweep;
+pub mod workload;
 
 use std::io::Write;
 

@@ -4,7 +4,6 @@
 //! writable. Nothing is sent.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +25,7 @@ use crate::cli::release::{parse_phases, ResourcesFlag};
 
 use super::args::RecordArgs;
 use super::shard::{parse_shard, parse_start_at, INDEX_ENV};
+use super::workload;
 use crate::record::frame::ShardTag;
 use sha2::{Digest, Sha256};
 
@@ -72,6 +72,20 @@ fn burstiness_for(process: ArrivalProcess, given: Option<f64>) -> Result<f64, Er
     }
 }
 
+/// The flag that makes the recorder set `max_tokens`, if any (then
+/// `--extra-body` may not set it too).
+fn max_tokens_flag(args: &RecordArgs) -> Option<&'static str> {
+    if args.max_tokens.is_some() {
+        Some("--max-tokens")
+    } else if args.output_tokens.is_some() {
+        Some("--output-tokens")
+    } else if args.replay.is_some() {
+        Some("--replay")
+    } else {
+        None
+    }
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -89,12 +103,14 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         .map(parse_phases)
         .transpose()
         .map_err(usage)?;
-    let duration = match (&phases, args.duration) {
-        (Some(p), _) => {
+    let replay = workload::read_replay(args)?;
+    let duration = match (&phases, args.duration, &replay) {
+        (Some(p), _, _) => {
             Duration::from_secs_f64(p.iter().map(|p| p.duration_ms).sum::<f64>() / 1000.0)
         }
-        (None, Some(d)) => d,
-        (None, None) => return Err(usage("give --duration (or --phases)")),
+        (None, Some(d), _) => d,
+        (None, None, Some(r)) => r.default_duration(),
+        (None, None, None) => return Err(usage("give --duration (or --phases)")),
     };
     if duration.is_zero() {
         return Err(usage("--duration must be longer than 0"));
@@ -136,22 +152,10 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         _ => Equality::Inclusive,
     };
 
-    let mut prompts = if let Some(path) = &args.prompts {
+    let prompts = if let Some(path) = &args.prompts {
         PromptSource::List(Arc::new(
             request::load_jsonl(path).map_err(|e| usage(e.to_string()))?,
         ))
-    } else if let Some(dataset) = &args.dataset {
-        match dataset.as_slice() {
-            [kind, file] if kind == "sharegpt" => PromptSource::List(Arc::new(
-                request::load_sharegpt(Path::new(file)).map_err(|e| usage(e.to_string()))?,
-            )),
-            [kind, _] => {
-                return Err(usage(format!(
-                    "--dataset `{kind}`: only `sharegpt` is known"
-                )))
-            }
-            _ => return Err(usage("--dataset takes KIND FILE")),
-        }
     } else {
         let words = args.random_input_len.unwrap_or(128);
         if words == 0 {
@@ -175,13 +179,6 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     }
 
     let (shard, start_at_unix_ms) = shard_and_start(args)?;
-    if let Some(s) = shard {
-        prompts = PromptSource::Strided {
-            inner: Box::new(prompts),
-            stride: s.count,
-            offset: s.index,
-        };
-    }
     let warmup_ms = ms(args.warmup);
     let mut window_end_ms = warmup_ms + ms(duration);
     let mut declared_phases = Vec::new();
@@ -203,9 +200,8 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 }
                 window_end_ms = schedule.window_end_ms;
                 declared_phases = schedule.phases;
-                let arrivals = shard_of(schedule.arrivals_ms, shard, &mut put);
                 Load::Open {
-                    arrivals_ms: Arc::new(arrivals),
+                    arrivals_ms: Arc::new(schedule.arrivals_ms),
                 }
             }
             ([rate], None) => {
@@ -214,7 +210,6 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                 let burstiness = burstiness_for(process, args.burstiness)?;
                 let arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
                     .map_err(|e| usage(e.to_string()))?;
-                let arrivals = shard_of(arrivals, shard, &mut put);
                 put("arrival", Scalar::String(process.as_str().into()));
                 put("ratePerS", Scalar::Number(rate));
                 // Poisson is gamma with shape 1; constant has no burstiness.
@@ -239,15 +234,71 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
                     "several --request-rate values are a sweep: each point is planned on its own",
                 ))
             }
+            // The replayed file's instants, shifted to the window start and scaled.
+            ([], None) if replay.is_some() => {
+                put("arrival", Scalar::String("replay".into()));
+                Load::Open {
+                    arrivals_ms: Arc::new(
+                        replay
+                            .as_ref()
+                            .map(|r| r.replay.arrivals_ms(warmup_ms, r.scale))
+                            .unwrap_or_default(),
+                    ),
+                }
+            }
             _ => {
                 return Err(usage(
                     "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
                 ))
             }
         };
-    if let Some(s) = shard {
-        put("shards", Scalar::Number(s.count as f64));
-    }
+    // Workload options (prepared prompts, replay, sessions): see `workload`.
+    let (load, prompts) = if workload::wants_workload(args) {
+        let planned = workload::plan_workload(args, load, prompts, replay, window_end_ms)?;
+        for (k, v) in planned.labels {
+            put(&k, v);
+        }
+        (planned.load, planned.prompts)
+    } else {
+        // Random words stand for tokens; a file's prompts are sent as they are.
+        let lengths = match &prompts {
+            PromptSource::List(_) => "file",
+            _ => "approximate",
+        };
+        put("promptLengths", Scalar::String(lengths.into()));
+        (load, prompts)
+    };
+    // A shard takes every N-th request of the whole plan, prompt included:
+    // prepared prompts and replayed entries are drawn for the whole schedule
+    // first, so request i gets the same prompt on whichever shard sends it.
+    let (load, prompts) =
+        match (shard, load) {
+            (None, load) => (load, prompts),
+            (Some(s), Load::Open { arrivals_ms }) => {
+                let arrivals = shard_of(arrivals_ms.as_ref().clone(), shard, &mut put);
+                put("shards", Scalar::Number(s.count as f64));
+                (
+                    Load::Open {
+                        arrivals_ms: Arc::new(arrivals),
+                    },
+                    PromptSource::Strided {
+                        inner: Box::new(prompts),
+                        stride: s.count,
+                        offset: s.index,
+                    },
+                )
+            }
+            (Some(_), Load::Sessions { .. }) => {
+                return Err(usage(
+                    "--shard splits a schedule request by request; multi-turn sessions \
+                 (--dataset with whole conversations) cannot be split that way: \
+                 record them on one machine",
+                ))
+            }
+            (Some(_), Load::Closed { .. }) => return Err(usage(
+                "--shard splits an open-loop schedule: give --request-rate, not --max-concurrency",
+            )),
+        };
     if let Some(t) = start_at_unix_ms {
         put("startAtUnixMs", Scalar::Number(t));
     }
@@ -298,9 +349,12 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         );
     }
     let extra = match &args.extra_body {
-        Some(text) => {
-            ExtraBody::parse(text, args.max_tokens.is_some(), args.ignore_eos).map_err(usage)?
-        }
+        Some(text) => ExtraBody::parse(
+            text,
+            max_tokens_flag(args),
+            args.ignore_eos.then_some("--ignore-eos"),
+        )
+        .map_err(usage)?,
         None => ExtraBody::default(),
     };
     if !extra.is_empty() {

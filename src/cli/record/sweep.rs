@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::record::request::PromptSource;
+use crate::record::runner::Load;
 use crate::record::{Plan, Written};
 use crate::render::record::frontier_next;
 use crate::trace::Scalar;
@@ -85,7 +86,14 @@ pub fn plan_sweep(args: &RecordArgs) -> Result<Vec<Plan>, Error> {
         }
         let mut p = plan(&point)?;
         p.run.prompts = p.run.prompts.in_seeded_order(point.seed);
-        if matches!(p.run.prompts, PromptSource::List(_)) {
+        if let PromptSource::Sessions(set) = &p.run.prompts {
+            // The sessions' load plays the same reordered set.
+            p.run.load = Load::Sessions { set: set.clone() };
+        }
+        if matches!(
+            p.run.prompts,
+            PromptSource::List(_) | PromptSource::Sessions(_)
+        ) {
             p.workload
                 .insert("promptOrder".to_owned(), Scalar::String("seed".to_owned()));
         }

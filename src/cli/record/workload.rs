@@ -1,0 +1,278 @@
+//! `goodput record`'s workload flags → a prepared workload: `--tokenizer`,
+//! `--input-tokens`, `--output-tokens`, `--prefix-tokens`/`--prefix-groups`,
+//! `--replay` (with `--time-scale`) and multi-turn `--dataset` (with
+//! `--think-time`). Files are read, parsed and every prompt prepared here,
+//! before anything is sent; the machinery lives in
+//! [`crate::record::workload`]. What this returns replaces the load and the
+//! prompt source that [`super::plan::plan`] drew, and adds the `workload`
+//! labels that declare it (sources by sha256, never by path or text).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::record::request::{Api, PromptSource, VOCABULARY};
+use crate::record::runner::Load;
+use crate::record::workload::lengths::LengthDist;
+use crate::record::workload::replay::{self, Replay};
+use crate::record::workload::sessions::{self, SessionSet};
+use crate::record::workload::text::Texts;
+use crate::record::workload::{count_prompts, synthetic, PrefixSpec, SyntheticSpec};
+use crate::tokenizer::TokenCounter;
+use crate::trace::{Labels, Scalar};
+
+use super::args::RecordArgs;
+use super::plan::usage;
+
+/// The default length of random prompts when only a tokenizer or an output
+/// length asks for prepared prompts (the same 128 as `--random-input-len`).
+pub const DEFAULT_INPUT_TOKENS: u32 = 128;
+
+/// Whether any workload option asks for prepared prompts or sessions.
+pub fn wants_workload(args: &RecordArgs) -> bool {
+    args.tokenizer.is_some()
+        || args.input_tokens.is_some()
+        || args.output_tokens.is_some()
+        || args.prefix_tokens.is_some()
+        || args.replay.is_some()
+        || args.dataset.is_some()
+}
+
+/// A replay file read and checked, with its time scale.
+pub struct ReplayFile {
+    /// The format (`mooncake`).
+    pub kind: &'static str,
+    /// Its entries.
+    pub replay: Replay,
+    /// `--time-scale` (1 when not given).
+    pub scale: f64,
+}
+
+impl ReplayFile {
+    /// The window a replay needs when `--duration` is not given: its scaled
+    /// span rounded up to the next whole second (so the last entry arrives
+    /// strictly inside the window).
+    pub fn default_duration(&self) -> Duration {
+        Duration::from_secs_f64((self.replay.span_ms(self.scale) / 1000.0).floor() + 1.0)
+    }
+}
+
+/// Reads `--replay KIND FILE` (and checks `--time-scale`), when given.
+/// A malformed line is a usage error naming its line; nothing is sent.
+pub fn read_replay(args: &RecordArgs) -> Result<Option<ReplayFile>, Error> {
+    let Some(replay_args) = &args.replay else {
+        return Ok(None);
+    };
+    let (kind, file) = kind_and_file("--replay", replay_args, &["mooncake"])?;
+    let scale = args.time_scale.unwrap_or(1.0);
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(usage(format!(
+            "--time-scale must be a positive number, not {scale}"
+        )));
+    }
+    let replay = replay::load(Path::new(file)).map_err(|e| usage(e.to_string()))?;
+    Ok(Some(ReplayFile {
+        kind,
+        replay,
+        scale,
+    }))
+}
+
+/// The planned workload: replaces the load and the prompt source that
+/// `plan()` drew, and adds its labels to `workload`.
+pub struct Planned {
+    /// The load (open-loop arrivals, or sessions).
+    pub load: Load,
+    /// Where prompts come from.
+    pub prompts: PromptSource,
+    /// Labels for the trace's `workload`.
+    pub labels: Labels,
+}
+
+/// Plans the workload options. `load` is what `plan()` drew (for
+/// `--replay`, the file's instants); `window_end_ms` bounds the schedule.
+pub fn plan_workload(
+    args: &RecordArgs,
+    load: Load,
+    prompts: PromptSource,
+    replay_file: Option<ReplayFile>,
+    window_end_ms: f64,
+) -> Result<Planned, Error> {
+    let mut labels = Labels::new();
+    let mut put = |k: &str, v: Scalar| {
+        labels.insert(k.to_owned(), v);
+    };
+    let counter = match &args.tokenizer {
+        Some(path) => {
+            let c = TokenCounter::load(path).map_err(|e| usage(e.to_string()))?;
+            put("tokenizerSha256", Scalar::String(c.sha256().to_owned()));
+            put("promptLengths", Scalar::String("tokens".into()));
+            Some(Arc::new(c))
+        }
+        None => {
+            // Lengths are counted in filler words (or a file's texts), which
+            // a model's tokenizer splits its own way: say so.
+            put("promptLengths", Scalar::String("approximate".into()));
+            None
+        }
+    };
+    if let Some(o) = &args.output_tokens {
+        put("outputTokens", Scalar::String(o.describe()));
+        put("ignoreEos", Scalar::Bool(args.ignore_eos));
+    }
+    let arrivals = match &load {
+        Load::Open { arrivals_ms } => arrivals_ms.clone(),
+        _ => {
+            return Err(usage(
+                "--tokenizer, --input-tokens, --output-tokens, --prefix-tokens, --replay and --dataset \
+                 need an open-loop schedule (--request-rate, --phases or --replay), not --max-concurrency",
+            ))
+        }
+    };
+    let texts =
+        |seed| Texts::new(seed, &VOCABULARY, counter.clone()).map_err(|e| usage(e.to_string()));
+
+    if let Some(r) = replay_file {
+        let outside = arrivals.iter().filter(|&&a| a >= window_end_ms).count();
+        if outside > 0 {
+            let need_s = r.default_duration().as_secs_f64();
+            return Err(usage(format!(
+                "--replay: {outside} of {} entries would arrive after the window ends; give --duration {need_s}s or more (or a smaller --time-scale)",
+                r.replay.entries.len()
+            )));
+        }
+        put("replay", Scalar::String(r.kind.into()));
+        put("replaySha256", Scalar::String(r.replay.sha256.clone()));
+        put(
+            "replayEntries",
+            Scalar::Number(r.replay.entries.len() as f64),
+        );
+        put("timeScale", Scalar::Number(r.scale));
+        put(
+            "replayBlockTokens",
+            Scalar::Number(f64::from(replay::BLOCK_TOKENS)),
+        );
+        let set = r
+            .replay
+            .recipes(texts(args.seed)?)
+            .map_err(|e| usage(e.to_string()))?;
+        return Ok(Planned {
+            load,
+            prompts: PromptSource::Recipes(Arc::new(set)),
+            labels,
+        });
+    }
+
+    if let Some(dataset_args) = &args.dataset {
+        let (kind, file) = kind_and_file("--dataset", dataset_args, &["sharegpt", "multi-turn"])?;
+        if args.api != Api::Chat {
+            return Err(usage(
+                "--dataset sessions need --api chat (a conversation is a list of messages)",
+            ));
+        }
+        if args.input_tokens.is_some() {
+            return Err(usage(
+                "--input-tokens applies to random prompts, not to --dataset conversations",
+            ));
+        }
+        let dataset = match kind {
+            "sharegpt" => sessions::load_sharegpt(Path::new(file)),
+            _ => sessions::load_multi_turn(Path::new(file)),
+        }
+        .map_err(|e| usage(e.to_string()))?;
+        let think_ms = args.think_time.map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+        put("promptLengths", Scalar::String("file".into()));
+        put("dataset", Scalar::String(kind.into()));
+        put("datasetSha256", Scalar::String(dataset.sha256.clone()));
+        put(
+            "conversations",
+            Scalar::Number(dataset.conversations.len() as f64),
+        );
+        put("sessions", Scalar::Number(arrivals.len() as f64));
+        put("thinkTimeS", Scalar::Number(think_ms / 1000.0));
+        put("turnArrival", Scalar::String("eligible".into()));
+        let set = Arc::new(SessionSet::new(
+            Arc::new(dataset),
+            arrivals.to_vec(),
+            think_ms,
+            args.output_tokens.as_ref(),
+            args.seed,
+            counter,
+        ));
+        return Ok(Planned {
+            load: Load::Sessions { set: set.clone() },
+            prompts: PromptSource::Sessions(set),
+            labels,
+        });
+    }
+
+    if args.prompts.is_some() {
+        // A prompt file keeps its own texts: lengths are the file's; with a
+        // tokenizer each prompt is counted once, here, for its rows.
+        if args.input_tokens.is_some() || args.output_tokens.is_some() {
+            return Err(usage(
+                "--input-tokens and --output-tokens apply to random prompts, not --prompts",
+            ));
+        }
+        put("promptLengths", Scalar::String("file".into()));
+        let prompts = match (&counter, prompts) {
+            (Some(c), PromptSource::List(list)) => PromptSource::List(Arc::new(
+                count_prompts(c, &list).map_err(|e| usage(e.to_string()))?,
+            )),
+            (_, other) => other,
+        };
+        return Ok(Planned {
+            load,
+            prompts,
+            labels,
+        });
+    }
+
+    let input = match (args.input_tokens, args.random_input_len) {
+        (Some(d), _) => d,
+        (None, Some(n)) => LengthDist::fixed(n.max(1)),
+        (None, None) => LengthDist::fixed(DEFAULT_INPUT_TOKENS),
+    };
+    put("inputTokens", Scalar::String(input.describe()));
+    let prefix = match (args.prefix_tokens, args.prefix_groups) {
+        (Some(0), _) => return Err(usage("--prefix-tokens must be at least 1")),
+        (_, Some(0)) => return Err(usage("--prefix-groups must be at least 1")),
+        (Some(tokens), groups) => {
+            let groups = groups.unwrap_or(1);
+            put("prefixTokens", Scalar::Number(f64::from(tokens)));
+            put("prefixGroups", Scalar::Number(f64::from(groups)));
+            Some(PrefixSpec { tokens, groups })
+        }
+        (None, _) => None,
+    };
+    let spec = SyntheticSpec {
+        input,
+        output: args.output_tokens,
+        prefix,
+    };
+    let set = synthetic(texts(args.seed)?, &spec, args.seed, arrivals.len())
+        .map_err(|e| usage(e.to_string()))?;
+    Ok(Planned {
+        load,
+        prompts: PromptSource::Recipes(Arc::new(set)),
+        labels,
+    })
+}
+
+fn kind_and_file<'a>(
+    flag: &str,
+    args: &'a [String],
+    known: &[&'static str],
+) -> Result<(&'static str, &'a str), Error> {
+    match args {
+        [kind, file] => match known.iter().find(|k| **k == kind.as_str()) {
+            Some(k) => Ok((k, file)),
+            None => Err(usage(format!(
+                "{flag} `{kind}`: known kinds are {}",
+                known.join(", ")
+            ))),
+        },
+        _ => Err(usage(format!("{flag} takes KIND FILE"))),
+    }
+}

@@ -81,7 +81,7 @@ pub enum Error {
     /// The recorder's spool could not be written or read (the message names
     /// the file and, for a bad line, the line).
     #[error("spool: {0}")]
-    Spool(#[from] crate::record::spool::SpoolError),
+    Spool(#[from] crate::record::spool_error::SpoolError),
     /// `merge` refuses the shards given (the message names the file).
     #[error("cannot merge: {0}")]
     Merge(#[from] crate::merge::MergeError),

@@ -7,6 +7,11 @@ use std::ffi::OsString;
 use crate::error::Error;
 use crate::trace::{Gates, Limits};
 
+/// A usage error (exit 2): the flags, not the data, are wrong.
+pub(crate) fn usage(message: impl Into<String>) -> Error {
+    Error::Usage(message.into())
+}
+
 /// Input limits shared by every command that reads a trace. A flag wins; with
 /// no flag, `GOODPUT_MAX_ROWS` / `GOODPUT_MAX_BYTES` set the limit (so a long
 /// recording does not need the flags on every command); with neither, the

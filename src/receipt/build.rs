@@ -282,6 +282,10 @@ impl Tally {
         } = latency;
         let busy_ms = self.busy.value();
         let window_s = trace.contract.window_s();
+        // Completion instants are arrival + E2E: with no arrival instants
+        // (every row dated at the window start) their span is a spread of
+        // latencies, not of time, so no served rate is read from it.
+        let dated = !trace.contract.arrivals_unknown();
         let c = self.counts;
         let share = |part: u64| (c.cohort > 0).then(|| part as f64 / c.cohort as f64);
         let rates = Rates {
@@ -293,7 +297,10 @@ impl Tally {
             good_tokens_per_s: self.good_tokens as f64 / window_s,
             failure_share: share(c.failed),
             censored_share: share(c.censored),
-            served_per_s: self.completions.rate_per_s(c.pass + c.miss),
+            served_per_s: self
+                .completions
+                .rate_per_s(c.pass + c.miss)
+                .filter(|_| dated),
         };
         let mut reasons = self.reasons;
         reasons.failure = self
@@ -324,7 +331,7 @@ impl Tally {
                 failed: c.failed,
                 censored: c.censored,
                 served_per_s: rates.served_per_s,
-                served_span_ms: self.completions.span_ms(c.pass + c.miss),
+                served_span_ms: self.completions.span_ms(c.pass + c.miss).filter(|_| dated),
             },
             trace.contract.arrivals_unknown(),
         );

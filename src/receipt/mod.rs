@@ -162,7 +162,8 @@ pub const ARRIVALS_UNKNOWN_NOTE: &str = "boundary.arrival is \"unknown\": the so
     no send instants, so every row's arrivalMs is the window start; per-row TTFT, TPOT and E2E \
     are exact and every count and per-window-second rate stands, but the figures that need \
     arrival instants are null: littlesLaw.inFlightMean, ratio and steadyState (no time in \
-    flight), and any time-binned figure; a warm-up cannot be declared";
+    flight), rates.servedPerS (completions are dated from those instants), and any \
+    time-binned figure; a warm-up cannot be declared";
 
 /// The window with its resolved horizon and length.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

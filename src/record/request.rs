@@ -15,6 +15,7 @@
 //! - prepared prompts (`--tokenizer`, `--input-tokens`, `--prefix-tokens`,
 //!   `--replay`) and multi-turn sessions (`--dataset`): see `workload`.
 
+pub use super::prompt::{prompt_hash, Prompt};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -22,7 +23,6 @@ use bytes::Bytes;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::trace::Scalar;
 
@@ -51,18 +51,6 @@ impl Api {
             Api::Completions => "/v1/completions",
         }
     }
-}
-
-/// One prompt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prompt {
-    /// The text sent.
-    pub text: String,
-    /// An explicit SLO class, if the source named one.
-    pub class: Option<String>,
-    /// Its length in model tokens, when `--tokenizer` counted it before the
-    /// run (the row's `promptTokens`).
-    pub tokens: Option<u32>,
 }
 
 /// Where prompts come from.
@@ -293,12 +281,6 @@ pub fn load_jsonl(path: &Path) -> Result<Vec<Prompt>, PromptError> {
         return Err(PromptError::Empty(shown));
     }
     Ok(out)
-}
-
-/// The first 12 hex digits of the prompt's sha256.
-pub fn prompt_hash(text: &str) -> String {
-    let digest = Sha256::digest(text.as_bytes());
-    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What a row's error text becomes when it repeats the prompt.

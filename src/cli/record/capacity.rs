@@ -32,10 +32,11 @@ use crate::render::record::frontier_command;
 use crate::trace::Scalar;
 
 use super::args::RecordArgs;
-use super::plan::{plan, usage};
+use super::plan::plan;
 use super::progress::Point;
 use super::single::record_judged;
 use super::sweep::{cooldown, point_path, point_seed, say, RATE_PLACEHOLDER};
+use crate::cli::flags::usage;
 
 /// The settings of the search, checked.
 fn settings(args: &RecordArgs) -> Result<SearchSettings, Error> {

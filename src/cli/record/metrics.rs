@@ -16,7 +16,7 @@ use crate::record::tls::{client_config, Trust};
 use crate::trace::{Labels, Scalar};
 
 use super::args::RecordArgs;
-use super::plan::usage;
+use crate::cli::flags::usage;
 
 /// The scrape plan, or `None` without `--metrics`. The default endpoint is
 /// `/metrics` on the server's origin (scheme, host and port of `server`).
@@ -80,6 +80,19 @@ pub fn metrics_plan(
     }))
 }
 
+/// The metrics URL as the trace records it: scheme, host, port and path
+/// only. User info (`user:pass@`) and the query may carry credentials, and
+/// nothing secret is ever written (the same rule as header values).
+pub fn public_url(uri: &Uri) -> String {
+    let host = uri.host().unwrap_or_default();
+    let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    format!(
+        "{}://{host}{port}{}",
+        uri.scheme_str().unwrap_or("http"),
+        uri.path()
+    )
+}
+
 /// Writes the sidecar beside the trace at `out` (atomically) and records it
 /// in `workload`: file name, sha256, snapshots and gaps.
 pub fn write_sidecar(
@@ -111,4 +124,19 @@ pub fn write_sidecar(
     );
     put("metricsGaps", Scalar::Number(gaps as f64));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recorded_metrics_url_drops_user_info_and_query() {
+        let uri: Uri = "https://scraper:s3cret@vllm.internal:8443/metrics?token=abc"
+            .parse()
+            .unwrap();
+        assert_eq!(public_url(&uri), "https://vllm.internal:8443/metrics");
+        let plain: Uri = "http://127.0.0.1:8000/metrics".parse().unwrap();
+        assert_eq!(public_url(&plain), "http://127.0.0.1:8000/metrics");
+    }
 }

@@ -19,7 +19,7 @@ use crate::record::schedule::{open_schedule, ArrivalProcess};
 use crate::record::Plan;
 use crate::trace::{Equality, Labels, Scalar};
 
-use crate::cli::flags::{parse_slo, DEFAULT_SLO};
+use crate::cli::flags::{parse_slo, usage, DEFAULT_SLO};
 use crate::cli::output::check_writable;
 use crate::cli::release::{parse_phases, ResourcesFlag};
 
@@ -28,11 +28,6 @@ use super::shard::{parse_shard, parse_start_at, INDEX_ENV};
 use super::workload;
 use crate::record::frame::ShardTag;
 use sha2::{Digest, Sha256};
-
-/// A usage error (exit 2).
-pub(crate) fn usage(message: impl Into<String>) -> Error {
-    Error::Usage(message.into())
-}
 
 /// Resolves the endpoint URL: a bare base gets the --api path appended.
 pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
@@ -342,7 +337,10 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     endpoint.describe(&mut workload);
     let metrics = super::metrics::metrics_plan(args, &uri, &endpoint)?;
     if let Some(m) = &metrics {
-        workload.insert("metricsUrl".into(), Scalar::String(m.uri.to_string()));
+        workload.insert(
+            "metricsUrl".into(),
+            Scalar::String(super::metrics::public_url(&m.uri)),
+        );
         workload.insert(
             "metricsIntervalS".into(),
             Scalar::Number(m.interval.as_secs_f64()),

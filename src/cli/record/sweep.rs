@@ -43,8 +43,9 @@ use crate::cli::output::emit;
 use super::progress::{Cooldown, Point};
 
 use super::args::RecordArgs;
-use super::plan::{plan, usage};
+use super::plan::plan;
 use super::single::record_one;
+use crate::cli::flags::usage;
 
 /// What `--out` must contain when several rates are given.
 pub const RATE_PLACEHOLDER: &str = "{rate}";

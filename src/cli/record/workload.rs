@@ -23,7 +23,7 @@ use crate::tokenizer::TokenCounter;
 use crate::trace::{Labels, Scalar};
 
 use super::args::RecordArgs;
-use super::plan::usage;
+use crate::cli::flags::usage;
 
 /// The default length of random prompts when only a tokenizer or an output
 /// length asks for prepared prompts (the same 128 as `--random-input-len`).

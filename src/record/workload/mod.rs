@@ -29,7 +29,7 @@ use crate::trace::{Labels, Scalar};
 
 use self::lengths::LengthDist;
 use self::text::{stream, Segment, StreamKind, Texts};
-use crate::record::request::Prompt;
+use crate::record::prompt::Prompt;
 use crate::tokenizer::TokenCounter;
 
 /// Why a workload cannot be prepared.

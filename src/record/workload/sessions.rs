@@ -39,7 +39,7 @@ use serde::Deserialize;
 
 use crate::record::client::{BodyError, Head, ResponseBody, SendError, Transport};
 use crate::record::exchange::{run_one, Ending, FailReason, Observation};
-use crate::record::request::prompt_hash;
+use crate::record::prompt::prompt_hash;
 use crate::record::runner::{Finished, Shared};
 use crate::record::sse::SseParser;
 use crate::trace::{Labels, Scalar};

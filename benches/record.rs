@@ -30,8 +30,12 @@
 //! sweep), `GOODPUT_BENCH_SECS=2`, `GOODPUT_BENCH_TLS=0` to skip the https
 //! runs, `GOODPUT_BENCH_TOKENS=64` (output tokens per request),
 //! `GOODPUT_BENCH_BIN=PATH` (another `goodput` binary to measure, e.g. a
-//! build of an earlier commit, against the same in-process sim) and
-//! `GOODPUT_BENCH_WORKLOAD_RATE=1000` (0: skip the workload check).
+//! build of an earlier commit, against the same in-process sim),
+//! `GOODPUT_BENCH_BASELINE=PATH` (instead of the sweep: that binary beside
+//! the one under test at every rate, run by run in turn against one sim,
+//! with both figures and their ratio on one line; with
+//! `GOODPUT_BENCH_TOKENS` per rate list, e.g. `…_RATES=2000 …_TOKENS=64`)
+//! and `GOODPUT_BENCH_WORKLOAD_RATE=1000` (0: skip the workload check).
 
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -161,78 +165,160 @@ struct Setup<'a> {
     dir: &'a std::path::Path,
 }
 
-/// Runs the recorder `REPEATS` times at `rate` against `url`; `None` when
-/// a run failed (the reason is printed).
-fn measure(setup: &Setup, server: &SimServer, extra: &[String], rate: f64) -> Option<Point> {
+impl Point {
+    fn new() -> Point {
+        Point {
+            rows: 0,
+            min_ratio: f64::INFINITY,
+            median_p99_ms: 0.0,
+            p99s: Vec::new(),
+            failed: 0,
+            unfinished: 0,
+            tokens: 0.0,
+            cpu_s: 0.0,
+            connections: 0,
+        }
+    }
+
+    /// Sets the median of the runs' p99s once every run is in.
+    fn close(&mut self) {
+        let mut sorted = self.p99s.clone();
+        sorted.sort_by(f64::total_cmp);
+        self.median_p99_ms = sorted[sorted.len() / 2];
+    }
+}
+
+/// One run of `binary` at `rate` against `server`, added to `point`;
+/// `false` when it failed (the reason is printed).
+fn one_run(
+    setup: &Setup,
+    binary: &str,
+    server: &SimServer,
+    extra: &[String],
+    rate: f64,
+    run: usize,
+    point: &mut Point,
+) -> bool {
     let Setup {
-        binary,
-        secs,
-        tokens,
-        dir,
+        secs, tokens, dir, ..
     } = *setup;
     let url = server.url();
     let url = url.as_str();
     let connections_before = server.stats.connections.load(Ordering::Relaxed);
-    let mut point = Point {
-        rows: 0,
-        min_ratio: f64::INFINITY,
-        median_p99_ms: 0.0,
-        p99s: Vec::new(),
-        failed: 0,
-        unfinished: 0,
-        tokens: 0.0,
-        cpu_s: 0.0,
-        connections: 0,
-    };
+    let out = dir.join(format!("bench-{rate}-{run}.json"));
+    let before = children_cpu_s();
+    let status = Command::new(binary)
+        .args(["record", "--url", url, "--model", "sim", "--no-progress"])
+        .args([
+            "--request-rate",
+            &rate.to_string(),
+            "--duration",
+            &format!("{secs}s"),
+        ])
+        .args([
+            "--grace",
+            "2s",
+            "--timeout",
+            "5s",
+            "--max-tokens",
+            &tokens.to_string(),
+            "--ignore-eos",
+        ])
+        .args(["--random-input-len", "32", "--seed", &run.to_string()])
+        .args(extra)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("run goodput record");
+    point.cpu_s += children_cpu_s() - before;
+    point.connections += server.stats.connections.load(Ordering::Relaxed) - connections_before;
+    let trace: Value = std::fs::read(&out)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let _ = std::fs::remove_file(&out);
+    if !status.success() || trace.is_null() {
+        println!("{rate:>8} {binary} failed against {url} ({status})");
+        return false;
+    }
+    let f = figures(&trace);
+    point.p99s.push(f.p99_lag_ms);
+    point.min_ratio = point.min_ratio.min(f.ratio);
+    point.tokens += f.tokens;
+    point.rows += f.rows;
+    point.failed += f.failed;
+    point.unfinished += f.unfinished;
+    true
+}
+
+/// Runs the recorder `REPEATS` times at `rate` against `server`; `None`
+/// when a run failed (the reason is printed).
+fn measure(setup: &Setup, server: &SimServer, extra: &[String], rate: f64) -> Option<Point> {
+    let mut point = Point::new();
     for run in 0..REPEATS {
-        let out = dir.join(format!("bench-{rate}-{run}.json"));
-        let before = children_cpu_s();
-        let status = Command::new(binary)
-            .args(["record", "--url", url, "--model", "sim", "--no-progress"])
-            .args([
-                "--request-rate",
-                &rate.to_string(),
-                "--duration",
-                &format!("{secs}s"),
-            ])
-            .args([
-                "--grace",
-                "2s",
-                "--timeout",
-                "5s",
-                "--max-tokens",
-                &tokens.to_string(),
-                "--ignore-eos",
-            ])
-            .args(["--random-input-len", "32", "--seed", &run.to_string()])
-            .args(extra)
-            .arg("--out")
-            .arg(&out)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("run goodput record");
-        point.cpu_s += children_cpu_s() - before;
-        let trace: Value = std::fs::read(&out)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null);
-        if !status.success() || trace.is_null() {
-            println!("{rate:>8} recorder failed against {url} ({status})");
+        if !one_run(setup, setup.binary, server, extra, rate, run, &mut point) {
             return None;
         }
-        let f = figures(&trace);
-        point.p99s.push(f.p99_lag_ms);
-        point.min_ratio = point.min_ratio.min(f.ratio);
-        point.tokens += f.tokens;
-        point.rows += f.rows;
-        point.failed += f.failed;
-        point.unfinished += f.unfinished;
     }
-    let mut sorted = point.p99s.clone();
-    sorted.sort_by(f64::total_cmp);
-    point.median_p99_ms = sorted[sorted.len() / 2];
-    point.connections = server.stats.connections.load(Ordering::Relaxed) - connections_before;
+    point.close();
     Some(point)
+}
+
+/// The baseline binary and the one under test at `rate`, run by run in
+/// turn (A B A B A B) against the same sim, so both see the same machine.
+fn measure_pair(
+    setup: &Setup,
+    baseline: &str,
+    server: &SimServer,
+    rate: f64,
+) -> Option<(Point, Point)> {
+    let (mut a, mut b) = (Point::new(), Point::new());
+    for run in 0..REPEATS {
+        if !one_run(setup, baseline, server, &[], rate, run, &mut a)
+            || !one_run(setup, setup.binary, server, &[], rate, run, &mut b)
+        {
+            return None;
+        }
+    }
+    a.close();
+    b.close();
+    Some((a, b))
+}
+
+/// `GOODPUT_BENCH_BASELINE`: the two binaries side by side at every rate.
+fn side_by_side(setup: &Setup, baseline: &str, server: &SimServer, rates: &[f64]) {
+    println!(
+        "\nside by side, run by run in turn: A = {baseline}, B = {}",
+        setup.binary
+    );
+    println!(
+        "{:>8} {:>11} {:>11} {:>13} {:>13} {:>9}   p99 per run (A | B)",
+        "rate/s", "A med p99", "B med p99", "A cpu/1k tok", "B cpu/1k tok", "B/A cpu"
+    );
+    for &rate in rates {
+        let Some((a, b)) = measure_pair(setup, baseline, server, rate) else {
+            return;
+        };
+        let runs = |p: &Point| {
+            p.p99s
+                .iter()
+                .map(|x| format!("{x:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!(
+            "{:>8} {:>8.3} ms {:>8.3} ms {:>10.3} ms {:>10.3} ms {:>8.2}x   {} | {} ms",
+            rate,
+            a.median_p99_ms,
+            b.median_p99_ms,
+            a.cpu_ms_per_1k_tokens(),
+            b.cpu_ms_per_1k_tokens(),
+            b.cpu_ms_per_1k_tokens() / a.cpu_ms_per_1k_tokens(),
+            runs(&a),
+            runs(&b)
+        );
+    }
 }
 
 fn print_point(rate: f64, scheme: &str, p: &Point) {
@@ -339,10 +425,14 @@ fn main() {
         "conns",
         "pass"
     );
+    if let Ok(baseline) = std::env::var("GOODPUT_BENCH_BASELINE") {
+        side_by_side(&setup, &baseline, &server, &rates);
+        return;
+    }
     let mut best = None;
     let mut misses = 0;
     let mut pairs: Vec<(f64, Point, Option<Point>)> = Vec::new();
-    for rate in rates {
+    for &rate in &rates {
         let Some(http) = measure(&setup, &server, &[], rate) else {
             return;
         };

@@ -7,7 +7,7 @@
 //! Data flow:
 //!
 //! ```text
-//! Plan ─▶ schedule (pure, from the seed) ─▶ runner (dispatch thread + tokio)
+//! Plan ─▶ schedule (pure, from the seed) ─▶ runner (one event loop, pacer)
 //!      ─▶ client (the network seam) ─▶ exchange + sse (one request's ending)
 //!      ─▶ row (one trace row) ─▶ build_trace (document, `trace::write`)
 //!      ─▶ summary (figures)
@@ -32,6 +32,7 @@ pub mod extra_body;
 pub mod frame;
 pub mod headers;
 pub mod metrics;
+pub mod pacer;
 pub mod phases;
 pub mod preflight;
 pub mod prompt;
@@ -251,10 +252,18 @@ pub fn execute_into<T: Transport>(
     progress: Option<ProgressSink>,
     collector: &mut dyn Collector,
 ) -> Result<Recording, Error> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One thread runs every connection, the schedule and the spool: an
+    // event loop, like each of wrk's threads. tokio's work-stealing pool
+    // cost a third more CPU per streamed token here (its idle workers are
+    // woken for each new task and park again), and more threads than cores
+    // beside a server on the same machine only add scheduling delay to the
+    // send instants. Past one core's worth of streams, run shards
+    // (`--shard K/N`), on one machine or many.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-        .map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))?;
+        .build();
+    let runtime =
+        runtime.map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))?;
     let counters = Arc::new(Counters::default());
     let config = Arc::new(plan.run.clone());
     let transport = Arc::new(transport);

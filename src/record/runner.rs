@@ -1,10 +1,10 @@
 //! The run loop: who sends what when, and when observation stops.
 //!
-//! Open loop: a dedicated thread walks the precomputed schedule, sleeping on a
-//! channel with a timeout until each instant `t0 + arrival_i` (OS timers are
-//! precise to tens of microseconds, where tokio's timer wheel has 1 ms ticks),
-//! then spawns request `i` on the runtime. It never waits for an earlier
-//! request, and there is no connection cap.
+//! Open loop: a task on the event loop walks the precomputed schedule,
+//! sleeping on a [`Pacer`] (a `timerfd` on Linux: microsecond precision,
+//! where tokio's timer wheel has 1 ms ticks) until each instant
+//! `t0 + arrival_i`, then spawns request `i` beside it. It never waits for
+//! an earlier request, and there is no connection cap.
 //!
 //! Closed loop: `C` workers wait for t0, then each sends (stamped with the
 //! instant it sends), waits for the ending, and sends again, until the
@@ -17,7 +17,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +26,7 @@ use tokio::time::Instant;
 use super::client::Transport;
 use super::error_text::Secrets;
 use super::exchange::{run_one, Clock, Ending, Observation};
+use super::pacer::Pacer;
 use super::request::{echoes_prompt, prompt_hash, BodyTemplate, PromptSource, WITHHELD_ERROR_TEXT};
 
 /// How load is offered.
@@ -313,30 +313,32 @@ pub async fn run_into<T: Transport>(
     };
     let stopped = Arc::new(AtomicBool::new(false));
     let issued = Arc::new(AtomicUsize::new(0));
-    let (stop_tx, stop_rx) = std_mpsc::channel::<()>();
     let mut dispatcher = match &config.load {
         Load::Open { arrivals_ms } => {
             let arrivals = arrivals_ms.clone();
-            let handle = tokio::runtime::Handle::current();
             let issued = issued.clone();
-            tokio::task::spawn_blocking(move || {
-                dispatch(&arrivals, clock, &stop_rx, &issued, |index, arrival| {
+            let cancel = shared.cancel.clone();
+            tokio::spawn(async move {
+                pace(&arrivals, clock, cancel, &issued, |index, arrival| {
                     let shared = shared.clone();
-                    handle.spawn(async move { one_request(&shared, index, arrival, true).await });
-                });
+                    tokio::spawn(async move { one_request(&shared, index, arrival, true).await });
+                })
+                .await;
                 // `shared` (and its results sender) is dropped here.
             })
         }
         Load::Sessions { set } => {
             let set = set.clone();
-            let handle = tokio::runtime::Handle::current();
             let issued = issued.clone();
-            tokio::task::spawn_blocking(move || {
-                dispatch(&set.starts_ms.clone(), clock, &stop_rx, &issued, |s, _| {
+            let cancel = shared.cancel.clone();
+            tokio::spawn(async move {
+                let starts = set.starts_ms.clone();
+                pace(&starts, clock, cancel, &issued, |s, _| {
                     let shared = shared.clone();
                     let set = set.clone();
-                    handle.spawn(super::workload::sessions::run_session(shared, set, s));
-                });
+                    tokio::spawn(super::workload::sessions::run_session(shared, set, s));
+                })
+                .await;
             })
         }
         Load::Closed { concurrency } => {
@@ -393,14 +395,12 @@ pub async fn run_into<T: Transport>(
             () = &mut horizon, if !horizon_passed && interrupted_at_ms.is_none() => {
                 horizon_passed = true;
                 stopped.store(true, Ordering::Relaxed);
-                let _ = stop_tx.send(());
                 cancel_tx.send_replace(Some(horizon_ms));
             }
             () = &mut interrupt, if interrupted_at_ms.is_none() && !horizon_passed => {
                 let now = clock.now_ms();
                 interrupted_at_ms = Some(now);
                 stopped.store(true, Ordering::Relaxed);
-                let _ = stop_tx.send(());
                 cancel_tx.send_replace(Some(now));
             }
         }
@@ -460,43 +460,30 @@ pub async fn run_into<T: Transport>(
     }
 }
 
-/// Asks the kernel to wake this thread on time: Linux lets a normal
-/// thread's timers fire up to 50 µs late (timer slack) to batch wake-ups,
-/// which is all of the budget of a 1 ms p99 send lag at a few thousand
-/// requests a second.
-fn precise_timers() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and only changes this
-    // thread's timer slack.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
-    }
-}
-
-/// Walks the schedule; returns when it is done or told to stop. `issued`
-/// counts the requests handed to `spawn`.
-fn dispatch(
+/// Walks the schedule on the event loop, spawning `spawn(i, arrival_i)` at
+/// each instant `t0 + arrival_i` ([`Pacer`]: microsecond precision, where
+/// tokio's own timer has 1 ms ticks); returns when it is done or the run is
+/// cancelled. It never waits for an earlier request. `issued` counts the
+/// requests handed to `spawn`.
+async fn pace(
     arrivals_ms: &[f64],
     clock: Clock,
-    stop: &std_mpsc::Receiver<()>,
+    mut cancel: watch::Receiver<Option<f64>>,
     issued: &AtomicUsize,
     mut spawn: impl FnMut(usize, f64),
 ) {
-    precise_timers();
+    let pacer = Pacer::new();
     for (index, &arrival) in arrivals_ms.iter().enumerate() {
-        let due = clock.at(arrival).into_std();
-        loop {
-            match stop.try_recv() {
-                Ok(()) | Err(std_mpsc::TryRecvError::Disconnected) => return,
-                Err(std_mpsc::TryRecvError::Empty) => {}
-            }
-            let now = std::time::Instant::now();
-            if now >= due {
-                break;
-            }
-            match stop.recv_timeout(due - now) {
-                Ok(()) | Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
-                Err(std_mpsc::RecvTimeoutError::Timeout) => {}
+        if cancel.borrow().is_some() {
+            return;
+        }
+        let due = clock.at(arrival);
+        if Instant::now() < due {
+            tokio::select! {
+                biased;
+                // A cancellation, or the run gone (the sender dropped).
+                _ = cancel.changed() => return,
+                () = pacer.sleep_until(due) => {}
             }
         }
         issued.store(index + 1, Ordering::Relaxed);

@@ -612,6 +612,7 @@ fn closed_loop_sends_and_stamps(server: &SimServer, concurrency: u32) -> (Vec<f6
                 extra: Default::default(),
             },
             secrets: Default::default(),
+            loops: 1,
         });
         let outcome = run(
             transport.clone(),
@@ -690,4 +691,79 @@ fn no_progress_is_drawn_when_standard_error_is_not_a_terminal() {
     assert_eq!(stderr, "", "progress drawn on a pipe");
     assert!(stdout.starts_with("wrote 10 rows to "), "{stdout}");
     assert!(!stdout.contains('\u{1b}'), "{stdout}");
+}
+
+#[test]
+fn several_event_loops_send_one_schedule_each_request_once() {
+    // 8 tokens at 2 ms a step: every request ends well inside the grace.
+    let server = sim(engine(512, 0.0, 2.0, 0.0), 8.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        "--request-rate",
+        "200",
+        "--arrival",
+        "poisson",
+        "--seed",
+        "5",
+        "--duration",
+        "1s",
+        "--grace",
+        "2s",
+    ];
+    let mut arrivals = Vec::new();
+    for loops in ["1", "3"] {
+        let out = dir.path().join(format!("loops-{loops}.json"));
+        let mut extra = flags.to_vec();
+        extra.extend(["--client-loops", loops]);
+        let (code, text, trace) = record(&server.url(), &out, &extra);
+        assert_eq!(code, 0, "{text}");
+        assert_no_lost_row(&trace);
+        for row in rows(&trace) {
+            assert_eq!(row["status"], "completed", "{row}");
+            assert!(f(&row["labels"]["sendLagMs"]) >= 0.0, "{row}");
+        }
+        let r = receipt(&out);
+        assert_eq!(r["results"]["all"]["counts"]["failed"], 0);
+        arrivals.push(
+            rows(&trace)
+                .iter()
+                .map(|row| f(&row["arrivalMs"]))
+                .collect::<Vec<_>>(),
+        );
+    }
+    // One seed, one schedule: the lanes split it, they do not change it.
+    assert!(arrivals[0].len() > 150, "about 200 requests in 1 s");
+    assert_eq!(arrivals[0], arrivals[1]);
+}
+
+#[test]
+fn several_event_loops_stop_at_the_horizon_with_every_row_in_flight() {
+    // 100 ms per step and 50 tokens: nothing can finish by 0.5 s + 0.3 s.
+    let server = sim(engine(64, 0.0, 100.0, 0.0), 50.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let started = Instant::now();
+    let (code, _, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--duration",
+            "0.5s",
+            "--grace",
+            "0.3s",
+            "--client-loops",
+            "2",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_no_lost_row(&trace);
+    assert_eq!(rows(&trace).len(), 5);
+    for row in rows(&trace) {
+        assert_eq!(row["status"], "in_flight", "{row}");
+    }
 }

@@ -111,12 +111,25 @@ pub trait Transport: Send + Sync + 'static {
         &self,
         body: Bytes,
     ) -> impl Future<Output = Result<(Head, Self::Body), SendError>> + Send;
+
+    /// The same transport for another event loop, with connections of its
+    /// own (a connection, and the requests that use it, then stay on one
+    /// thread) and everything else shared; `None` (the default): the loops
+    /// share this one.
+    fn for_another_loop(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 /// The real transport: hyper 1, HTTP/1.1 with keep-alive, plain or over TLS.
 #[derive(Clone, Debug)]
 pub struct HyperTransport {
     client: Client<Connector, Full<Bytes>>,
+    /// The TLS configuration, for the connectors of other event loops.
+    tls: Option<Arc<rustls::ClientConfig>>,
     uri: Uri,
     /// Every request's headers (values marked sensitive).
     headers: HeaderMap,
@@ -141,10 +154,7 @@ impl HyperTransport {
         extra: &[ExtraHeader],
         tls: Option<Arc<rustls::ClientConfig>>,
     ) -> Result<HyperTransport, String> {
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(std::time::Duration::from_secs(30))
-            .http1_max_buf_size(MAX_HEAD_BYTES)
-            .build(Connector::new(tls));
+        let client = pooled_client(tls.clone());
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
@@ -163,6 +173,7 @@ impl HyperTransport {
         }
         Ok(HyperTransport {
             client,
+            tls,
             uri,
             headers,
             carried: Arc::default(),
@@ -237,6 +248,14 @@ impl HyperTransport {
     }
 }
 
+/// A client with its own keep-alive pool (no connection cap).
+fn pooled_client(tls: Option<Arc<rustls::ClientConfig>>) -> Client<Connector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(std::time::Duration::from_secs(30))
+        .http1_max_buf_size(MAX_HEAD_BYTES)
+        .build(Connector::new(tls))
+}
+
 /// Most sends of one request: the first, and up to two more after losing
 /// the keep-alive race (each retry takes another pooled or fresh connection,
 /// and each loss is proof of a closed idle connection, not of a server fault).
@@ -285,6 +304,13 @@ impl ResponseBody for HyperBody {
 
 impl Transport for HyperTransport {
     type Body = HyperBody;
+
+    fn for_another_loop(&self) -> Option<Self> {
+        Some(HyperTransport {
+            client: pooled_client(self.tls.clone()),
+            ..self.clone()
+        })
+    }
 
     async fn send(&self, body: Bytes) -> Result<(Head, HyperBody), SendError> {
         let mut attempts = 1;

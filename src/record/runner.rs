@@ -70,6 +70,10 @@ pub struct RunConfig {
     pub max_event_bytes: usize,
     /// Header values and the API key: redacted from every `errorText`.
     pub secrets: Secrets,
+    /// Event loops (threads) that send an open-loop schedule, each every
+    /// `loops`-th request with connections of its own; 1: the run's own
+    /// loop does it all. Sessions and closed loops always use one.
+    pub loops: usize,
 }
 
 /// A request that was sent (or started): what the row needs.
@@ -312,14 +316,43 @@ pub async fn run_into<T: Transport>(
         counters,
     };
     let stopped = Arc::new(AtomicBool::new(false));
-    let issued = Arc::new(AtomicUsize::new(0));
+    let loops = match &config.load {
+        Load::Open { .. } => config.loops.max(1),
+        _ => 1,
+    };
+    let issued = Arc::new(Dispatched::new(loops));
     let mut dispatcher = match &config.load {
+        Load::Open { arrivals_ms } if loops > 1 => {
+            let threads = (0..loops)
+                .map(|lane| {
+                    let arrivals = arrivals_ms.clone();
+                    let issued = issued.clone();
+                    let mut shared = shared.clone();
+                    if let Some(own) = shared.transport.for_another_loop() {
+                        shared.transport = Arc::new(own);
+                    }
+                    // A lane whose thread cannot start sends nothing: its
+                    // requests stay due and unsent, and the trace says so.
+                    std::thread::Builder::new()
+                        .name(format!("goodput-loop-{lane}"))
+                        .spawn(move || send_lane(&arrivals, lane, &issued, shared))
+                        .ok()
+                })
+                .collect::<Vec<_>>();
+            // Each lane holds its own results sender; this one goes.
+            drop(shared);
+            tokio::task::spawn_blocking(move || {
+                for thread in threads.into_iter().flatten() {
+                    let _ = thread.join();
+                }
+            })
+        }
         Load::Open { arrivals_ms } => {
             let arrivals = arrivals_ms.clone();
             let issued = issued.clone();
             let cancel = shared.cancel.clone();
             tokio::spawn(async move {
-                pace(&arrivals, clock, cancel, &issued, |index, arrival| {
+                pace(&arrivals, 0, clock, cancel, &issued, |index, arrival| {
                     let shared = shared.clone();
                     tokio::spawn(async move { one_request(&shared, index, arrival, true).await });
                 })
@@ -333,7 +366,7 @@ pub async fn run_into<T: Transport>(
             let cancel = shared.cancel.clone();
             tokio::spawn(async move {
                 let starts = set.starts_ms.clone();
-                pace(&starts, clock, cancel, &issued, |s, _| {
+                pace(&starts, 0, clock, cancel, &issued, |s, _| {
                     let shared = shared.clone();
                     let set = set.clone();
                     tokio::spawn(super::workload::sessions::run_session(shared, set, s));
@@ -359,7 +392,7 @@ pub async fn run_into<T: Transport>(
                         {
                             break;
                         }
-                        let index = issued.fetch_add(1, Ordering::Relaxed);
+                        let index = issued.lanes[0].fetch_add(1, Ordering::Relaxed);
                         one_request(&shared, index, now, false).await;
                     }
                 });
@@ -389,7 +422,7 @@ pub async fn run_into<T: Transport>(
                 while let Ok((index, finished)) = res_rx.try_recv() {
                     collector.ended(index, finished);
                 }
-                collector.mark(clock.now_ms(), issued.load(Ordering::Relaxed));
+                collector.mark(clock.now_ms(), issued.count());
             }
             _ = &mut dispatcher, if !dispatcher_done => dispatcher_done = true,
             () = &mut horizon, if !horizon_passed && interrupted_at_ms.is_none() => {
@@ -408,7 +441,7 @@ pub async fn run_into<T: Transport>(
     if !dispatcher_done {
         let _ = dispatcher.await;
     }
-    let issued = issued.load(Ordering::Relaxed);
+    let issued = issued.count();
     let (arrivals_ms, planned, rows) = match &config.load {
         Load::Open { arrivals_ms } => {
             let due = match interrupted_at_ms {
@@ -460,23 +493,96 @@ pub async fn run_into<T: Transport>(
     }
 }
 
-/// Walks the schedule on the event loop, spawning `spawn(i, arrival_i)` at
-/// each instant `t0 + arrival_i` ([`Pacer`]: microsecond precision, where
-/// tokio's own timer has 1 ms ticks); returns when it is done or the run is
-/// cancelled. It never waits for an earlier request. `issued` counts the
-/// requests handed to `spawn`.
+/// How far the pacers got: the first [`Dispatched::count`] requests of the
+/// schedule have all been handed to the transport. One lane per event loop;
+/// lane `k` of `n` sends requests `k, k + n, k + 2n, …` and holds the index
+/// of the next one it will send (closed loop: one lane, the next index).
+#[derive(Debug)]
+struct Dispatched {
+    lanes: Vec<AtomicUsize>,
+}
+
+impl Dispatched {
+    fn new(lanes: usize) -> Dispatched {
+        Dispatched {
+            lanes: (0..lanes).map(AtomicUsize::new).collect(),
+        }
+    }
+
+    /// Every request below this index has been dispatched: the smallest
+    /// next index over the lanes.
+    fn count(&self) -> usize {
+        self.lanes
+            .iter()
+            .map(|lane| lane.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(0)
+    }
+}
+
+/// One lane of an open-loop schedule on an event loop of its own (a
+/// current-thread runtime on this thread): its share of the requests at
+/// their instants, then every one of them to its ending.
+fn send_lane<T: Transport>(
+    arrivals_ms: &[f64],
+    lane: usize,
+    issued: &Dispatched,
+    shared: Shared<T>,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        // Nothing of this lane is sent; its requests stay due and unsent,
+        // and the trace says so (rows never sent are in flight, `notSent`).
+        Err(_) => return,
+    };
+    runtime.block_on(async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        let cancel = shared.cancel.clone();
+        let clock = shared.clock;
+        pace(
+            arrivals_ms,
+            lane,
+            clock,
+            cancel,
+            issued,
+            |index, arrival| {
+                let shared = shared.clone();
+                tasks.spawn(async move { one_request(&shared, index, arrival, true).await });
+                // Reap what has ended, so the set holds only running requests.
+                while tasks.try_join_next().is_some() {}
+            },
+        )
+        .await;
+        drop(shared);
+        while tasks.join_next().await.is_some() {}
+    });
+}
+
+/// Walks lane `lane` of the schedule on the current event loop (requests
+/// `lane, lane + n, …` for `n` lanes of `issued`), spawning
+/// `spawn(i, arrival_i)` at each instant `t0 + arrival_i` ([`Pacer`]:
+/// microsecond precision, where tokio's own timer has 1 ms ticks); returns
+/// when it is done or the run is cancelled. It never waits for an earlier
+/// request.
 async fn pace(
     arrivals_ms: &[f64],
+    lane: usize,
     clock: Clock,
     mut cancel: watch::Receiver<Option<f64>>,
-    issued: &AtomicUsize,
+    issued: &Dispatched,
     mut spawn: impl FnMut(usize, f64),
 ) {
     let pacer = Pacer::new();
-    for (index, &arrival) in arrivals_ms.iter().enumerate() {
+    let stride = issued.lanes.len();
+    let progress = &issued.lanes[lane];
+    for index in (lane..arrivals_ms.len()).step_by(stride) {
         if cancel.borrow().is_some() {
             return;
         }
+        let arrival = arrivals_ms[index];
         let due = clock.at(arrival);
         if Instant::now() < due {
             tokio::select! {
@@ -486,7 +592,27 @@ async fn pace(
                 () = pacer.sleep_until(due) => {}
             }
         }
-        issued.store(index + 1, Ordering::Relaxed);
+        progress.store(index + stride, Ordering::Relaxed);
         spawn(index, arrival);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dispatched_counts_the_requests_below_every_lanes_next_one() {
+        // Three lanes: lane k sends k, k + 3, k + 6, …
+        let d = Dispatched::new(3);
+        // Nothing sent: lane 0's next is 0.
+        assert_eq!(d.count(), 0);
+        // Lanes 0 and 2 sent 0, 3 and 2; lane 1 has not sent 1 yet.
+        d.lanes[0].store(6, Ordering::Relaxed);
+        d.lanes[2].store(5, Ordering::Relaxed);
+        assert_eq!(d.count(), 1);
+        // Lane 1 sent 1 and 4: 0 … 4 are all out, 5 (lane 2's next) is not.
+        d.lanes[1].store(7, Ordering::Relaxed);
+        assert_eq!(d.count(), 5);
     }
 }

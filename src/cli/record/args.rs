@@ -272,6 +272,15 @@ pub struct RecordArgs {
     #[arg(long, value_name = "BYTES", default_value_t = crate::record::sse::DEFAULT_MAX_EVENT_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_event_bytes: u64,
+    /// Event loops (threads) that send an open-loop schedule, each every
+    /// N-th request on connections of its own. One loop streams over
+    /// 10,000 requests/s of short answers on one core; more help where the
+    /// recorder has cores to spare (see docs/recorder.md, "Time and
+    /// arrivals"). Sessions and closed loops use one.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::builder::TypedValueParser::map(
+              clap::value_parser!(u16).range(1..=256), usize::from))]
+    pub client_loops: usize,
 }
 
 /// Parses `--precision`: a percentage (`5%`) or a fraction (`0.05`), above 0

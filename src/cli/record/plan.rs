@@ -366,6 +366,12 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         }
         .into());
     }
+    if args.client_loops > 1 && matches!(load, Load::Open { .. }) {
+        workload.insert(
+            "clientLoops".into(),
+            Scalar::Number(args.client_loops as f64),
+        );
+    }
     Ok(Plan {
         uri,
         run: RunConfig {
@@ -383,6 +389,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             },
             max_event_bytes: usize::try_from(args.max_event_bytes).unwrap_or(usize::MAX),
             secrets: endpoint.secrets.clone(),
+            loops: args.client_loops,
         },
         warmup_ms,
         classes,

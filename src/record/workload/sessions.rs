@@ -916,6 +916,7 @@ data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n";
             },
             max_event_bytes: crate::record::sse::DEFAULT_MAX_EVENT_BYTES,
             secrets: Default::default(),
+            loops: 1,
         });
         let echo = Arc::new(Echo::default());
         let t0 = tokio::time::Instant::now() + std::time::Duration::from_millis(5);

@@ -187,6 +187,15 @@ fn a_refused_connection_is_a_row_too() {
 
 #[test]
 fn requests_running_at_the_horizon_are_written_in_flight() {
+    horizon_cuts_every_request_in_flight("1");
+}
+
+#[test]
+fn several_event_loops_stop_at_the_horizon_with_every_row_in_flight() {
+    horizon_cuts_every_request_in_flight("2");
+}
+
+fn horizon_cuts_every_request_in_flight(loops: &str) {
     // 100 ms per step and 50 tokens: no request can finish within 0.5 s + 0.3 s.
     let server = sim(engine(64, 0.0, 100.0, 0.0), 50.0, vec![]);
     let dir = tempfile::tempdir().unwrap();
@@ -204,6 +213,8 @@ fn requests_running_at_the_horizon_are_written_in_flight() {
             "0.5s",
             "--grace",
             "0.3s",
+            "--client-loops",
+            loops,
         ],
     );
     assert_eq!(code, 0);
@@ -734,36 +745,4 @@ fn several_event_loops_send_one_schedule_each_request_once() {
     // One seed, one schedule: the lanes split it, they do not change it.
     assert!(arrivals[0].len() > 150, "about 200 requests in 1 s");
     assert_eq!(arrivals[0], arrivals[1]);
-}
-
-#[test]
-fn several_event_loops_stop_at_the_horizon_with_every_row_in_flight() {
-    // 100 ms per step and 50 tokens: nothing can finish by 0.5 s + 0.3 s.
-    let server = sim(engine(64, 0.0, 100.0, 0.0), 50.0, vec![]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("t.json");
-    let started = Instant::now();
-    let (code, _, trace) = record(
-        &server.url(),
-        &out,
-        &[
-            "--request-rate",
-            "10",
-            "--arrival",
-            "constant",
-            "--duration",
-            "0.5s",
-            "--grace",
-            "0.3s",
-            "--client-loops",
-            "2",
-        ],
-    );
-    assert_eq!(code, 0);
-    assert!(started.elapsed() < Duration::from_secs(3));
-    assert_no_lost_row(&trace);
-    assert_eq!(rows(&trace).len(), 5);
-    for row in rows(&trace) {
-        assert_eq!(row["status"], "in_flight", "{row}");
-    }
 }

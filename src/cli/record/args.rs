@@ -274,9 +274,10 @@ pub struct RecordArgs {
     pub max_event_bytes: u64,
     /// Event loops (threads) that send an open-loop schedule, each every
     /// N-th request on connections of its own. One loop streams over
-    /// 10,000 requests/s of short answers on one core; more help where the
-    /// recorder has cores to spare (see docs/recorder.md, "Time and
-    /// arrivals"). Sessions and closed loops use one.
+    /// 10,000 requests/s of short answers on one core at the least CPU per
+    /// token; more may help where the client has cores to spare and one
+    /// loop's core is busy (see docs/recorder.md, "Connections"). Sessions
+    /// and closed loops use one.
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::builder::TypedValueParser::map(
               clap::value_parser!(u16).range(1..=256), usize::from))]

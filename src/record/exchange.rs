@@ -172,6 +172,17 @@ pub enum Ending {
     InFlight,
 }
 
+impl Ending {
+    /// When the request completed or failed; `None` in flight.
+    pub fn ended_ms(&self) -> Option<f64> {
+        match self {
+            Ending::Completed { completed_ms } => Some(*completed_ms),
+            Ending::Failed { ended_ms, .. } => Some(*ended_ms),
+            Ending::InFlight => None,
+        }
+    }
+}
+
 /// What was observed of one request so far; kept outside the request future
 /// so a timeout or cancellation still knows whether a first token came.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -430,18 +441,37 @@ pub async fn run_one<T: Transport>(
     let mut leftover = Leftover::Nothing;
     let ending = {
         let request = exchange(transport, body, clock, &mut obs, max_event_bytes);
+        // The cancellation first: once the run has taken its cut instant,
+        // no frame read later may reach the row.
         tokio::select! {
             biased;
+            () = cancelled(&mut cancel) => Ending::InFlight,
             (ending, rest) = request => {
                 leftover = rest;
                 ending
             }
-            () = cancelled(&mut cancel) => Ending::InFlight,
             () = tokio::time::sleep_until(clock.at(deadline_ms)) => Ending::Failed {
                 reason: FailReason::Timeout,
                 ended_ms: clock.now_ms(),
             },
         }
+    };
+    // Another event loop may have stamped a frame in the instant between
+    // the cut and its seeing the cancellation: nothing after the cut is kept.
+    let cut = *cancel.borrow();
+    let ending = match cut {
+        Some(cut_ms) => {
+            if obs.first_token_ms.is_some_and(|t| t > cut_ms) {
+                obs.first_token_ms = None;
+            }
+            if ending.ended_ms().is_some_and(|t| t > cut_ms) {
+                leftover = Leftover::Nothing;
+                Ending::InFlight
+            } else {
+                ending
+            }
+        }
+        None => ending,
     };
     match leftover {
         Leftover::Nothing => {}
@@ -753,6 +783,40 @@ mod tests {
             } => assert!(ended_ms >= 40.0),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn nothing_observed_after_the_cut_instant_reaches_the_row() {
+        // The run says it stopped observing at -1 ms (before this request's
+        // first token, which came at about 0 ms): as when another event
+        // loop took the cut an instant before this one read a frame.
+        let script = Scripted {
+            head: Ok(200),
+            event_stream: true,
+            frames: vec![TOK],
+            end: ScriptEnd::Hang,
+        };
+        let clock = Clock::new(Instant::now());
+        let (tx, rx) = watch::channel(None);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let _ = tx.send(Some(-1.0));
+        });
+        let (obs, ending) = run_one(
+            &script,
+            Bytes::new(),
+            &clock,
+            0.0,
+            Duration::from_secs(10),
+            rx,
+            DEFAULT_MAX_EVENT_BYTES,
+        )
+        .await;
+        assert_eq!(ending, Ending::InFlight);
+        assert_eq!(
+            obs.first_token_ms, None,
+            "the first token came after the cut"
+        );
     }
 
     #[tokio::test]

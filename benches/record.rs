@@ -37,7 +37,8 @@
 //! the one under test at every rate, run by run in turn against one sim,
 //! with both figures and their ratio on one line; with
 //! `GOODPUT_BENCH_TOKENS` per rate list, e.g. `…_RATES=2000 …_TOKENS=64`)
-//! and `GOODPUT_BENCH_WORKLOAD_RATE=1000` (0: skip the workload check).
+//! `GOODPUT_BENCH_KEEP=DIR` (copy each run's trace there) and
+//! `GOODPUT_BENCH_WORKLOAD_RATE=1000` (0: skip the workload check).
 
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -190,6 +191,34 @@ impl Point {
     }
 }
 
+/// `binary record` against `url` at `rate` for `secs` with what every
+/// bench run shares (2 s grace, 5 s timeout, `--ignore-eos`, seed `run`),
+/// writing `out`; the caller adds the prompt and length flags.
+fn record_command(
+    binary: &str,
+    url: &str,
+    rate: f64,
+    secs: f64,
+    run: usize,
+    out: &std::path::Path,
+) -> Command {
+    let mut command = Command::new(binary);
+    command
+        .args(["record", "--url", url, "--model", "sim", "--no-progress"])
+        .args(["--request-rate", &rate.to_string()])
+        .args(["--duration", &format!("{secs}s")])
+        .args(["--grace", "2s", "--timeout", "5s", "--ignore-eos"])
+        .args(["--seed", &run.to_string()])
+        .arg("--out")
+        .arg(out)
+        .stdout(std::process::Stdio::null());
+    command
+}
+
+/// Names each kept trace (`GOODPUT_BENCH_KEEP`) uniquely across binaries,
+/// schemes and rates.
+static KEPT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// One run of `binary` at `rate` against `server`, added to `point`;
 /// `false` when it failed (the reason is printed).
 fn one_run(
@@ -209,28 +238,10 @@ fn one_run(
     let connections_before = server.stats.connections.load(Ordering::Relaxed);
     let out = dir.join(format!("bench-{rate}-{run}.json"));
     let before = children_cpu_s();
-    let status = Command::new(binary)
-        .args(["record", "--url", url, "--model", "sim", "--no-progress"])
-        .args([
-            "--request-rate",
-            &rate.to_string(),
-            "--duration",
-            &format!("{secs}s"),
-        ])
-        .args([
-            "--grace",
-            "2s",
-            "--timeout",
-            "5s",
-            "--max-tokens",
-            &tokens.to_string(),
-            "--ignore-eos",
-        ])
-        .args(["--random-input-len", "32", "--seed", &run.to_string()])
+    let status = record_command(binary, url, rate, secs, run, &out)
+        .args(["--max-tokens", &tokens.to_string()])
+        .args(["--random-input-len", "32"])
         .args(extra)
-        .arg("--out")
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
         .status()
         .expect("run goodput record");
     point.cpu_s += children_cpu_s() - before;
@@ -240,7 +251,8 @@ fn one_run(
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null);
     if let Ok(keep) = std::env::var("GOODPUT_BENCH_KEEP") {
-        let name = format!("{}-{rate}-{run}.json", point.p99s.len());
+        let seq = KEPT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{seq:03}-{rate}-{run}.json");
         let _ = std::fs::copy(&out, std::path::Path::new(&keep).join(name));
     }
     let _ = std::fs::remove_file(&out);
@@ -525,28 +537,9 @@ fn workload_check(url: &str, dir: &std::path::Path, rate: f64, secs: f64) {
         for run in 0..REPEATS {
             let out = dir.join(format!("workload-{run}.json"));
             let started = Instant::now();
-            let status = Command::new(env!("CARGO_BIN_EXE_goodput"))
-                .args(["record", "--url", url, "--model", "sim", "--no-progress"])
-                .args([
-                    "--request-rate",
-                    &rate.to_string(),
-                    "--duration",
-                    &format!("{secs}s"),
-                ])
-                .args([
-                    "--grace",
-                    "2s",
-                    "--timeout",
-                    "5s",
-                    "--output-tokens",
-                    "64",
-                    "--ignore-eos",
-                ])
+            let status = record_command(env!("CARGO_BIN_EXE_goodput"), url, rate, secs, run, &out)
+                .args(["--output-tokens", "64"])
                 .args(&extra)
-                .args(["--seed", &run.to_string()])
-                .arg("--out")
-                .arg(&out)
-                .stdout(std::process::Stdio::null())
                 .status()
                 .expect("run goodput record");
             wall.push(started.elapsed().as_secs_f64());

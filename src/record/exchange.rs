@@ -439,7 +439,7 @@ pub async fn run_one<T: Transport>(
     }
     let deadline_ms = arrival_ms + timeout.as_secs_f64() * 1000.0;
     let mut leftover = Leftover::Nothing;
-    let ending = {
+    let mut ending = {
         let request = exchange(transport, body, clock, &mut obs, max_event_bytes);
         // The cancellation first: once the run has taken its cut instant,
         // no frame read later may reach the row.
@@ -458,21 +458,15 @@ pub async fn run_one<T: Transport>(
     };
     // Another event loop may have stamped a frame in the instant between
     // the cut and its seeing the cancellation: nothing after the cut is kept.
-    let cut = *cancel.borrow();
-    let ending = match cut {
-        Some(cut_ms) => {
-            if obs.first_token_ms.is_some_and(|t| t > cut_ms) {
-                obs.first_token_ms = None;
-            }
-            if ending.ended_ms().is_some_and(|t| t > cut_ms) {
-                leftover = Leftover::Nothing;
-                Ending::InFlight
-            } else {
-                ending
-            }
+    if let Some(cut_ms) = *cancel.borrow() {
+        if obs.first_token_ms.is_some_and(|t| t > cut_ms) {
+            obs.first_token_ms = None;
         }
-        None => ending,
-    };
+        if ending.ended_ms().is_some_and(|t| t > cut_ms) {
+            leftover = Leftover::Nothing;
+            ending = Ending::InFlight;
+        }
+    }
     match leftover {
         Leftover::Nothing => {}
         Leftover::Drain(mut body) => {
@@ -654,12 +648,26 @@ mod tests {
         timeout_ms: u64,
         cancel_after_ms: Option<u64>,
     ) -> (Observation, Ending) {
+        play_cut(
+            script,
+            timeout_ms,
+            cancel_after_ms.map(|ms| (ms, ms as f64)),
+        )
+        .await
+    }
+
+    /// [`play`], the run cancelled after `.0` ms with `.1` as its cut instant.
+    async fn play_cut(
+        script: Scripted,
+        timeout_ms: u64,
+        cancel: Option<(u64, f64)>,
+    ) -> (Observation, Ending) {
         let clock = Clock::new(Instant::now());
         let (tx, rx) = watch::channel(None);
-        if let Some(ms) = cancel_after_ms {
+        if let Some((after_ms, cut_ms)) = cancel {
             tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                let _ = tx.send(Some(ms as f64));
+                tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                let _ = tx.send(Some(cut_ms));
             });
         } else {
             drop(tx);
@@ -796,22 +804,7 @@ mod tests {
             frames: vec![TOK],
             end: ScriptEnd::Hang,
         };
-        let clock = Clock::new(Instant::now());
-        let (tx, rx) = watch::channel(None);
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let _ = tx.send(Some(-1.0));
-        });
-        let (obs, ending) = run_one(
-            &script,
-            Bytes::new(),
-            &clock,
-            0.0,
-            Duration::from_secs(10),
-            rx,
-            DEFAULT_MAX_EVENT_BYTES,
-        )
-        .await;
+        let (obs, ending) = play_cut(script, 10_000, Some((20, -1.0))).await;
         assert_eq!(ending, Ending::InFlight);
         assert_eq!(
             obs.first_token_ms, None,

@@ -261,9 +261,8 @@ pub fn execute_into<T: Transport>(
     // (`--shard K/N`), on one machine or many.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build();
-    let runtime =
-        runtime.map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))?;
+        .build()
+        .map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))?;
     let counters = Arc::new(Counters::default());
     let config = Arc::new(plan.run.clone());
     let transport = Arc::new(transport);

@@ -109,7 +109,7 @@ mod linux {
                 },
                 it_value: libc::timespec {
                     tv_sec: left.as_secs() as libc::time_t,
-                    tv_nsec: libc::c_long::from(left.subsec_nanos() as i32),
+                    tv_nsec: left.subsec_nanos() as libc::c_long,
                 },
             };
             let fd = self.0.get_ref().as_raw_fd();

@@ -335,7 +335,7 @@ pub async fn run_into<T: Transport>(
                     // requests stay due and unsent, and the trace says so.
                     std::thread::Builder::new()
                         .name(format!("goodput-loop-{lane}"))
-                        .spawn(move || send_lane(&arrivals, lane, &issued, shared))
+                        .spawn(move || lane_on_its_own_loop(&arrivals, lane, &issued, shared))
                         .ok()
                 })
                 .collect::<Vec<_>>();
@@ -350,15 +350,7 @@ pub async fn run_into<T: Transport>(
         Load::Open { arrivals_ms } => {
             let arrivals = arrivals_ms.clone();
             let issued = issued.clone();
-            let cancel = shared.cancel.clone();
-            tokio::spawn(async move {
-                pace(&arrivals, 0, clock, cancel, &issued, |index, arrival| {
-                    let shared = shared.clone();
-                    tokio::spawn(async move { one_request(&shared, index, arrival, true).await });
-                })
-                .await;
-                // `shared` (and its results sender) is dropped here.
-            })
+            tokio::spawn(async move { send_lane(&arrivals, 0, &issued, shared).await })
         }
         Load::Sessions { set } => {
             let set = set.clone();
@@ -520,45 +512,53 @@ impl Dispatched {
     }
 }
 
-/// One lane of an open-loop schedule on an event loop of its own (a
-/// current-thread runtime on this thread): its share of the requests at
-/// their instants, then every one of them to its ending.
-fn send_lane<T: Transport>(
+/// [`send_lane`] on an event loop of its own (a current-thread runtime on
+/// this thread).
+fn lane_on_its_own_loop<T: Transport>(
     arrivals_ms: &[f64],
     lane: usize,
     issued: &Dispatched,
     shared: Shared<T>,
 ) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    // Without a runtime nothing of this lane is sent; its requests stay due
+    // and unsent, and the trace says so (rows never sent are in flight,
+    // `notSent`).
+    if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime,
-        // Nothing of this lane is sent; its requests stay due and unsent,
-        // and the trace says so (rows never sent are in flight, `notSent`).
-        Err(_) => return,
-    };
-    runtime.block_on(async move {
-        let mut tasks = tokio::task::JoinSet::new();
-        let cancel = shared.cancel.clone();
-        let clock = shared.clock;
-        pace(
-            arrivals_ms,
-            lane,
-            clock,
-            cancel,
-            issued,
-            |index, arrival| {
-                let shared = shared.clone();
-                tasks.spawn(async move { one_request(&shared, index, arrival, true).await });
-                // Reap what has ended, so the set holds only running requests.
-                while tasks.try_join_next().is_some() {}
-            },
-        )
-        .await;
-        drop(shared);
-        while tasks.join_next().await.is_some() {}
-    });
+        runtime.block_on(send_lane(arrivals_ms, lane, issued, shared));
+    }
+}
+
+/// One lane of an open-loop schedule on the current event loop: its share
+/// of the requests at their instants, then every one of them to its ending.
+/// `shared` (and its results sender) is dropped when the last has ended.
+async fn send_lane<T: Transport>(
+    arrivals_ms: &[f64],
+    lane: usize,
+    issued: &Dispatched,
+    shared: Shared<T>,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    let cancel = shared.cancel.clone();
+    let clock = shared.clock;
+    pace(
+        arrivals_ms,
+        lane,
+        clock,
+        cancel,
+        issued,
+        |index, arrival| {
+            let shared = shared.clone();
+            tasks.spawn(async move { one_request(&shared, index, arrival, true).await });
+            // Reap what has ended, so the set holds only running requests.
+            while tasks.try_join_next().is_some() {}
+        },
+    )
+    .await;
+    drop(shared);
+    while tasks.join_next().await.is_some() {}
 }
 
 /// Walks lane `lane` of the schedule on the current event loop (requests

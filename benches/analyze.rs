@@ -25,9 +25,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use goodput::analyze::{analyze_bytes, analyze_owned, AnalyzeOptions};
-use goodput::render::json::to_canonical_json;
-use goodput::trace::Limits;
+use goodput_core::analyze::{analyze_bytes, analyze_owned, AnalyzeOptions};
+use goodput_core::trace::Limits;
+use goodput_util::json::to_canonical_json;
 
 const ROWS: usize = 1_000_000;
 const REPS: usize = 5;
@@ -176,7 +176,7 @@ fn main() {
             serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).expect("json")
         }));
         parse.push(time(|| {
-            goodput::trace::parse::parse(&bytes).expect("parses")
+            goodput_core::trace::parse::parse(&bytes).expect("parses")
         }));
         full.push(time(|| full_analysis(&bytes)));
     }

@@ -44,9 +44,9 @@ use std::process::Command;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use goodput::sim::engine::EngineParams;
-use goodput::sim::tls::{server_config, Front};
-use goodput::sim::{SimConfig, SimServer};
+use goodput_sim::engine::EngineParams;
+use goodput_sim::tls::{server_config, Front};
+use goodput_sim::{SimConfig, SimServer};
 use serde_json::Value;
 
 /// Runs per rate: one bad scheduling hiccup on a shared 2-core machine can

@@ -17,8 +17,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use goodput::sim::engine::EngineParams;
-use goodput::sim::{SimConfig, SimServer};
+use goodput_sim::engine::EngineParams;
+use goodput_sim::{SimConfig, SimServer};
 
 fn env_f64(name: &str, default: f64) -> f64 {
     std::env::var(name)

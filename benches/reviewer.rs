@@ -10,9 +10,9 @@
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
-use goodput::trace::Limits;
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::review::sensitivity::{sweep, SweepPlan, DEFAULT_FACTORS};
+use goodput_core::trace::Limits;
 
 const ROWS: u64 = 1_000_000;
 

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use common::recording::{f, record};
-use goodput::sim::engine::EngineParams;
-use goodput::sim::{SimConfig, SimServer};
+use goodput_sim::engine::EngineParams;
+use goodput_sim::{SimConfig, SimServer};
 use serde_json::Value;
 
 /// Runs `goodput compare` in-process: (exit status, stdout or error message).

@@ -5,7 +5,7 @@
 mod common;
 
 use common::analyze_generated;
-use goodput::review::gate::{Check, Decision};
+use goodput_core::review::gate::{Check, Decision};
 
 /// `pass` passing rows then `failed` failed rows, one per 10 ms, in a window
 /// that holds them all (gates: ttft 100 ms).
@@ -42,7 +42,7 @@ fn a_share_that_is_not_exactly_one_or_zero_never_reads_100_or_0_percent() {
         (Some(0.9996), Some(0.0004))
     );
 
-    let text = goodput::render::text::render(&analysis.receipt, &[]);
+    let text = goodput_render::text::render(&analysis.receipt, &[]);
     let line = text
         .lines()
         .find(|l| l.starts_with("all ") && l.contains('%'))
@@ -56,7 +56,7 @@ fn a_share_that_is_not_exactly_one_or_zero_never_reads_100_or_0_percent() {
         "{text}"
     );
 
-    let page = goodput::report::page(&analysis).expect("report");
+    let page = goodput_render::report::analysis_page::page(&analysis).expect("report");
     assert!(
         page.contains(r#"data-col="passShare">99.96 %<"#),
         "passShare cell"
@@ -87,7 +87,7 @@ fn a_share_that_is_not_exactly_one_or_zero_never_reads_100_or_0_percent() {
 fn exact_ones_and_zeros_keep_their_short_form() {
     // 10 of 10 pass: pass share exactly 1 → "100.0 %", failure share 0 → "0.0 %".
     let analysis = analyze_generated(trace(10, 0).as_bytes());
-    let text = goodput::render::text::render(&analysis.receipt, &[]);
+    let text = goodput_render::text::render(&analysis.receipt, &[]);
     let line = text
         .lines()
         .find(|l| l.starts_with("all ") && l.contains('%'))
@@ -109,8 +109,8 @@ fn decision(measured: f64, limit: f64, pass: bool) -> Decision {
             class: None,
             note: None,
         }],
-        arrival: goodput::review::gate::ArrivalCheck {
-            mode: goodput::trace::ArrivalMode::OpenLoop,
+        arrival: goodput_core::review::gate::ArrivalCheck {
+            mode: goodput_core::trace::ArrivalMode::OpenLoop,
             closed_loop_allowed: false,
             pass: true,
         },
@@ -124,7 +124,7 @@ fn decision(measured: f64, limit: f64, pass: bool) -> Decision {
 fn gate_never_shows_a_failing_share_equal_to_its_limit() {
     // 0.050040 = 5.004 %, over the 5 % ceiling: two decimals would print
     // "5.00 % <= 5.00 % FAIL"; three keep them apart.
-    let out = goodput::render::gate::render(&decision(0.050040, 0.05, false));
+    let out = goodput_render::gate::render(&decision(0.050040, 0.05, false));
     let line = out.lines().nth(1).expect("the check line");
     assert!(
         line.contains("5.004 %") && line.contains("<= 5.000 %"),
@@ -132,7 +132,7 @@ fn gate_never_shows_a_failing_share_equal_to_its_limit() {
     );
     assert!(line.ends_with("FAIL"), "{line}");
     // On the limit exactly, the usual two decimals.
-    let out = goodput::render::gate::render(&decision(0.05, 0.05, true));
+    let out = goodput_render::gate::render(&decision(0.05, 0.05, true));
     let line = out.lines().nth(1).expect("the check line");
     assert!(
         line.contains("5.00 %") && line.contains("<= 5.00 %"),
@@ -146,9 +146,9 @@ fn the_frontier_never_rounds_a_share_onto_its_target() {
     // the 90 % target. One decimal would read 90.0 % and "best 90 %".
     let analysis = analyze_generated(trace(2249, 251).as_bytes());
     assert_eq!(analysis.receipt.results.all.rates.pass_share, Some(0.8996));
-    let f = goodput::frontier::frontier(&[("t.json".to_owned(), analysis.receipt)], None, 0.9)
+    let f = goodput_core::frontier::frontier(&[("t.json".to_owned(), analysis.receipt)], None, 0.9)
         .expect("frontier");
-    let text = goodput::render::frontier::text(&f);
+    let text = goodput_render::frontier::text(&f);
     assert!(
         text.contains("no rate tested met pass share ≥ 90 % (best 89.96 %)"),
         "{text}"
@@ -158,6 +158,6 @@ fn the_frontier_never_rounds_a_share_onto_its_target() {
         .find(|l| l.ends_with("t.json"))
         .expect("the point's row");
     assert!(row.contains("89.96 %") && !row.contains("90.0"), "{row}");
-    let md = goodput::render::frontier::markdown(&f);
+    let md = goodput_render::frontier::markdown(&f);
     assert!(md.contains("| 89.96 % ("), "{md}");
 }

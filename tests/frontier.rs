@@ -8,9 +8,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::frontier::{frontier, Capacity, Frontier, Knee, KneeSignal};
-use goodput::render::frontier::{markdown, svg, text, MAX_TEXT_COLUMNS};
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::frontier::{frontier, Capacity, Frontier, Knee, KneeSignal};
+use goodput_render::frontier::{markdown, svg, text, MAX_TEXT_COLUMNS};
 use serde_json::{json, Value};
 
 /// One point of a hand-made sweep: rows per 1 s window by verdict, and the
@@ -63,7 +63,7 @@ fn trace(s: Spec) -> Vec<u8> {
     serde_json::to_vec(&doc).expect("serialize")
 }
 
-fn receipts(specs: &[(&str, Spec)]) -> Vec<(String, goodput::receipt::Receipt)> {
+fn receipts(specs: &[(&str, Spec)]) -> Vec<(String, goodput_core::receipt::Receipt)> {
     specs
         .iter()
         .map(|(label, s)| {
@@ -361,7 +361,7 @@ fn svg_snapshot_is_deterministic_and_labelled() {
 #[test]
 fn json_is_canonical_and_tagged() {
     let f = build(&classic(), 0.9);
-    let bytes = goodput::render::json::to_canonical_json(&f).unwrap();
+    let bytes = goodput_util::json::to_canonical_json(&f).unwrap();
     let v: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(v["schema"], "goodput-frontier/1");
     assert_eq!(v["knee"]["status"], "found");
@@ -488,8 +488,8 @@ fn record_in_process(argv: &[&str]) -> (i32, String) {
 
 #[test]
 fn a_rate_list_records_one_trace_per_rate_with_its_own_seed() {
-    use goodput::sim::engine::EngineParams;
-    use goodput::sim::{SimConfig, SimServer};
+    use goodput_sim::engine::EngineParams;
+    use goodput_sim::{SimConfig, SimServer};
     let server = SimServer::start(
         SimConfig {
             engine: EngineParams {
@@ -580,7 +580,7 @@ fn a_rate_list_needs_a_rate_template_and_distinct_rates_before_anything_is_sent(
 
 /// `n` rows arriving evenly over a 2 s window (horizon 10 s), row `i`
 /// completing at `first_done + gap × i` ms (first token 10 ms before).
-fn served_trace(n: usize, first_done: f64, gap: f64) -> goodput::receipt::Receipt {
+fn served_trace(n: usize, first_done: f64, gap: f64) -> goodput_core::receipt::Receipt {
     let rows: Vec<Value> = (0..n)
         .map(|i| {
             let arrival = (i * 2000 / n) as f64;
@@ -637,9 +637,9 @@ fn served_throughput_parts_from_offered_load_where_the_server_stops_keeping_up()
 
 #[test]
 fn each_sweep_point_draws_its_prompt_list_in_its_own_seeded_order() {
-    use goodput::record::request::prompt_hash;
-    use goodput::sim::engine::EngineParams;
-    use goodput::sim::{SimConfig, SimServer};
+    use goodput_record::workload::body::prompt_hash;
+    use goodput_sim::engine::EngineParams;
+    use goodput_sim::{SimConfig, SimServer};
     let server = SimServer::start(
         SimConfig {
             engine: EngineParams {

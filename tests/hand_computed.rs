@@ -5,7 +5,7 @@
 mod common;
 
 use common::receipt;
-use goodput::receipt::{Block, Receipt};
+use goodput_core::receipt::{Block, Receipt};
 
 fn all(r: &Receipt) -> &Block {
     &r.results.all
@@ -492,14 +492,14 @@ fn a_large_trace_is_counted_exactly_when_tallied_on_two_threads() {
         r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":200000,"horizonMs":204000}},"equality":"inclusive","classes":{{"c":{{"ttftMs":1000,"tpotMs":200,"e2eMs":null}}}},"rows":[{}]}}"#,
         rows.join(",")
     );
-    let options = goodput::analyze::AnalyzeOptions {
-        limits: goodput::trace::Limits {
+    let options = goodput_core::analyze::AnalyzeOptions {
+        limits: goodput_core::trace::Limits {
             max_rows: 200_000,
             max_bytes: 100_000_000,
         },
         ..Default::default()
     };
-    let r = goodput::analyze::analyze_bytes(doc.as_bytes(), options)
+    let r = goodput_core::analyze::analyze_bytes(doc.as_bytes(), options)
         .expect("accepted")
         .receipt;
     let b = all(&r);
@@ -537,9 +537,9 @@ fn inline_receipt(equality: &str, gates: &str, rows: &str) -> Receipt {
     let doc = format!(
         r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":10000,"horizonMs":11000}},"equality":"{equality}","classes":{{"c":{gates}}},"rows":[{rows}]}}"#
     );
-    goodput::analyze::analyze_bytes(
+    goodput_core::analyze::analyze_bytes(
         doc.as_bytes(),
-        goodput::analyze::AnalyzeOptions {
+        goodput_core::analyze::AnalyzeOptions {
             rows: true,
             ..Default::default()
         },

@@ -7,11 +7,11 @@ mod common;
 use std::process::Output;
 
 use common::{assert_valid, fixture, goodput, validator};
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
 use goodput::cli::flags::parse_slo;
-use goodput::import::{pipeline, same_figure, ImportOptions, Outcome, Source};
-use goodput::trace::write::RowStatus;
-use goodput::trace::Equality;
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::trace::write::RowStatus;
+use goodput_core::trace::Equality;
+use goodput_import::{pipeline, same_figure, ImportOptions, Outcome, Source};
 use serde_json::Value;
 
 fn read(name: &str) -> Vec<u8> {
@@ -26,7 +26,7 @@ fn options(slo: &str) -> ImportOptions {
 fn run_pipeline(source: Source, file: &str, slo: &str, summary: Option<&str>) -> Outcome {
     let summary = summary.map(read);
     pipeline(source, &read(file), &options(slo), summary.as_deref())
-        .unwrap_or_else(|e| panic!("{file}: {}", e.message()))
+        .unwrap_or_else(|e| panic!("{file}: {}", e.to_string()))
 }
 
 fn vllm() -> Outcome {
@@ -76,7 +76,7 @@ fn assert_ordinary_trace(outcome: &Outcome) {
 }
 
 fn render(outcome: &Outcome) -> String {
-    goodput::render::import::render(
+    goodput_render::import::render(
         &outcome.comparison,
         "trace.json",
         outcome.imported.trace.rows.len(),
@@ -121,7 +121,7 @@ fn vllm_rows_keep_every_request_with_vllms_own_latencies() {
     assert_ne!(4795.939_f64 / 1000.0, 4.795939);
     assert_eq!(
         o.imported.trace.boundary["arrival"],
-        goodput::trace::Scalar::String("sent".into())
+        goodput_core::trace::Scalar::String("sent".into())
     );
     assert_ordinary_trace(&o);
 }
@@ -172,7 +172,7 @@ fn aiperf_rows_split_warmup_from_profiling_and_read_units() {
     assert_eq!(first.output_tokens, Some(1));
     assert_eq!(
         first.labels["phase"],
-        goodput::trace::Scalar::String("warmup".into())
+        goodput_core::trace::Scalar::String("warmup".into())
     );
     assert_ordinary_trace(&o);
 }
@@ -257,7 +257,7 @@ fn guidellm_rows_arrive_at_their_scheduled_instant() {
     );
     assert_eq!(
         t.boundary["arrival"],
-        goodput::trace::Scalar::String("scheduled".into())
+        goodput_core::trace::Scalar::String("scheduled".into())
     );
     // One successful request by hand: goodput's TPOT is guidellm's inter-token
     // latency (last − first token over n − 1), and its TTFT adds the dispatch
@@ -277,7 +277,7 @@ fn guidellm_rows_arrive_at_their_scheduled_instant() {
         "{tpot}"
     );
     let ttft = row.first_token_ms.unwrap() - row.arrival_ms;
-    let Some(goodput::trace::Scalar::Number(delay)) = row.labels.get("dispatchDelayMs") else {
+    let Some(goodput_core::trace::Scalar::Number(delay)) = row.labels.get("dispatchDelayMs") else {
         panic!("no dispatch delay label: {row:?}")
     };
     let theirs = req["time_to_first_token_ms"].as_f64().unwrap();

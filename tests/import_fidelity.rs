@@ -7,11 +7,11 @@
 mod common;
 
 use common::{assert_valid, fixture, validator};
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
 use goodput::cli::flags::parse_slo;
-use goodput::import::fidelity::{poisson_interval, Process, CLIENT_TOKENS_LABEL, POISSON_TAIL};
-use goodput::import::{pipeline, same_figure, ImportOptions, Outcome, Source};
-use goodput::trace::{Equality, Scalar, TokenCount};
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::trace::{Equality, Scalar, TokenCount};
+use goodput_import::fidelity::{poisson_interval, Process, CLIENT_TOKENS_LABEL, POISSON_TAIL};
+use goodput_import::{pipeline, same_figure, ImportOptions, Outcome, Source};
 use serde_json::Value;
 
 fn read(name: &str) -> Vec<u8> {
@@ -23,7 +23,7 @@ fn run(source: Source, file: &str, slo: &str, summary: Option<&str>) -> Outcome 
     let options = ImportOptions::with_gates(&name, gates, Equality::Inclusive);
     let summary = summary.map(read);
     pipeline(source, &read(file), &options, summary.as_deref())
-        .unwrap_or_else(|e| panic!("{file}: {}", e.message()))
+        .unwrap_or_else(|e| panic!("{file}: {}", e.to_string()))
 }
 
 /// AIPerf 0.13.0 with a 260-token tokenizer against `goodput sim` (whose
@@ -274,7 +274,7 @@ fn a_record_without_usage_falls_back_to_aiperfs_count_and_says_client_tokenizer(
     // AIPerf's own count, rather than "TPOT from usage" for all of them.
     assert_eq!(tokens.rows_without_usage, 1);
     let text =
-        goodput::render::import::render(&o.comparison, "t.json", 30, "goodput analyze t.json");
+        goodput_render::import::render(&o.comparison, "t.json", 30, "goodput analyze t.json");
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         flat.contains(
@@ -319,7 +319,7 @@ fn comparison_texts_of_the_fidelity_fixtures_are_stable() {
         ("aiperf_client_tokenizer", aiperf_client_tokenizer()),
         ("guidellm_poisson_overshoot", guidellm_overshoot()),
     ] {
-        let text = goodput::render::import::render(
+        let text = goodput_render::import::render(
             &o.comparison,
             "trace.json",
             o.imported.trace.rows.len(),

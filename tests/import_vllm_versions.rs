@@ -7,11 +7,11 @@
 mod common;
 
 use common::{assert_valid, fixture, goodput, validator};
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
 use goodput::cli::flags::parse_slo;
-use goodput::import::{pipeline, ImportOptions, Outcome, Source};
-use goodput::trace::write::RowStatus;
-use goodput::trace::{Equality, Scalar};
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::trace::write::RowStatus;
+use goodput_core::trace::{Equality, Scalar};
+use goodput_import::{pipeline, ImportOptions, Outcome, Source};
 use serde_json::{json, Value};
 
 const APRIL_2025: &str = "vllm_benchmark_serving_0.8.4.json";
@@ -28,7 +28,7 @@ fn options() -> ImportOptions {
 }
 
 fn import(bytes: &[u8]) -> Outcome {
-    pipeline(Source::Vllm, bytes, &options(), None).unwrap_or_else(|e| panic!("{}", e.message()))
+    pipeline(Source::Vllm, bytes, &options(), None).unwrap_or_else(|e| panic!("{}", e.to_string()))
 }
 
 fn source() -> Value {
@@ -235,10 +235,10 @@ fn a_length_mismatch_without_send_times_names_ttfts_as_the_reference() {
     )
     .unwrap_err();
     assert!(
-        e.message()
+        e.to_string()
             .contains("/errors: has 1 entries but /ttfts has 2 (one per request)"),
         "{}",
-        e.message()
+        e.to_string()
     );
 }
 

@@ -125,7 +125,7 @@ fn a_confidence_out_of_range_is_exit_2_naming_the_flag() {
 #[test]
 fn the_report_shows_each_headline_figure_with_its_interval() {
     let analysis = common::analyze_fixture("equality_inclusive.json");
-    let page = goodput::report::page(&analysis).unwrap();
+    let page = goodput_render::report::analysis_page::page(&analysis).unwrap();
     // 3/5 pass: 60.0 % (23.1 %–88.2 %), each bound through the shared share
     // display; 3 passes over 10 s: 0.300 (0.062–0.877).
     assert!(page.contains("60.0 % (23.1 %–88.2 %)"), "pass share");

@@ -7,9 +7,9 @@
 mod common;
 
 use common::analyze_generated;
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::receipt::{Block, Receipt};
-use goodput::trace::Limits;
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::receipt::{Block, Receipt};
+use goodput_core::trace::Limits;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -289,7 +289,7 @@ fn ends_in_receipt_or_rejection(bytes: &[u8]) {
     if let Ok(a) = analyze_bytes(bytes, options) {
         let c = a.receipt.results.all.counts;
         assert_eq!(c.cohort + c.excluded + c.invalid, c.arrivals);
-        goodput::render::json::to_canonical_json(&a.receipt).expect("renders");
+        goodput_util::json::to_canonical_json(&a.receipt).expect("renders");
     }
 }
 
@@ -419,7 +419,7 @@ proptest! {
         b in 0u64..1000, j in 0u32..=3,
         t in 1u64..=1000, start in 0u64..(1 << 20),
     ) {
-        use goodput::review::exact::{goodput_exceeds, Decimal};
+        use goodput_core::review::exact::{goodput_exceeds, Decimal};
         let b = b % 10u64.pow(j);
         let rate: Decimal = decimal_text(a, k).parse().expect("rate");
         let margin: Decimal = decimal_text(b, j).parse().expect("margin");
@@ -445,7 +445,7 @@ proptest! {
     #[test]
     fn every_recorded_shape_receipt_verifies_against_its_trace(doc in recorded_trace()) {
         let bytes = serde_json::to_vec(&doc).unwrap();
-        let outcome = goodput::selfcheck::check_trace_bytes(&bytes);
+        let outcome = goodput_selfcheck::check_trace_bytes(&bytes);
         prop_assert!(matches!(outcome, Ok(Some(_))), "{:?}", outcome.err());
     }
 }

@@ -18,10 +18,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::recording::{assert_no_lost_row, f, receipt, record, rows};
-use goodput::sim::engine::EngineParams;
-use goodput::sim::fault::{Fault, FaultKind};
-use goodput::sim::quirks::StreamQuirks;
-use goodput::sim::{SimConfig, SimServer};
+use goodput_sim::engine::EngineParams;
+use goodput_sim::fault::{Fault, FaultKind};
+use goodput_sim::quirks::StreamQuirks;
+use goodput_sim::{SimConfig, SimServer};
 use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 

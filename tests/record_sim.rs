@@ -8,9 +8,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::recording::{assert_no_lost_row, f, receipt, record, rows};
-use goodput::sim::engine::EngineParams;
-use goodput::sim::fault::{Fault, FaultKind};
-use goodput::sim::{SimConfig, SimServer};
+use goodput_sim::engine::EngineParams;
+use goodput_sim::fault::{Fault, FaultKind};
+use goodput_sim::{SimConfig, SimServer};
 use serde_json::Value;
 
 fn sim(engine: EngineParams, output_tokens: f64, faults: Vec<Fault>) -> SimServer {
@@ -378,7 +378,7 @@ fn prompts_and_keys_never_reach_the_trace() {
     assert_eq!(rows[1]["class"], "batch");
     assert!(rows[0].get("class").is_none());
     // sha256("zebra quokka axolotl"), first 12 hex digits, computed independently.
-    let hash = goodput::trace::sha256_hex(b"zebra quokka axolotl");
+    let hash = goodput_core::trace::sha256_hex(b"zebra quokka axolotl");
     assert_eq!(rows[0]["labels"]["promptHash"], hash[..12]);
     receipt(&out);
 }
@@ -567,20 +567,22 @@ fn the_sim_binary_prints_its_loopback_address_and_serves_every_route() {
 /// The real transport, noting the instant of every send (ms since `t0`,
 /// negative before it), so a test can compare it with the row's stamp.
 struct Stamping {
-    inner: goodput::record::client::HyperTransport,
+    inner: goodput_record::transport::client::HyperTransport,
     t0: tokio::time::Instant,
     sends: std::sync::Mutex<Vec<f64>>,
 }
 
-impl goodput::record::client::Transport for Stamping {
+impl goodput_record::transport::client::Transport for Stamping {
     type Body =
-        <goodput::record::client::HyperTransport as goodput::record::client::Transport>::Body;
+        <goodput_record::transport::client::HyperTransport as goodput_record::transport::client::Transport>::Body;
 
     async fn send(
         &self,
         body: bytes::Bytes,
-    ) -> Result<(goodput::record::client::Head, Self::Body), goodput::record::client::SendError>
-    {
+    ) -> Result<
+        (goodput_record::transport::client::Head, Self::Body),
+        goodput_record::transport::client::SendError,
+    > {
         let now = tokio::time::Instant::now();
         let ms = match now.checked_duration_since(self.t0) {
             Some(d) => d.as_secs_f64() * 1000.0,
@@ -595,8 +597,8 @@ impl goodput::record::client::Transport for Stamping {
 /// with t0 50 ms after the call; returns (sends, stamped arrivals), each
 /// sorted, ms since t0.
 fn closed_loop_sends_and_stamps(server: &SimServer, concurrency: u32) -> (Vec<f64>, Vec<f64>) {
-    use goodput::record::request::{Api, BodyTemplate, PromptSource};
-    use goodput::record::runner::{run, Counters, Load, RunConfig};
+    use goodput_record::run::{run, Counters, Load, RunConfig};
+    use goodput_record::workload::body::{Api, BodyTemplate, PromptSource};
     let uri = format!("{}/v1/chat/completions", server.url())
         .parse()
         .unwrap();
@@ -604,7 +606,7 @@ fn closed_loop_sends_and_stamps(server: &SimServer, concurrency: u32) -> (Vec<f6
     runtime.block_on(async {
         let t0 = tokio::time::Instant::now() + Duration::from_millis(50);
         let transport = std::sync::Arc::new(Stamping {
-            inner: goodput::record::client::HyperTransport::new(uri, None).unwrap(),
+            inner: goodput_record::transport::client::HyperTransport::new(uri, None).unwrap(),
             t0,
             sends: Default::default(),
         });
@@ -614,7 +616,7 @@ fn closed_loop_sends_and_stamps(server: &SimServer, concurrency: u32) -> (Vec<f6
             grace_ms: 1000.0,
             timeout: Duration::from_secs(5),
             prompts: PromptSource::Random { words: 8, seed: 1 },
-            max_event_bytes: goodput::record::sse::DEFAULT_MAX_EVENT_BYTES,
+            max_event_bytes: goodput_record::exchange::sse::DEFAULT_MAX_EVENT_BYTES,
             template: BodyTemplate {
                 api: Api::Chat,
                 model: "sim".into(),

@@ -15,14 +15,14 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use common::recording::{f, receipt, rows};
 use goodput::cli::{Cli, Command as Sub};
-use goodput::record::exchange::{Ending, FailReason, Observation};
-use goodput::record::frame::Stop;
-use goodput::record::runner::{Collector, Finished, RunOutcome};
-use goodput::record::spool::{self, SpoolWriter};
-use goodput::record::summary;
-use goodput::record::{build_trace, Plan};
-use goodput::sim::engine::EngineParams;
-use goodput::sim::{SimConfig, SimServer};
+use goodput_record::exchange::{Ending, FailReason, Observation};
+use goodput_record::output::frame::Stop;
+use goodput_record::output::spool::{self, SpoolWriter};
+use goodput_record::output::summary;
+use goodput_record::run::{Collector, Finished, RunOutcome};
+use goodput_record::{build_trace, Plan};
+use goodput_sim::engine::EngineParams;
+use goodput_sim::{SimConfig, SimServer};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -51,7 +51,7 @@ fn plan_at(url: &str, out: &Path, extra: &[&str]) -> Plan {
 /// with full double precision, some requests never sent.
 fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
     let arrivals = match &plan.run.load {
-        goodput::record::runner::Load::Open { arrivals_ms } => arrivals_ms.as_ref().clone(),
+        goodput_record::run::Load::Open { arrivals_ms } => arrivals_ms.as_ref().clone(),
         _ => unreachable!("open-loop plans only"),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -103,12 +103,12 @@ fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
                 ending,
                 class: prompt.class.clone(),
                 prompt_chars: prompt.text.chars().count() as u64,
-                prompt_hash: goodput::record::request::prompt_hash(&prompt.text),
+                prompt_hash: goodput_record::workload::body::prompt_hash(&prompt.text),
                 // Workload labels travel through the spool too.
                 labels: if kind % 2 == 0 {
                     [(
                         "promptTokens".to_owned(),
-                        goodput::trace::Scalar::Number(f64::from(kind) * 10.0),
+                        goodput_core::trace::Scalar::Number(f64::from(kind) * 10.0),
                     )]
                     .into()
                 } else {

@@ -9,9 +9,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::recording::{assert_no_lost_row, receipt, record, rows};
-use goodput::sim::engine::EngineParams;
-use goodput::sim::tls::{server_config, Front, RequiredHeader};
-use goodput::sim::{SimConfig, SimServer};
+use goodput_sim::engine::EngineParams;
+use goodput_sim::tls::{server_config, Front, RequiredHeader};
+use goodput_sim::{SimConfig, SimServer};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use serde_json::Value;
 
@@ -316,7 +316,7 @@ fn header_values_and_the_key_echoed_by_the_server_are_redacted_everywhere() {
 #[test]
 fn an_http_error_body_becomes_the_row_label() {
     let config = SimConfig {
-        faults: vec![goodput::sim::fault::parse_fault("http500:1").unwrap()],
+        faults: vec![goodput_sim::fault::parse_fault("http500:1").unwrap()],
         ..config()
     };
     let server = SimServer::start(config, 1).unwrap();
@@ -391,7 +391,7 @@ fn metrics_are_scraped_over_https_with_the_runs_trust_and_headers_only_at_the_se
     let gate = ["-H", "X-Gateway-Key: gw-metrics-3e3e"];
     let sidecar = |out: &Path| {
         let bytes = std::fs::read(out.with_extension("metrics.jsonl")).unwrap();
-        goodput::record::metrics::parse_sidecar(&bytes).unwrap()
+        goodput_core::server_metrics::parse_sidecar(&bytes).unwrap()
     };
 
     // Default endpoint: /metrics on the server's own https origin, through

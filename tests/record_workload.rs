@@ -10,10 +10,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use common::recording::{assert_no_lost_row, f, receipt, record, rows};
-use goodput::sim::engine::EngineParams;
-use goodput::sim::fault::{Fault, FaultKind};
-use goodput::sim::{SimConfig, SimServer};
-use goodput::tokenizer::TokenCounter;
+use goodput_sim::engine::EngineParams;
+use goodput_sim::fault::{Fault, FaultKind};
+use goodput_sim::{SimConfig, SimServer};
+use goodput_tokenizer::TokenCounter;
 use serde_json::Value;
 
 fn fixture_tokenizer() -> PathBuf {
@@ -47,7 +47,7 @@ fn label(row: &Value, key: &str) -> Option<f64> {
 }
 
 fn sha256_of(path: &Path) -> String {
-    goodput::tokenizer::sha256_hex(&std::fs::read(path).unwrap())
+    goodput_tokenizer::sha256_hex(&std::fs::read(path).unwrap())
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Every input the fuzzers ever kept (`fuzz/regressions/<target>/`) and every
 //! fixture, replayed through the same invariant checks the fuzz targets run
-//! (`goodput::selfcheck`), so a fixed crash stays fixed without a fuzzer.
+//! (`goodput_selfcheck`), so a fixed crash stays fixed without a fuzzer.
 
 mod common;
 
@@ -38,7 +38,7 @@ fn every_fixture_holds_the_fuzzing_invariants() {
         .chain(reviewer)
     {
         let bytes = std::fs::read(&path).unwrap();
-        goodput::selfcheck::check_trace_bytes(&bytes)
+        goodput_selfcheck::check_trace_bytes(&bytes)
             .unwrap_or_else(|broken| panic!("{}: {broken}", path.display()));
         checked += 1;
     }
@@ -49,7 +49,7 @@ fn every_fixture_holds_the_fuzzing_invariants() {
 fn every_kept_trace_input_holds_the_invariants() {
     for path in regressions("analyze_trace") {
         let bytes = std::fs::read(&path).unwrap();
-        goodput::selfcheck::check_trace_bytes(&bytes)
+        goodput_selfcheck::check_trace_bytes(&bytes)
             .unwrap_or_else(|broken| panic!("{}: {broken}", path.display()));
     }
 }
@@ -58,7 +58,7 @@ fn every_kept_trace_input_holds_the_invariants() {
 fn every_kept_sse_input_holds_the_invariants() {
     for path in regressions("sse_chunks") {
         let bytes = std::fs::read(&path).unwrap();
-        goodput::selfcheck::check_sse_input(&bytes)
+        goodput_selfcheck::check_sse_input(&bytes)
             .unwrap_or_else(|broken| panic!("{}: {broken}", path.display()));
     }
 }
@@ -72,7 +72,7 @@ fn the_sse_check_accepts_real_streams_split_anywhere() {
         &[1, 2, 3, 4, 5, 6, 7, 8][..],
     ] {
         assert!(
-            goodput::selfcheck::check_sse_split(stream, cuts).is_ok(),
+            goodput_selfcheck::check_sse_split(stream, cuts).is_ok(),
             "{cuts:?}"
         );
     }
@@ -97,6 +97,6 @@ fn every_kept_import_input_and_every_import_fixture_holds_the_invariants() {
         inputs.push(std::fs::read(&path).unwrap());
     }
     for input in inputs {
-        goodput::selfcheck::check_import_input(&input).unwrap_or_else(|broken| panic!("{broken}"));
+        goodput_selfcheck::check_import_input(&input).unwrap_or_else(|broken| panic!("{broken}"));
     }
 }

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use common::recording::{assert_no_lost_row, f, receipt, record, rows};
-use goodput::sim::engine::EngineParams;
-use goodput::sim::{SimConfig, SimServer};
+use goodput_sim::engine::EngineParams;
+use goodput_sim::{SimConfig, SimServer};
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {
@@ -609,10 +609,10 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
 
     let r = receipt(&path);
     let bytes = std::fs::read(&path).unwrap();
-    let analysis = goodput::analyze::analyze_bytes(
+    let analysis = goodput_core::analyze::analyze_bytes(
         &bytes,
-        goodput::analyze::AnalyzeOptions {
-            limits: goodput::trace::Limits {
+        goodput_core::analyze::AnalyzeOptions {
+            limits: goodput_core::trace::Limits {
                 max_rows: 10_000,
                 max_bytes: 1 << 30,
             },
@@ -621,12 +621,12 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
     )
     .unwrap();
     let mut receipt_struct = analysis.receipt.clone();
-    goodput::receipt::release::attach(
+    goodput_core::receipt::release::attach(
         &mut receipt_struct,
         &analysis.trace,
         &analysis.judgements,
-        &goodput::receipt::release::ReleaseOptions {
-            recovery: goodput::receipt::recovery::RecoveryOptions {
+        &goodput_core::receipt::release::ReleaseOptions {
+            recovery: goodput_core::receipt::recovery::RecoveryOptions {
                 window_arrivals: 20,
                 ..Default::default()
             },
@@ -663,11 +663,11 @@ fn a_burst_at_twice_capacity_recovers_within_the_hand_computed_drain_time() {
         expected(measured_c)
     );
     // The diagnosis of an overload: TTFT misses dominate → queueing.
-    let d = goodput::review::diagnosis::diagnose(&receipt_struct);
+    let d = goodput_core::review::diagnosis::diagnose(&receipt_struct);
     assert_eq!(d.len(), 1);
     assert_eq!(
         d[0].dominant,
-        vec![goodput::review::diagnosis::Cause::TtftMisses]
+        vec![goodput_core::review::diagnosis::Cause::TtftMisses]
     );
     assert!(d[0].reading().contains("queueing"));
     // Declared resources reach the receipt: 2 GPUs at 3 per GPU-hour.

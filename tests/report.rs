@@ -4,9 +4,9 @@
 mod common;
 
 use common::{analyze_fixture, analyze_generated, fixture, goodput};
-use goodput::analyze::{analyze_bytes, Analysis, AnalyzeOptions};
-use goodput::receipt::Block;
-use goodput::render::report::{HISTOGRAM_BINS, LANE_MARK_LIMIT};
+use goodput_core::analyze::{analyze_bytes, Analysis, AnalyzeOptions};
+use goodput_core::receipt::Block;
+use goodput_render::report::{HISTOGRAM_BINS, LANE_MARK_LIMIT};
 use scraper::{ElementRef, Html, Selector};
 
 fn sel(s: &str) -> Selector {
@@ -14,7 +14,7 @@ fn sel(s: &str) -> Selector {
 }
 
 fn page_of(analysis: &Analysis) -> String {
-    goodput::report::page(analysis).expect("default sweep runs")
+    goodput_render::report::analysis_page::page(analysis).expect("default sweep runs")
 }
 
 fn page(name: &str) -> (Analysis, String) {

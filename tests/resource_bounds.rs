@@ -4,8 +4,8 @@
 
 mod common;
 
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::trace::Limits;
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::trace::Limits;
 
 fn shell(rows: &str) -> String {
     format!(

@@ -6,9 +6,9 @@ use std::process::{Command, Output};
 
 use goodput::cli::exit::{EXIT_ERROR, EXIT_NO, EXIT_OK};
 use goodput::cli::{mutate_with, LimitArgs, MutateArgs};
-use goodput::receipt::Receipt;
-use goodput::review::mutate::{Analyzer, Calculator};
-use goodput::trace::{Limits, Rejection};
+use goodput_core::receipt::Receipt;
+use goodput_core::review::mutate::{Analyzer, Calculator};
+use goodput_core::trace::{Limits, Rejection};
 use serde_json::Value;
 
 const MIXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/mixed.json");
@@ -432,7 +432,7 @@ fn every_reviewer_command_documents_its_exit_statuses() {
 #[test]
 fn a_receipt_with_a_sweep_matches_the_receipt_schema() {
     let schema: Value =
-        serde_json::from_str(&goodput::schema::receipt_schema_json()).expect("schema json");
+        serde_json::from_str(&goodput_core::schema::receipt_schema_json()).expect("schema json");
     let validator = jsonschema::validator_for(&schema).expect("a valid schema");
     for args in [
         vec!["analyze", MIXED, "--json", "--sweep"],

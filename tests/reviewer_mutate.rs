@@ -4,9 +4,11 @@
 
 use std::collections::HashMap;
 
-use goodput::receipt::{Block, Receipt};
-use goodput::review::mutate::{check, Analyzer, Calculator, MutateError, MutationReport, Status};
-use goodput::trace::{Limits, Rejection};
+use goodput_core::receipt::{Block, Receipt};
+use goodput_core::review::mutate::{
+    check, Analyzer, Calculator, MutateError, MutationReport, Status,
+};
+use goodput_core::trace::{Limits, Rejection};
 use serde_json::{json, Value};
 
 const MIXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/mixed.json");

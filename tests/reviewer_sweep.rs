@@ -1,9 +1,11 @@
 //! `goodput sweep`: hand-computed expectations on the reviewer fixtures, and
 //! properties tying every sweep line to what `analyze` counts.
 
-use goodput::analyze::{analyze_bytes, Analysis, AnalyzeOptions};
-use goodput::review::sweep::{sweep, SweepEntry, SweepError, SweepPlan, DEFAULT_FACTORS};
-use goodput::trace::Limits;
+use goodput_core::analyze::{analyze_bytes, Analysis, AnalyzeOptions};
+use goodput_core::review::sensitivity::{
+    sweep, SweepEntry, SweepError, SweepPlan, DEFAULT_FACTORS,
+};
+use goodput_core::trace::Limits;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

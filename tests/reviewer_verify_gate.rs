@@ -1,13 +1,13 @@
 //! `goodput verify` and `goodput gate` as library calls, on the reviewer
 //! fixtures, with hand-computed expectations.
 
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::render::json::to_canonical_json;
-use goodput::review::exact::Decimal;
-use goodput::review::gate::{decide, Criteria, GateError};
-use goodput::review::sweep::{sweep, SweepPlan, DEFAULT_FACTORS};
-use goodput::review::verify::{read_receipt, verify, verify_oversized, VerifyError};
-use goodput::trace::{ArrivalMode, Limits};
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::review::exact::Decimal;
+use goodput_core::review::gate::{decide, Criteria, GateError};
+use goodput_core::review::sensitivity::{sweep, SweepPlan, DEFAULT_FACTORS};
+use goodput_core::review::verify::{read_receipt, verify, verify_oversized, VerifyError};
+use goodput_core::trace::{ArrivalMode, Limits};
+use goodput_util::json::to_canonical_json;
 use serde_json::{json, Value};
 
 const MIXED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/reviewer/mixed.json");
@@ -197,7 +197,7 @@ fn a_trace_over_the_recorded_limit_cannot_be_the_one() {
 
 // -------------------------------------------------------------------- gate
 
-fn mixed_receipt() -> goodput::receipt::Receipt {
+fn mixed_receipt() -> goodput_core::receipt::Receipt {
     analyze_bytes(&fixture(MIXED), AnalyzeOptions::default())
         .expect("accepted")
         .receipt

@@ -2,9 +2,9 @@
 //! their lower bound, on traces whose every figure is worked out by hand in
 //! the comments. One trace per verdict.
 
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::receipt::{Block, SaturationVerdict};
-use goodput::trace::Limits;
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::receipt::{Block, SaturationVerdict};
+use goodput_core::trace::Limits;
 use serde_json::{json, Value};
 
 /// A completed row (one output token, so the first token is the completion).
@@ -256,7 +256,7 @@ fn unknown_arrival_times_leave_every_instant_figure_null_and_say_why() {
 
 #[test]
 fn the_report_draws_the_server_series_broken_at_gaps_and_names_their_peaks() {
-    use goodput::record::metrics::{parse_exposition, MetricsLine};
+    use goodput_core::server_metrics::{parse_exposition, MetricsLine};
     let rows: Vec<Value> = (0..5)
         .map(|i| done(format!("r{i}"), 100.0 * i as f64, 100.0 * i as f64 + 50.0))
         .collect();
@@ -277,7 +277,8 @@ fn the_report_draws_the_server_series_broken_at_gaps_and_names_their_peaks() {
         MetricsLine::snapshot(1000.0, &waiting(7)),
         MetricsLine::snapshot(1500.0, &waiting(3)),
     ];
-    let page = goodput::report::page_with_server(&analysis, Some(&lines)).unwrap();
+    let page =
+        goodput_render::report::analysis_page::page_with_server(&analysis, Some(&lines)).unwrap();
     let server = &page[page
         .find("<section id=\"server\">")
         .expect("server section")..];
@@ -289,7 +290,7 @@ fn the_report_draws_the_server_series_broken_at_gaps_and_names_their_peaks() {
     assert!(server.contains("Peak waiting 7."), "{server}");
     assert_eq!(server.matches("<polyline").count(), 2, "{server}");
     // Without a sidecar there is no server section at all.
-    let plain = goodput::report::page(&analysis).unwrap();
+    let plain = goodput_render::report::analysis_page::page(&analysis).unwrap();
     assert!(!plain.contains("<section id=\"server\">"));
     // The summary names the saturation verdict of every block, with its
     // evidence: 5 rows are fewer than 20, so inconclusive; 5 completions at

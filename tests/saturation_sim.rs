@@ -6,8 +6,8 @@
 mod common;
 
 use common::recording::{receipt, record};
-use goodput::sim::engine::EngineParams;
-use goodput::sim::{SimConfig, SimServer};
+use goodput_sim::engine::EngineParams;
+use goodput_sim::{SimConfig, SimServer};
 
 /// The tests here measure a sim's pace: run one at a time, so two sims never
 /// share the CPU (the rates they serve would drop below their capacity).
@@ -84,10 +84,10 @@ fn twice_the_sims_capacity_with_a_short_grace_reads_overloaded() {
             .collect();
     assert_eq!(trace["workload"]["metricsSha256"], sha.as_str());
     assert_eq!(trace["workload"]["metricsFile"], "t.metrics.jsonl");
-    let lines = goodput::record::metrics::parse_sidecar(&bytes).unwrap();
+    let lines = goodput_core::server_metrics::parse_sidecar(&bytes).unwrap();
     // About 4 s at 200 ms: at least 10 scrapes, whatever the machine's load.
     assert!(lines.len() >= 10, "{} lines", lines.len());
-    let peaks = goodput::record::metrics::peaks(&lines);
+    let peaks = goodput_core::server_metrics::peaks(&lines);
     assert!(peaks.waiting.is_some_and(|w| w >= 10.0), "{peaks:?}");
     assert_eq!(peaks.running, Some(4.0), "{peaks:?}");
     assert!(stdout.contains("server metrics: "), "{stdout}");

@@ -15,7 +15,7 @@ fn committed(file: &str) -> String {
 fn committed_trace_schema_matches_the_code() {
     assert_eq!(
         committed("trace.schema.json"),
-        goodput::schema::trace_schema_json(),
+        goodput_core::schema::trace_schema_json(),
         "schema/trace.schema.json is stale: run `cargo run -- schema trace > schema/trace.schema.json`"
     );
 }
@@ -24,7 +24,7 @@ fn committed_trace_schema_matches_the_code() {
 fn committed_receipt_schema_matches_the_code() {
     assert_eq!(
         committed("receipt.schema.json"),
-        goodput::schema::receipt_schema_json(),
+        goodput_core::schema::receipt_schema_json(),
         "schema/receipt.schema.json is stale: run `cargo run -- schema receipt > schema/receipt.schema.json`"
     );
 }
@@ -33,7 +33,7 @@ fn committed_receipt_schema_matches_the_code() {
 fn committed_compare_schema_matches_the_code() {
     assert_eq!(
         committed("compare.schema.json"),
-        goodput::schema::compare_schema_json(),
+        goodput_core::schema::compare_schema_json(),
         "schema/compare.schema.json is stale: run `cargo run -- schema compare > schema/compare.schema.json`"
     );
 }
@@ -56,7 +56,7 @@ fn schema_command_prints_the_committed_schemas() {
 
 #[test]
 fn every_published_schema_is_committed_and_printed_by_the_schema_command() {
-    let all = goodput::schema::all();
+    let all = goodput::cli::schema::all();
     assert_eq!(all.len(), 9);
     for (which, file, text) in all {
         assert_eq!(

@@ -13,10 +13,10 @@ use std::process::{Command, Stdio};
 
 use clap::Parser;
 use common::recording::{f, rows};
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::sim::engine::EngineParams;
-use goodput::sim::{SimConfig, SimServer};
-use goodput::trace::Limits;
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::trace::Limits;
+use goodput_sim::engine::EngineParams;
+use goodput_sim::{SimConfig, SimServer};
 use serde_json::{json, Value};
 
 fn run_cli(argv: &[String]) -> (i32, String) {
@@ -597,7 +597,7 @@ fn merge_refuses_what_is_not_the_n_shards_of_one_recording_naming_the_file() {
 }
 
 /// The plan `goodput record` makes of `flags` (nothing is sent).
-fn plan_of(flags: &[&str], out: &Path) -> goodput::record::Plan {
+fn plan_of(flags: &[&str], out: &Path) -> goodput_record::Plan {
     let mut argv: Vec<String> = [
         "goodput",
         "record",
@@ -618,9 +618,9 @@ fn plan_of(flags: &[&str], out: &Path) -> goodput::record::Plan {
     goodput::cli::record::plan::plan(&args).expect("a valid plan")
 }
 
-fn arrivals(plan: &goodput::record::Plan) -> Vec<f64> {
+fn arrivals(plan: &goodput_record::Plan) -> Vec<f64> {
     match &plan.run.load {
-        goodput::record::runner::Load::Open { arrivals_ms } => arrivals_ms.as_ref().clone(),
+        goodput_record::run::Load::Open { arrivals_ms } => arrivals_ms.as_ref().clone(),
         other => panic!("open loop, not {other:?}"),
     }
 }
@@ -648,7 +648,7 @@ fn the_shards_of_a_phased_schedule_hold_its_requests_i_mod_n() {
         assert_eq!(p.phases, whole.phases, "shard {k} declares the same phases");
         assert_eq!(
             p.workload.get("scheduleSize"),
-            Some(&goodput::trace::Scalar::Number(all.len() as f64))
+            Some(&goodput_core::trace::Scalar::Number(all.len() as f64))
         );
         hashes.insert(format!("{:?}", p.workload.get("scheduleHash")));
         for (j, a) in arrivals(&p).into_iter().enumerate() {
@@ -715,7 +715,7 @@ fn a_sharded_replay_sends_request_i_with_its_own_instant_and_prompt_on_shard_i_m
         }
         assert_eq!(
             p.workload.get("scheduleSize"),
-            Some(&goodput::trace::Scalar::Number(40.0))
+            Some(&goodput_core::trace::Scalar::Number(40.0))
         );
     }
 }

@@ -1,5 +1,5 @@
 //! Trace bytes → full analysis, receipt rendering and sweep, with the
-//! invariants of `goodput::selfcheck` and the receipt schema checked on every
+//! invariants of `goodput_selfcheck` and the receipt schema checked on every
 //! accepted input; among those invariants, `verify` of the trace's own
 //! receipt (plain, with rows, with a sweep, with raised limits) agrees.
 #![no_main]
@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 static RECEIPT_SCHEMA: OnceLock<jsonschema::Validator> = OnceLock::new();
 
 fuzz_target!(|data: &[u8]| {
-    let receipt = match goodput::selfcheck::check_trace_bytes(data) {
+    let receipt = match goodput_selfcheck::check_trace_bytes(data) {
         Ok(Some(receipt)) => receipt,
         Ok(None) => return,
         Err(broken) => panic!("invariant broken: {broken}"),
@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         let schema: serde_json::Value = serde_json::from_str(text).expect("schema is JSON");
         jsonschema::validator_for(&schema).expect("schema compiles")
     });
-    let json = goodput::render::json::to_canonical_json(&receipt).expect("renders");
+    let json = goodput_util::json::to_canonical_json(&receipt).expect("renders");
     let value: serde_json::Value = serde_json::from_slice(&json).expect("receipt is JSON");
     let first_error = schema
         .iter_errors(&value)

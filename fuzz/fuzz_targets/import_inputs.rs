@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Err(broken) = goodput::selfcheck::check_import_input(data) {
+    if let Err(broken) = goodput_selfcheck::check_import_input(data) {
         panic!("invariant broken: {broken}");
     }
 });

@@ -3,7 +3,7 @@
 //! snapshot of what it read survives the sidecar's round trip line for line.
 #![no_main]
 
-use goodput::record::metrics::{parse_exposition, parse_sidecar, sidecar_bytes, MetricsLine};
+use goodput_core::server_metrics::{parse_exposition, parse_sidecar, sidecar_bytes, MetricsLine};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

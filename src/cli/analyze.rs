@@ -4,18 +4,18 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned_at, AnalyzeOptions};
-use crate::error::Error;
-use crate::io::read_limited;
-use crate::render::text;
-use crate::review::sweep::DEFAULT_FACTORS;
+use crate::cli::error::Error;
+use goodput_core::analyze::{analyze_owned_at, AnalyzeOptions};
+use goodput_core::review::sensitivity::DEFAULT_FACTORS;
+use goodput_render::text;
+use goodput_util::io::read_limited;
 
-use super::exit::EXIT_OK;
-use super::flags::LimitArgs;
-use super::output::{emit, json_bytes, write_file};
-use super::release::{release_options, CostArgs, RecoveryArgs};
-use super::sweep::run_sweep;
-use crate::receipt::release::attach;
+use crate::cli::exit::EXIT_OK;
+use crate::cli::flags::LimitArgs;
+use crate::cli::output::{emit, json_bytes, write_file};
+use crate::cli::release::{release_options, CostArgs, RecoveryArgs};
+use crate::cli::sensitivity::run_sweep;
+use goodput_core::receipt::release::attach;
 
 /// Exit statuses of `goodput` and `goodput analyze`, shown in `--help`.
 pub const EXIT_HELP: &str = "\
@@ -63,7 +63,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "NAME", requires = "sweep")]
     pub sweep_class: Option<String>,
     /// Two-sided confidence level of the receipt's intervals, in [0.5, 0.9999]; recorded in the receipt.
-    #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
+    #[arg(long, value_name = "LEVEL", default_value_t = goodput_core::intervals::Confidence::DEFAULT)]
     pub confidence: f64,
     /// How recovery after the burst phase is measured (recorded in the receipt).
     #[command(flatten)]
@@ -76,7 +76,7 @@ pub struct AnalyzeArgs {
 /// `goodput analyze`.
 pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let limits = args.limits.limits()?;
-    let confidence = super::flags::confidence_flag(args.confidence)?;
+    let confidence = crate::cli::flags::confidence_flag(args.confidence)?;
     let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let options = AnalyzeOptions {
@@ -115,7 +115,7 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if let (true, Some(bytes)) = (args.json, &json) {
         emit(stdout, bytes)?;
     } else if args.csv {
-        let bytes = crate::render::csv::analysis_rows(&analysis).map_err(|e| Error::Write {
+        let bytes = goodput_render::csv::analysis_rows(&analysis).map_err(|e| Error::Write {
             path: "CSV".to_owned(),
             source: e.into(),
         })?;
@@ -124,7 +124,7 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         let invalid = analysis.invalid_rows();
         emit(stdout, text::render(&analysis.receipt, &invalid).as_bytes())?;
         if let Some(entries) = &analysis.receipt.sweep {
-            let table = format!("\n{}", crate::render::sweep::render(entries));
+            let table = format!("\n{}", goodput_render::sensitivity::render(entries));
             emit(stdout, table.as_bytes())?;
         }
         if let Some(rows) = &analysis.receipt.rows {
@@ -132,7 +132,7 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
                 "tpot" => "tpot",
                 _ => "chunk",
             };
-            let table = format!("\n{}", crate::render::rows::table(rows, tpot_name));
+            let table = format!("\n{}", goodput_render::rows::table(rows, tpot_name));
             emit(stdout, table.as_bytes())?;
         }
     }

@@ -5,18 +5,18 @@ use std::io::Write;
 
 use clap::ValueEnum;
 
-use super::exit::{EXIT_NO, EXIT_OK};
-use super::flags::{confidence_flag, LimitArgs};
-use super::output::{emit, json_bytes};
-use super::release::{release_options, CostArgs};
-use crate::analyze::{judge_and_count, Analysis, AnalyzeOptions};
-use crate::compare::{adopt_gates, compare, CompareError, Figure};
-use crate::error::Error;
-use crate::intervals::Confidence;
-use crate::io::read_limited;
-use crate::receipt::release::attach;
-use crate::review::verify;
-use crate::trace::{self, Limits, Trace};
+use crate::cli::error::Error;
+use crate::cli::exit::{EXIT_NO, EXIT_OK};
+use crate::cli::flags::{confidence_flag, LimitArgs};
+use crate::cli::output::{emit, json_bytes};
+use crate::cli::release::{release_options, CostArgs};
+use goodput_core::analyze::{judge_and_count, Analysis, AnalyzeOptions};
+use goodput_core::compare::{adopt_gates, compare, CompareError, Figure};
+use goodput_core::intervals::Confidence;
+use goodput_core::receipt::release::attach;
+use goodput_core::review::verify;
+use goodput_core::trace::{self, Limits, Trace};
+use goodput_util::io::read_limited;
 
 /// The exit statuses of `goodput compare`.
 pub const COMPARE_EXIT_HELP: &str = "\
@@ -101,14 +101,14 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         emit(stdout, &json_bytes(&comparison, "comparison")?)?;
     } else {
         let mut text = if args.markdown {
-            crate::render::compare::render_markdown(&comparison)
+            goodput_render::compare::render_markdown(&comparison)
         } else {
-            crate::render::compare::render_text(&comparison)
+            goodput_render::compare::render_text(&comparison)
         };
         for (side, run) in [("A", &a.receipt), ("B", &b.receipt)] {
             if let Some(cost) = &run.cost {
                 text.push_str(&format!("\n{side}\n"));
-                text.push_str(&crate::render::diagnosis::cost(
+                text.push_str(&goodput_render::diagnosis::cost(
                     cost,
                     run.contract.resources.as_ref(),
                 ));
@@ -140,7 +140,8 @@ fn load(path: &str, receipt: Option<&str>, limits: Limits) -> Result<Trace, Erro
     let (bytes, limits) = match receipt {
         None => (read_limited(path, limits.max_bytes)?, limits),
         Some(receipt) => {
-            let claimed = verify::read_receipt(&read_limited(receipt, super::MAX_RECEIPT_BYTES)?)?;
+            let claimed =
+                verify::read_receipt(&read_limited(receipt, crate::cli::MAX_RECEIPT_BYTES)?)?;
             let bytes = read_limited(path, claimed.limits.max_bytes)?;
             let report = verify::verify(&claimed, &bytes);
             if !report.agrees() {

@@ -11,9 +11,9 @@
 //!
 //! A panic is a bug on any input.
 
-use crate::error::Error;
-use crate::io::ReadError;
-use crate::trace::Rejection;
+use crate::cli::error::Error;
+use goodput_core::trace::Rejection;
+use goodput_util::io::ReadError;
 
 /// Exit status: success.
 pub const EXIT_OK: i32 = 0;
@@ -35,11 +35,12 @@ impl Error {
             | Error::Mutate(_)
             | Error::Usage(_)
             | Error::RejectedFile { .. }
-            | Error::Import { .. }
+            | Error::Import(_)
             | Error::Listen { .. }
             | Error::Compare(_)
             | Error::Preflight(_)
             | Error::Spool(_)
+            | Error::Runtime(_)
             | Error::Merge(_) => EXIT_ERROR,
             Error::Interrupted { .. } | Error::InterruptedSweep { .. } => EXIT_INTERRUPTED,
         }
@@ -63,7 +64,7 @@ impl Error {
             }) => format!(
                 "rejected: {path} is over the limit of {limit} bytes \
                  (raise it with --max-bytes or {})",
-                crate::trace::Limits::BYTES_VARIABLE
+                goodput_core::trace::Limits::BYTES_VARIABLE
             ),
             other => other.to_string(),
         }

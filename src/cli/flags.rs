@@ -1,15 +1,15 @@
 //! Flag values that several commands read the same way: input limits, SLO
 //! classes (`--slo`), request rates (`--request-rate`). Durations are in
-//! [`super::duration`].
+//! [`crate::cli::duration`].
 
 use std::ffi::OsString;
 
-use crate::error::Error;
-use crate::trace::{Gates, Limits};
+use crate::cli::error::Error;
+use goodput_core::trace::{Gates, Limits};
 
 /// A usage error (exit 2): the flags, not the data, are wrong.
-pub(crate) fn usage(message: impl Into<String>) -> Error {
-    Error::Usage(message.into())
+pub(crate) fn usage(message: impl std::fmt::Display) -> Error {
+    Error::Usage(message.to_string())
 }
 
 /// Input limits shared by every command that reads a trace. A flag wins; with
@@ -68,8 +68,8 @@ pub fn resolve_limits(
 }
 
 /// The class declared when no `--slo` is given, as flag text: the trace
-/// writer's placeholder class ([`crate::trace::write::DEFAULT_CLASS`] with
-/// [`crate::trace::write::DEFAULT_GATES`]); declare your own SLOs for real
+/// writer's placeholder class ([`goodput_core::trace::write::DEFAULT_CLASS`] with
+/// [`goodput_core::trace::write::DEFAULT_GATES`]); declare your own SLOs for real
 /// evidence.
 pub const DEFAULT_SLO: &str = "default:ttft=1000,tpot=50,e2e=10000";
 
@@ -135,14 +135,15 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
 }
 
 /// Checks `--confidence` (exit 2 when out of range).
-pub fn confidence_flag(level: f64) -> Result<crate::intervals::Confidence, Error> {
-    crate::intervals::Confidence::new(level).map_err(|e| Error::Usage(format!("--confidence: {e}")))
+pub fn confidence_flag(level: f64) -> Result<goodput_core::intervals::Confidence, Error> {
+    goodput_core::intervals::Confidence::new(level)
+        .map_err(|e| Error::Usage(format!("--confidence: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::write::{DEFAULT_CLASS, DEFAULT_GATES};
+    use goodput_core::trace::write::{DEFAULT_CLASS, DEFAULT_GATES};
 
     #[test]
     fn slo_flags_parse_with_unnamed_gates_as_none() {

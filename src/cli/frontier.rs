@@ -5,20 +5,20 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned_at, AnalyzeOptions};
-use crate::error::Error;
-use crate::frontier::{frontier, Frontier, FrontierError, DEFAULT_ATTAINMENT};
-use crate::intervals::Confidence;
-use crate::io::{read_limited, ReadError};
-use crate::receipt::Receipt;
-use crate::render::frontier as render;
-use crate::trace::{Limits, Rejection};
+use crate::cli::error::Error;
+use goodput_core::analyze::{analyze_owned_at, AnalyzeOptions};
+use goodput_core::frontier::{frontier, Frontier, FrontierError, DEFAULT_ATTAINMENT};
+use goodput_core::intervals::Confidence;
+use goodput_core::receipt::Receipt;
+use goodput_core::trace::{Limits, Rejection};
+use goodput_render::frontier as render;
+use goodput_util::io::{read_limited, ReadError};
 
-use super::exit::EXIT_OK;
-use super::flags::LimitArgs;
-use super::output::{emit, json_bytes, write_file};
-use super::sidecar::Sidecar;
-use crate::record::metrics::{peaks, Peaks};
+use crate::cli::exit::EXIT_OK;
+use crate::cli::flags::LimitArgs;
+use crate::cli::output::{emit, json_bytes, write_file};
+use crate::cli::sidecar::Sidecar;
+use goodput_core::server_metrics::{peaks, Peaks};
 
 /// Exit statuses of `goodput frontier`, shown in `--help`.
 pub const FRONTIER_EXIT_HELP: &str = "\
@@ -95,7 +95,7 @@ fn receipt_of(
         strict: false,
     };
     let analysis = analyze_owned_at(bytes, options, confidence).map_err(rejected)?;
-    let peaks = match super::sidecar::load(path, &analysis.trace.contract.workload)? {
+    let peaks = match crate::cli::sidecar::load(path, &analysis.trace.contract.workload)? {
         Sidecar::Loaded(lines) => Some(peaks(&lines)),
         Sidecar::Missing(_) | Sidecar::None => None,
     };
@@ -111,7 +111,7 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
             FrontierError::BadAttainment(args.attainment).to_string(),
         ));
     }
-    let confidence = super::flags::confidence_flag(args.confidence)?;
+    let confidence = crate::cli::flags::confidence_flag(args.confidence)?;
     let limits = args.limits.limits()?;
     let mut receipts = Vec::with_capacity(args.traces.len());
     let mut server = Vec::with_capacity(args.traces.len());
@@ -140,7 +140,7 @@ pub fn run(args: FrontierArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let bytes = if args.json {
         json_bytes(&f, "frontier")?
     } else if args.csv {
-        crate::render::csv::frontier_points(&f).map_err(|e| Error::Write {
+        goodput_render::csv::frontier_points(&f).map_err(|e| Error::Write {
             path: "CSV".to_owned(),
             source: e.into(),
         })?

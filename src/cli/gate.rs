@@ -2,17 +2,19 @@
 
 use std::io::Write;
 
-use crate::error::Error;
-use crate::review::exact::Decimal;
-use crate::review::gate::{self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE};
+use crate::cli::error::Error;
+use goodput_core::review::exact::Decimal;
+use goodput_core::review::gate::{
+    self, Criteria, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE,
+};
 
-use super::exit::{EXIT_NO, EXIT_OK};
-use super::flags::LimitArgs;
-use super::input::load;
-use super::output::{emit, json_bytes};
-use super::release::{release_options, RecoveryArgs};
-use crate::receipt::release::attach;
-use crate::review::release_gate::{parse_class_limits, ClassLimits};
+use crate::cli::exit::{EXIT_NO, EXIT_OK};
+use crate::cli::flags::LimitArgs;
+use crate::cli::input::load;
+use crate::cli::output::{emit, json_bytes};
+use crate::cli::release::{release_options, RecoveryArgs};
+use goodput_core::receipt::release::attach;
+use goodput_core::review::release_gate::{parse_class_limits, ClassLimits};
 
 /// Exit statuses of `goodput gate`, shown in `--help`.
 pub const GATE_EXIT_HELP: &str = "\
@@ -118,7 +120,7 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if args.json {
         emit(stdout, &json_bytes(&decision, "decision")?)?;
     } else {
-        emit(stdout, crate::render::gate::render(&decision).as_bytes())?;
+        emit(stdout, goodput_render::gate::render(&decision).as_bytes())?;
     }
     Ok(if decision.admit { EXIT_OK } else { EXIT_NO })
 }

@@ -1,18 +1,19 @@
 //! `goodput import`: read another tool's export, convert and judge it
-//! ([`crate::import::pipeline`]), write the trace, print the comparison.
+//! ([`goodput_import::pipeline`]), write the trace, print the comparison.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::error::Error;
-use crate::import::{pipeline, ImportError, ImportOptions, ImportReport, Source};
-use crate::io::{read_limited, write_atomic, ReadError};
-use crate::render::record::analyze_command;
-use crate::trace::Equality;
+use crate::cli::choices::SourceArg;
+use crate::cli::error::Error;
+use goodput_core::trace::Equality;
+use goodput_import::{pipeline, ImportError, ImportOptions, ImportReport, PipelineError, Source};
+use goodput_render::record::analyze_command;
+use goodput_util::io::{read_limited, write_atomic, ReadError};
 
-use super::exit::EXIT_OK;
-use super::flags::parse_slo;
-use super::output::{check_writable, emit, json_bytes};
+use crate::cli::exit::EXIT_OK;
+use crate::cli::flags::parse_slo;
+use crate::cli::output::{check_writable, emit, json_bytes};
 
 /// Exit statuses of `goodput import`, shown in `--help`.
 pub const IMPORT_EXIT_HELP: &str = "\
@@ -35,7 +36,7 @@ pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
 pub struct ImportArgs {
     /// The tool that wrote FILE.
     #[arg(long = "from", value_enum, value_name = "TOOL")]
-    pub from: Source,
+    pub from: SourceArg,
     /// The source file (`-` reads standard input).
     pub file: String,
     /// An SLO class `NAME:ttft=MS,tpot=MS,e2e=MS` (as `goodput record`); repeatable; the
@@ -93,7 +94,7 @@ pub fn options_from(args: &ImportArgs) -> Result<ImportOptions, Error> {
 
 /// `goodput import`: read, convert, judge, write the trace, print the comparison.
 pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    if args.summary.is_some() && args.from != Source::Aiperf {
+    if args.summary.is_some() && Source::from(args.from) != Source::Aiperf {
         return Err(Error::Usage(
             "--summary is only for --from aiperf (its profile_export_aiperf.json)".into(),
         ));
@@ -103,13 +104,13 @@ pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let read = |path: &str, what: &str| {
         read_limited(path, args.max_input_bytes).map_err(|e| match e {
             // The analyzer's message names --max-bytes; here the flag is another.
-            ReadError::TooLarge { limit, .. } => Error::Import {
-                tool: args.from.name(),
+            ReadError::TooLarge { limit, .. } => Error::Import(PipelineError::Import {
+                tool: Source::from(args.from).name(),
                 what: what.into(),
                 source: ImportError::Whole(format!(
                     "{path} is over the limit of {limit} bytes (raise it with --max-input-bytes)"
                 )),
-            },
+            }),
             other => other.into(),
         })
     };
@@ -118,7 +119,7 @@ pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         Some(path) => Some(read(path, "the --summary file")?),
         None => None,
     };
-    let outcome = pipeline(args.from, &bytes, &options, summary.as_deref())?;
+    let outcome = pipeline(args.from.into(), &bytes, &options, summary.as_deref())?;
     let path = args.out.display().to_string();
     write_atomic(&args.out, &outcome.trace_bytes).map_err(|source| Error::Write {
         path: path.clone(),
@@ -145,12 +146,12 @@ pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     } else {
         let mut text = String::new();
         if placeholder_gates {
-            text.push_str(&crate::render::import::placeholder_gates_line(
+            text.push_str(&goodput_render::import::placeholder_gates_line(
                 &outcome.comparison.tool,
                 &outcome.comparison.gates,
             ));
         }
-        text.push_str(&crate::render::import::render(
+        text.push_str(&goodput_render::import::render(
             &outcome.comparison,
             &path,
             outcome.imported.trace.rows.len(),

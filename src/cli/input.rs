@@ -1,10 +1,10 @@
 //! Reading a trace for a reviewer command: within the byte limit, then
 //! analyzed with the same code and limits as `goodput analyze`.
 
-use crate::analyze::{analyze_owned, Analysis, AnalyzeOptions};
-use crate::error::Error;
-use crate::io::read_limited;
-use crate::trace::Limits;
+use crate::cli::error::Error;
+use goodput_core::analyze::{analyze_owned, Analysis, AnalyzeOptions};
+use goodput_core::trace::Limits;
+use goodput_util::io::read_limited;
 
 /// Reads and analyzes a trace within `limits`.
 pub(crate) fn load(path: &str, limits: Limits, strict: bool) -> Result<Analysis, Error> {

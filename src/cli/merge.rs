@@ -5,13 +5,13 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::error::Error;
-use crate::merge::{merge, MergeError};
-use crate::render::record::analyze_command;
-use crate::trace::Scalar;
+use crate::cli::error::Error;
+use goodput_core::merge::{merge, MergeError};
+use goodput_core::trace::Scalar;
+use goodput_render::record::analyze_command;
 
-use super::exit::EXIT_OK;
-use super::output::{check_writable, emit};
+use crate::cli::exit::EXIT_OK;
+use crate::cli::output::{check_writable, emit};
 
 /// Exit statuses of `goodput merge`, shown in `--help`.
 pub const MERGE_EXIT_HELP: &str = "\

@@ -5,8 +5,10 @@
 //! the library, and no library module imports this one.
 
 pub mod analyze;
+pub mod choices;
 pub mod compare;
 pub mod duration;
+pub mod error;
 pub mod exit;
 pub mod flags;
 pub mod frontier;
@@ -20,29 +22,29 @@ pub mod record;
 pub mod release;
 pub mod report;
 pub mod schema;
+pub mod sensitivity;
 pub mod sidecar;
 pub mod sim;
-pub mod sweep;
 pub mod verify;
 
 use std::io::Write;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::Error;
+use crate::cli::error::Error;
 
 pub use self::analyze::AnalyzeArgs;
 pub use self::flags::LimitArgs;
 pub use self::gate::GateArgs;
 pub use self::mutate::{mutate_with, MutateArgs};
 pub use self::schema::SchemaKind;
-pub use self::sweep::SweepArgs;
+pub use self::sensitivity::SweepArgs;
 pub use self::verify::{VerifyArgs, MAX_RECEIPT_BYTES};
 
 use self::analyze::EXIT_HELP;
 use self::gate::GATE_EXIT_HELP;
 use self::mutate::MUTATE_EXIT_HELP;
-use self::sweep::SWEEP_EXIT_HELP;
+use self::sensitivity::SWEEP_EXIT_HELP;
 use self::verify::VERIFY_EXIT_HELP;
 
 /// goodput: count only the requests that met every declared latency gate.
@@ -105,7 +107,7 @@ pub enum Command {
 pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
     match cli.command {
         Command::Analyze(args) => analyze::run(args, stdout),
-        Command::Sweep(args) => sweep::run(args, stdout),
+        Command::Sweep(args) => sensitivity::run(args, stdout),
         Command::Mutate(args) => mutate::run(args, stdout),
         Command::Verify(args) => verify::run(args, stdout),
         Command::Gate(args) => gate::run(args, stdout),

@@ -3,14 +3,14 @@
 
 use std::io::Write;
 
-use crate::analyze::{analyze_bytes, AnalyzeOptions};
-use crate::error::Error;
-use crate::io::read_limited;
-use crate::review::mutate::{self, Analyzer};
+use crate::cli::error::Error;
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::review::mutate::{self, Analyzer};
+use goodput_util::io::read_limited;
 
-use super::exit::{EXIT_NO, EXIT_OK};
-use super::flags::LimitArgs;
-use super::output::{emit, json_bytes};
+use crate::cli::exit::{EXIT_NO, EXIT_OK};
+use crate::cli::flags::LimitArgs;
+use crate::cli::output::{emit, json_bytes};
 
 /// Exit statuses of `goodput mutate`, shown in `--help`.
 pub const MUTATE_EXIT_HELP: &str = "\
@@ -63,7 +63,7 @@ pub fn mutate_with(
     if args.json {
         emit(stdout, &json_bytes(&report, "report")?)?;
     } else {
-        emit(stdout, crate::render::mutate::render(&report).as_bytes())?;
+        emit(stdout, goodput_render::mutate::render(&report).as_bytes())?;
     }
     Ok(if report.passed() { EXIT_OK } else { EXIT_NO })
 }

@@ -5,9 +5,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::error::Error;
-use crate::io::write_atomic;
-use crate::render::json::to_canonical_json;
+use crate::cli::error::Error;
+use goodput_util::io::write_atomic;
+use goodput_util::json::to_canonical_json;
 
 /// Writes to stdout; a closed pipe (`goodput … | head`) is not an error.
 pub(crate) fn emit(stdout: &mut dyn Write, bytes: &[u8]) -> Result<(), Error> {

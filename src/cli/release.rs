@@ -5,13 +5,15 @@
 //! `compare`. Only parsing lives here; the figures are the library's
 //! (`receipt::release`).
 
-use crate::error::Error;
-use crate::receipt::recovery::{RecoveryOptions, DEFAULT_BURST_PHASE, DEFAULT_WINDOW_ARRIVALS};
-use crate::receipt::release::ReleaseOptions;
-use crate::record::phases::PhaseSpec;
-use crate::trace::Resources;
+use crate::cli::error::Error;
+use goodput_core::receipt::recovery::{
+    RecoveryOptions, DEFAULT_BURST_PHASE, DEFAULT_WINDOW_ARRIVALS,
+};
+use goodput_core::receipt::release::ReleaseOptions;
+use goodput_core::trace::Resources;
+use goodput_record::schedule::phased::PhaseSpec;
 
-use super::duration::parse_duration;
+use crate::cli::duration::parse_duration;
 
 /// Parses `--phases NAME:RATE/s:DURATION[,…]` (`/s` may be left out).
 pub fn parse_phases(text: &str) -> Result<Vec<PhaseSpec>, String> {

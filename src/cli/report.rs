@@ -1,20 +1,20 @@
 //! `goodput report`: analyze a trace, render the HTML page
-//! ([`crate::report::page`]), write it atomically and print where it went.
+//! ([`goodput_render::report::analysis_page::page`]), write it atomically and print where it went.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::analyze::{analyze_owned_at, AnalyzeOptions};
-use crate::error::Error;
-use crate::io::read_limited;
-use crate::report::page_with_server;
+use crate::cli::error::Error;
+use goodput_core::analyze::{analyze_owned_at, AnalyzeOptions};
+use goodput_render::report::analysis_page::page_with_server;
+use goodput_util::io::read_limited;
 
-use super::exit::EXIT_OK;
-use super::flags::LimitArgs;
-use super::output::{emit, write_file};
-use super::release::{release_options, CostArgs, RecoveryArgs};
-use super::sidecar::Sidecar;
-use crate::receipt::release::attach;
+use crate::cli::exit::EXIT_OK;
+use crate::cli::flags::LimitArgs;
+use crate::cli::output::{emit, write_file};
+use crate::cli::release::{release_options, CostArgs, RecoveryArgs};
+use crate::cli::sidecar::Sidecar;
+use goodput_core::receipt::release::attach;
 
 /// The exit statuses of `goodput report`, shown by `--help`.
 pub const REPORT_EXIT_HELP: &str = "\
@@ -38,7 +38,7 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub limits: LimitArgs,
     /// Two-sided confidence level of the intervals shown beside the figures, in [0.5, 0.9999].
-    #[arg(long, value_name = "LEVEL", default_value_t = crate::intervals::Confidence::DEFAULT)]
+    #[arg(long, value_name = "LEVEL", default_value_t = goodput_core::intervals::Confidence::DEFAULT)]
     pub confidence: f64,
     /// How recovery after the burst phase is measured.
     #[command(flatten)]
@@ -52,7 +52,7 @@ pub struct ReportArgs {
 /// all classes, render, write atomically, print the path written.
 pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let limits = args.limits.limits()?;
-    let confidence = super::flags::confidence_flag(args.confidence)?;
+    let confidence = crate::cli::flags::confidence_flag(args.confidence)?;
     let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let mut analysis = analyze_owned_at(
@@ -71,13 +71,13 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         &release,
     )
     .map_err(|e| Error::Usage(e.to_string()))?;
-    let sidecar = super::sidecar::load(&args.trace, &analysis.trace.contract.workload)?;
+    let sidecar = crate::cli::sidecar::load(&args.trace, &analysis.trace.contract.workload)?;
     let (lines, note) = match &sidecar {
         Sidecar::Loaded(lines) => (
             Some(lines.as_slice()),
             format!(
                 "server metrics: {}\n",
-                crate::render::report::peak_text(&crate::record::metrics::peaks(lines))
+                goodput_render::report::peak_text(&goodput_core::server_metrics::peaks(lines))
             ),
         ),
         Sidecar::Missing(path) => (

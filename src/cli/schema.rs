@@ -4,11 +4,10 @@ use std::io::Write;
 
 use clap::ValueEnum;
 
-use crate::error::Error;
-use crate::schema;
+use crate::cli::error::Error;
 
-use super::exit::EXIT_OK;
-use super::output::emit;
+use crate::cli::exit::EXIT_OK;
+use crate::cli::output::emit;
 
 /// Which schema to print.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -33,13 +32,26 @@ pub enum SchemaKind {
     Compare,
 }
 
+/// Every published schema, in the order `goodput schema` lists them: its
+/// name, its committed file under `schema/`, and its text. The core crate
+/// owns most documents; the importer's report is its own crate's.
+pub fn all() -> Vec<(&'static str, &'static str, String)> {
+    let mut all = goodput_core::schema::all();
+    let at = all
+        .iter()
+        .position(|(name, _, _)| *name == "compare")
+        .unwrap_or(all.len());
+    all.insert(at, goodput_import::schema());
+    all
+}
+
 /// `goodput schema`.
 pub fn run(which: SchemaKind, stdout: &mut dyn Write) -> Result<i32, Error> {
     let name = which
         .to_possible_value()
         .map(|v| v.get_name().to_owned())
         .unwrap_or_default();
-    let text = schema::all()
+    let text = all()
         .into_iter()
         .find(|(n, _, _)| *n == name)
         .map(|(_, _, text)| text)

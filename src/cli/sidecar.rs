@@ -7,10 +7,10 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::Error;
-use crate::io::read_limited;
-use crate::record::metrics::{parse_sidecar, MetricsLine};
-use crate::trace::{Labels, Scalar};
+use crate::cli::error::Error;
+use goodput_core::server_metrics::{parse_sidecar, MetricsLine};
+use goodput_core::trace::{Labels, Scalar};
+use goodput_util::io::read_limited;
 
 /// The largest sidecar read.
 const MAX_SIDECAR_BYTES: u64 = 256 << 20;

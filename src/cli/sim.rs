@@ -6,16 +6,16 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::error::Error;
-use crate::sim::engine::EngineParams;
-use crate::sim::fault::{check_faults, parse_fault, Fault};
-use crate::sim::http::SimStats;
-use crate::sim::quirks::StreamQuirks;
-use crate::sim::tls::{self, Front, RequiredHeader};
-use crate::sim::{serve_with, SimConfig};
-use crate::tokenizer::TokenCounter;
+use crate::cli::error::Error;
+use goodput_sim::engine::EngineParams;
+use goodput_sim::fault::{check_faults, parse_fault, Fault};
+use goodput_sim::http::SimStats;
+use goodput_sim::quirks::StreamQuirks;
+use goodput_sim::tls::{self, Front, RequiredHeader};
+use goodput_sim::{serve_with, SimConfig};
+use goodput_tokenizer::TokenCounter;
 
-use super::exit::EXIT_OK;
+use crate::cli::exit::EXIT_OK;
 
 /// Exit statuses of `goodput sim`, shown in `--help`.
 pub const SIM_EXIT_HELP: &str = "\

@@ -3,12 +3,12 @@
 
 use std::io::Write;
 
-use crate::error::Error;
-use crate::io::{read_limited, ReadError};
-use crate::review::verify;
+use crate::cli::error::Error;
+use goodput_core::review::verify;
+use goodput_util::io::{read_limited, ReadError};
 
-use super::exit::{EXIT_NO, EXIT_OK};
-use super::output::{emit, json_bytes};
+use crate::cli::exit::{EXIT_NO, EXIT_OK};
+use crate::cli::output::{emit, json_bytes};
 
 /// Exit statuses of `goodput verify`, shown in `--help`.
 pub const VERIFY_EXIT_HELP: &str = "\
@@ -43,7 +43,7 @@ pub fn run(args: VerifyArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if args.json {
         emit(stdout, &json_bytes(&report, "report")?)?;
     } else {
-        emit(stdout, crate::render::verify::render(&report).as_bytes())?;
+        emit(stdout, goodput_render::verify::render(&report).as_bytes())?;
     }
     Ok(if report.agrees() { EXIT_OK } else { EXIT_NO })
 }

@@ -5,10 +5,10 @@ pub mod recording;
 
 use std::path::{Path, PathBuf};
 
-use goodput::analyze::{analyze_bytes, Analysis, AnalyzeOptions};
-use goodput::receipt::Receipt;
-use goodput::render::json::to_canonical_json;
-use goodput::trace::Limits;
+use goodput_core::analyze::{analyze_bytes, Analysis, AnalyzeOptions};
+use goodput_core::receipt::Receipt;
+use goodput_core::trace::Limits;
+use goodput_util::json::to_canonical_json;
 
 /// The repository's `fixtures/` folder.
 pub fn fixtures_dir() -> PathBuf {

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use clap::Parser;
-use goodput::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput::trace::Limits;
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::trace::Limits;
 use serde_json::Value;
 
 /// Runs `goodput record` in-process; returns (exit status, output, trace):

@@ -3,9 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::record::request::Api;
-use crate::record::schedule::ArrivalProcess;
-use crate::record::workload::lengths::LengthDist;
+use crate::cli::choices::{ApiArg, ArrivalArg};
+use goodput_record::workload::lengths::LengthDist;
 
 use crate::cli::duration::parse_duration;
 use crate::cli::flags::{parse_rate, Rate};
@@ -98,7 +97,7 @@ pub struct RecordArgs {
     pub warmup: Duration,
     /// Arrival process of the open loop.
     #[arg(long, value_enum)]
-    pub arrival: Option<ArrivalProcess>,
+    pub arrival: Option<ArrivalArg>,
     /// Gamma shape (only with --arrival gamma; 1 = Poisson, below 1 = burstier).
     #[arg(long, value_name = "B")]
     pub burstiness: Option<f64>,
@@ -114,8 +113,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "RULE", default_value = "inclusive", value_parser = ["inclusive", "strict"])]
     pub equality: String,
     /// Endpoint family.
-    #[arg(long, value_enum, default_value_t = Api::Chat)]
-    pub api: Api,
+    #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
+    pub api: ApiArg,
     /// Prompts, one JSON string or {"prompt": …, "class": …} per line.
     #[arg(long, value_name = "FILE.jsonl")]
     pub prompts: Option<PathBuf>,
@@ -269,7 +268,7 @@ pub struct RecordArgs {
     /// stream) may hold; past it the request fails `event_too_large`
     /// (`body_too_large`) and its connection is dropped. Bounds memory:
     /// see docs/reliability.md.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::record::sse::DEFAULT_MAX_EVENT_BYTES as u64,
+    #[arg(long, value_name = "BYTES", default_value_t = goodput_record::exchange::sse::DEFAULT_MAX_EVENT_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub max_event_bytes: u64,
     /// Event loops (threads) that send an open-loop schedule, each every

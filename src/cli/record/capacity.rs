@@ -1,6 +1,6 @@
 //! `goodput record --find-capacity --attainment 0.9 --request-rate R`: the
 //! highest open-loop rate whose pass share reaches the target. The search
-//! itself is pure ([`crate::record::capacity`]); this file records the
+//! itself is pure ([`goodput_core::frontier::capacity`]); this file records the
 //! points it asks for, each through the very same single recording a plain
 //! `record` uses, and prints the frontier and the capacity.
 //!
@@ -21,22 +21,22 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::cli::error::Error;
 use crate::cli::exit::EXIT_OK;
 use crate::cli::flags::Rate;
-use crate::error::Error;
-use crate::receipt::SaturationVerdict;
-use crate::record::capacity::{rate_text, SearchPoint, SearchSettings, Step};
-use crate::record::Written;
-use crate::render::capacity::CapacityRow;
-use crate::render::record::frontier_command;
-use crate::trace::Scalar;
+use goodput_core::frontier::capacity::{rate_text, SearchPoint, SearchSettings, Step};
+use goodput_core::receipt::SaturationVerdict;
+use goodput_core::trace::Scalar;
+use goodput_record::Written;
+use goodput_render::capacity::CapacityRow;
+use goodput_render::record::frontier_command;
 
-use super::args::RecordArgs;
-use super::plan::plan;
-use super::progress::Point;
-use super::single::record_judged;
-use super::sweep::{cooldown, point_path, point_seed, say, RATE_PLACEHOLDER};
 use crate::cli::flags::usage;
+use crate::cli::record::args::RecordArgs;
+use crate::cli::record::plan::plan;
+use crate::cli::record::progress::Point;
+use crate::cli::record::rate_sweep::{cooldown, point_path, point_seed, say, RATE_PLACEHOLDER};
+use crate::cli::record::single::record_judged;
 
 /// The settings of the search, checked.
 fn settings(args: &RecordArgs) -> Result<SearchSettings, Error> {
@@ -87,7 +87,7 @@ fn template(out: &Path) -> Result<String, Error> {
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let search = settings(&args)?;
     let template = template(&args.out)?;
-    let progress = super::progress::wanted(args.no_progress);
+    let progress = crate::cli::record::progress::wanted(args.no_progress);
     let mut points: Vec<SearchPoint> = Vec::new();
     let mut rows: Vec<CapacityRow> = Vec::new();
     let mut written: Vec<(String, Written)> = Vec::new();
@@ -95,7 +95,7 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         let rate = match search.next(&points) {
             Step::Record(rate) => rate,
             Step::Done(capacity) => {
-                let text = crate::render::capacity::render(&rows, &capacity, search.attainment);
+                let text = goodput_render::capacity::render(&rows, &capacity, search.attainment);
                 say(stdout, &text)?;
                 say(stdout, &format!("next: {}\n", frontier_command(&written)))?;
                 return Ok(EXIT_OK);
@@ -107,7 +107,7 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
                 stdout,
                 &format!(
                     "cooling down for {} s\n",
-                    crate::render::sweep::short(args.cooldown.as_secs_f64())
+                    goodput_render::sensitivity::short(args.cooldown.as_secs_f64())
                 ),
             )?;
             let point = Point::Search {
@@ -131,7 +131,7 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         let mut p = plan(&point)?;
         if index == 0 {
             // The same check a plain `record` and a sweep make, once.
-            crate::record::preflight(&p)?;
+            goodput_record::preflight(&p)?;
         }
         let mut put = |k: &str, v: f64| {
             p.workload.insert(k.to_owned(), Scalar::Number(v));
@@ -166,7 +166,7 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         let pass_share = all.and_then(|b| b.rates.pass_share).unwrap_or(0.0);
         say(stdout, &{
             let (share, target) =
-                crate::render::figures::percent_against(pass_share, search.attainment, 1);
+                goodput_util::figures::percent_against(pass_share, search.attainment, 1);
             format!(
                 "  pass share {share} → {} (target {target})\n",
                 if pass_share >= search.attainment {

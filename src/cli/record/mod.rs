@@ -1,6 +1,6 @@
-//! `goodput record`: check the flags into a [`Plan`](crate::record::Plan)
+//! `goodput record`: check the flags into a [`Plan`](goodput_record::Plan)
 //! (output path probed before any request), run it
-//! ([`crate::record::record`]), write the trace through the trace writer and
+//! ([`goodput_record::record`]), write the trace through the trace writer and
 //! print the summary; with several rates, a rate sweep ([`sweep`]) of the
 //! same single recording.
 //!
@@ -12,22 +12,22 @@
 
 pub mod args;
 pub mod capacity;
-pub mod metrics;
 pub mod plan;
 pub mod progress;
+pub mod rate_sweep;
 pub mod recover;
+pub mod scrape;
 pub mod shard;
 pub mod single;
-pub mod sweep;
 pub mod workload;
 
 use std::io::Write;
 
-use crate::error::Error;
+use crate::cli::error::Error;
 
 pub use self::args::{RecordArgs, RECORD_EXIT_HELP};
 
-use super::exit::EXIT_OK;
+use crate::cli::exit::EXIT_OK;
 
 /// `goodput record`: plan, run, write the trace, print the summary; with
 /// several rates, a sweep ([`sweep`]) of the same single recording.
@@ -51,10 +51,10 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
                 "--shard and --start-at take one --request-rate, not a sweep".into(),
             ));
         }
-        return sweep::run(args, stdout);
+        return rate_sweep::run(args, stdout);
     }
     let plan = plan::plan(&args)?;
-    crate::record::preflight(&plan)?;
+    goodput_record::preflight(&plan)?;
     let progress = progress::wanted(args.no_progress).then_some(progress::Point::Single);
     single::record_one(&plan, progress, stdout).map(|_| EXIT_OK)
 }

@@ -9,24 +9,24 @@ use std::time::Duration;
 
 use hyper::Uri;
 
-use crate::error::Error;
-use crate::record::endpoint::{Endpoint, EndpointFlags};
-use crate::record::extra_body::ExtraBody;
-use crate::record::phases::phased_schedule;
-use crate::record::request::{self, Api, BodyTemplate, PromptSource};
-use crate::record::runner::{Load, RunConfig};
-use crate::record::schedule::{open_schedule, ArrivalProcess};
-use crate::record::Plan;
-use crate::trace::{Equality, Labels, Scalar};
+use crate::cli::error::Error;
+use goodput_core::trace::{Equality, Labels, Scalar};
+use goodput_record::run::{Load, RunConfig};
+use goodput_record::schedule::phased::phased_schedule;
+use goodput_record::schedule::{open_schedule, ArrivalProcess};
+use goodput_record::transport::endpoint::{Endpoint, EndpointFlags};
+use goodput_record::workload::body::{self, Api, BodyTemplate, PromptSource};
+use goodput_record::workload::extra_body::ExtraBody;
+use goodput_record::Plan;
 
 use crate::cli::flags::{parse_slo, usage, DEFAULT_SLO};
 use crate::cli::output::check_writable;
 use crate::cli::release::{parse_phases, ResourcesFlag};
 
-use super::args::RecordArgs;
-use super::shard::{parse_shard, parse_start_at, INDEX_ENV};
-use super::workload;
-use crate::record::frame::ShardTag;
+use crate::cli::record::args::RecordArgs;
+use crate::cli::record::shard::{parse_shard, parse_start_at, INDEX_ENV};
+use crate::cli::record::workload;
+use goodput_record::output::frame::ShardTag;
 use sha2::{Digest, Sha256};
 
 /// Resolves the endpoint URL: a bare base gets the --api path appended.
@@ -91,7 +91,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let required = |what: &str| usage(format!("{what} is required"));
     let url = args.url.as_deref().ok_or_else(|| required("--url"))?;
     let model = args.model.clone().ok_or_else(|| required("--model"))?;
-    let uri = endpoint_uri(url, args.api).map_err(usage)?;
+    let uri = endpoint_uri(url, args.api.into()).map_err(usage)?;
     let phases = args
         .phases
         .as_deref()
@@ -119,7 +119,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             ))
         }
     };
-    if ms(duration) + ms(args.grace) > crate::trace::model::MAX_SPAN_MS {
+    if ms(duration) + ms(args.grace) > goodput_core::trace::model::MAX_SPAN_MS {
         return Err(usage(
             "--duration plus --grace must be at most 24 h (a trace's window and horizon span at most a day)",
         ));
@@ -149,7 +149,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
 
     let prompts = if let Some(path) = &args.prompts {
         PromptSource::List(Arc::new(
-            request::load_jsonl(path).map_err(|e| usage(e.to_string()))?,
+            body::load_jsonl(path).map_err(|e| usage(e.to_string()))?,
         ))
     } else {
         let words = args.random_input_len.unwrap_or(128);
@@ -185,7 +185,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         match (args.request_rate.as_slice(), args.max_concurrency) {
             ([], None) if phases.is_some() => {
                 let specs = phases.as_deref().unwrap_or_default();
-                let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
+                let process = args.arrival.map_or(ArrivalProcess::Poisson, Into::into);
                 let burstiness = burstiness_for(process, args.burstiness)?;
                 let schedule = phased_schedule(process, burstiness, args.seed, warmup_ms, specs)
                     .map_err(|e| usage(e.to_string()))?;
@@ -201,7 +201,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             }
             ([rate], None) => {
                 let rate = rate.per_s;
-                let process = args.arrival.unwrap_or(ArrivalProcess::Poisson);
+                let process = args.arrival.map_or(ArrivalProcess::Poisson, Into::into);
                 let burstiness = burstiness_for(process, args.burstiness)?;
                 let arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
                     .map_err(|e| usage(e.to_string()))?;
@@ -299,7 +299,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     }
     put("seed", Scalar::Number(args.seed as f64));
     put("model", Scalar::String(model.clone()));
-    put("api", Scalar::String(args.api.as_str().into()));
+    put("api", Scalar::String(Api::from(args.api).as_str().into()));
     put("endpoint", Scalar::String(uri.path().to_owned()));
     if let Some(n) = args.max_tokens {
         put("maxTokens", Scalar::Number(f64::from(n)));
@@ -316,8 +316,8 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         "recorder",
         Scalar::String(format!(
             "{} {}",
-            crate::GENERATOR_NAME,
-            crate::GENERATOR_VERSION
+            goodput_core::GENERATOR_NAME,
+            goodput_core::GENERATOR_VERSION
         )),
     );
 
@@ -335,11 +335,11 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let endpoint =
         Endpoint::from_flags(&uri, &flags, api_key, |v| std::env::var(v).ok()).map_err(usage)?;
     endpoint.describe(&mut workload);
-    let metrics = super::metrics::metrics_plan(args, &uri, &endpoint)?;
+    let metrics = crate::cli::record::scrape::metrics_plan(args, &uri, &endpoint)?;
     if let Some(m) = &metrics {
         workload.insert(
             "metricsUrl".into(),
-            Scalar::String(super::metrics::public_url(&m.uri)),
+            Scalar::String(crate::cli::record::scrape::public_url(&m.uri)),
         );
         workload.insert(
             "metricsIntervalS".into(),
@@ -359,9 +359,9 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         workload.insert("extraBody".into(), Scalar::String(extra.as_json().into()));
     }
     check_writable(&args.out)?;
-    let spool = crate::record::spool::spool_path(&args.out);
+    let spool = goodput_record::output::spool::spool_path(&args.out);
     if spool.exists() {
-        return Err(crate::record::spool::SpoolError::Exists {
+        return Err(goodput_record::output::spool::SpoolError::Exists {
             path: spool.display().to_string(),
         }
         .into());
@@ -381,7 +381,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             timeout: args.timeout,
             prompts,
             template: BodyTemplate {
-                api: args.api,
+                api: args.api.into(),
                 model,
                 max_tokens: args.max_tokens,
                 ignore_eos: args.ignore_eos,

@@ -3,7 +3,7 @@
 //! stage of the run (warm-up, window, grace, or the cooldown between
 //! points), which point of a sweep or capacity search it is, the time
 //! elapsed and left, and how many requests were sent, completed and failed.
-//! The library only reports samples ([`crate::record::Progress`]); all the
+//! The library only reports samples ([`goodput_record::Progress`]); all the
 //! drawing is here. The display is erased when the run ends, so the summary
 //! on standard output reads the same with or without it.
 
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::record::{Plan, Progress, ProgressSink};
+use goodput_record::{Plan, Progress, ProgressSink};
 
 /// Whether a display is wanted: standard error is a terminal and the user
 /// did not say `--no-progress`.
@@ -150,7 +150,7 @@ impl Drop for Cooldown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Stage;
+    use goodput_record::Stage;
 
     #[test]
     fn clocks_read_minutes_and_seconds() {

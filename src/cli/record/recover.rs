@@ -4,14 +4,14 @@
 
 use std::io::Write;
 
-use crate::error::Error;
-use crate::record::recover::recover;
-use crate::render::record::analyze_command;
+use crate::cli::error::Error;
+use goodput_record::output::recover::recover;
+use goodput_render::record::analyze_command;
 
 use crate::cli::exit::EXIT_OK;
 use crate::cli::output::{check_writable, emit};
 
-use super::args::RecordArgs;
+use crate::cli::record::args::RecordArgs;
 
 /// Recovers the spool named by `--recover` into `--out`; prints what came
 /// from where.

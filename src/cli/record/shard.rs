@@ -3,7 +3,7 @@
 //! gives each pod) and `--start-at T` (an RFC 3339 instant or Unix epoch
 //! seconds, shared by every shard).
 
-use crate::record::frame::ShardTag;
+use goodput_record::output::frame::ShardTag;
 
 /// The environment variable an Indexed Job sets to each pod's index.
 pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";

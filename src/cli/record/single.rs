@@ -5,18 +5,18 @@
 
 use std::io::Write;
 
-use crate::analyze::{analyze_bytes, AnalyzeOptions};
-use crate::error::Error;
-use crate::receipt::Receipt;
-use crate::record::frame::Stop;
-use crate::record::spool::{self, SpoolError, SpoolWriter};
-use crate::record::{Plan, Written};
-use crate::render::record::Judged;
-use crate::trace::{Labels, Limits};
+use crate::cli::error::Error;
+use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+use goodput_core::receipt::Receipt;
+use goodput_core::trace::{Labels, Limits};
+use goodput_record::output::frame::Stop;
+use goodput_record::output::spool::{self, SpoolError, SpoolWriter};
+use goodput_record::{Plan, Written};
+use goodput_render::record::Judged;
 
 use crate::cli::output::emit;
 
-use super::progress::Point;
+use crate::cli::record::progress::Point;
 
 /// One recording of a validated plan: run it against the real network, write
 /// the trace and the summary. Ctrl-C ends it with [`Error::Interrupted`] after
@@ -39,10 +39,10 @@ pub fn record_judged(
     progress: Option<Point>,
     stdout: &mut dyn Write,
 ) -> Result<(Written, Option<Receipt>), Error> {
-    let sink = progress.map(|point| super::progress::sink(plan, point));
+    let sink = progress.map(|point| crate::cli::record::progress::sink(plan, point));
     let spool_file = spool::spool_path(&plan.out);
     let mut writer = SpoolWriter::create(&spool_file, &spool::header(plan))?;
-    let recording = crate::record::record(plan, sink, &mut writer)?;
+    let recording = goodput_record::record(plan, sink, &mut writer)?;
     if let Err(e) = writer.finish() {
         // Rows after the failure are lost, so recovering this spool would
         // call finished requests in flight: it is removed, not left.
@@ -55,7 +55,7 @@ pub fn record_judged(
     let outcome = &recording.outcome;
     let mut extra = Labels::new();
     if let Some(lines) = &recording.metrics {
-        super::metrics::write_sidecar(&plan.out, lines, &mut extra)?;
+        crate::cli::record::scrape::write_sidecar(&plan.out, lines, &mut extra)?;
     }
     let built = spool::finish_run(plan, outcome, &spool_file, &Stop::of(outcome), &extra)?;
     // The trace is safe on disk: the spool has done its job.
@@ -66,18 +66,18 @@ pub fn record_judged(
     let path = plan.out.display().to_string();
     let receipt = judge(&plan.out, built.written.rows);
     let interrupted = outcome.interrupted_at_ms.is_some();
-    let sidecar = crate::record::metrics_sidecar_path(&plan.out)
+    let sidecar = goodput_record::metrics_sidecar_path(&plan.out)
         .display()
         .to_string();
     let judged = Judged {
-        smallest_gate_ms: crate::record::summary::smallest_gate_ms(plan.classes.values()),
+        smallest_gate_ms: goodput_record::output::summary::smallest_gate_ms(plan.classes.values()),
         saturation: receipt.as_ref().map(|r| &r.results.all.saturation),
         server: recording
             .metrics
             .as_ref()
-            .map(|lines| (sidecar.as_str(), crate::record::metrics::peaks(lines))),
+            .map(|lines| (sidecar.as_str(), goodput_core::server_metrics::peaks(lines))),
     };
-    let text = crate::render::record::render(
+    let text = goodput_render::record::render(
         &built.figures,
         &path,
         built.written.bytes,

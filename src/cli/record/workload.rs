@@ -3,27 +3,27 @@
 //! `--replay` (with `--time-scale`) and multi-turn `--dataset` (with
 //! `--think-time`). Files are read, parsed and every prompt prepared here,
 //! before anything is sent; the machinery lives in
-//! [`crate::record::workload`]. What this returns replaces the load and the
-//! prompt source that [`super::plan::plan`] drew, and adds the `workload`
+//! [`goodput_record::workload`]. What this returns replaces the load and the
+//! prompt source that [`crate::cli::record::plan::plan`] drew, and adds the `workload`
 //! labels that declare it (sources by sha256, never by path or text).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Error;
-use crate::record::request::{Api, PromptSource, VOCABULARY};
-use crate::record::runner::Load;
-use crate::record::workload::lengths::LengthDist;
-use crate::record::workload::replay::{self, Replay};
-use crate::record::workload::sessions::{self, SessionSet};
-use crate::record::workload::text::Texts;
-use crate::record::workload::{count_prompts, synthetic, PrefixSpec, SyntheticSpec};
-use crate::tokenizer::TokenCounter;
-use crate::trace::{Labels, Scalar};
+use crate::cli::error::Error;
+use goodput_core::trace::{Labels, Scalar};
+use goodput_record::run::Load;
+use goodput_record::workload::body::{Api, PromptSource, VOCABULARY};
+use goodput_record::workload::lengths::LengthDist;
+use goodput_record::workload::replay::{self, Replay};
+use goodput_record::workload::sessions::{self, SessionSet};
+use goodput_record::workload::text::Texts;
+use goodput_record::workload::{count_prompts, synthetic, PrefixSpec, SyntheticSpec};
+use goodput_tokenizer::TokenCounter;
 
-use super::args::RecordArgs;
 use crate::cli::flags::usage;
+use crate::cli::record::args::RecordArgs;
 
 /// The default length of random prompts when only a tokenizer or an output
 /// length asks for prepared prompts (the same 128 as `--random-input-len`).
@@ -166,7 +166,7 @@ pub fn plan_workload(
 
     if let Some(dataset_args) = &args.dataset {
         let (kind, file) = kind_and_file("--dataset", dataset_args, &["sharegpt", "multi-turn"])?;
-        if args.api != Api::Chat {
+        if Api::from(args.api) != Api::Chat {
             return Err(usage(
                 "--dataset sessions need --api chat (a conversation is a list of messages)",
             ));

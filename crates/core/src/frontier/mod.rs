@@ -1,0 +1,540 @@
+//! The frontier of a rate sweep: goodput against offered load, the **knee**
+//! and the **capacity at an attainment target**, computed from one receipt per
+//! offered rate. Pure: receipts in, a [`Frontier`] out; reading files is
+//! the command-line layer's job (`cli::frontier`) and drawing it is
+//! `render::frontier`'s.
+//!
+//! Every figure of a point is copied from its receipt (the selected class's
+//! block, or `all`), so the frontier can never count differently from
+//! `goodput analyze`.
+//!
+//! ## Order and repeats
+//!
+//! Points are sorted by **measured** offered load (`offeredPerS` = cohort /
+//! window s, not the nominal `--request-rate`), then by label. Points whose
+//! offered rates are exactly equal (repeats) stay separate lines in the
+//! table but are pooled into one *step* for the knee and capacity: goodput/s,
+//! completed/s, failed + censored per s and p95 TTFT are the means of the
+//! repeats; pass share is the **lowest** of the repeats (a capacity claim
+//! must hold in every repeat). Points with an empty cohort (no pass share)
+//! are shown but take no part in either rule.
+//!
+//! ## The knee
+//!
+//! With steps `0..n` sorted by offered rate `x`, goodput `g`, completed `c`,
+//! lost `l` (failed + censored per window second, so `x = c + l`) and p95 TTFT
+//! `t`, and `ε = KNEE_GAIN` (0.1), the knee is the offered rate `x_i` of the
+//! **first** step `i < n − 1` such that
+//!
+//! 1. **goodput stops rising, for good**: for *every* later step `j > i`,
+//!    `g_j − g_i ≤ ε · (x_j − x_i)` — no later rate turns more than a tenth
+//!    of its extra offered load into extra goodput. Requiring it of every
+//!    later step (not just the next) makes one noisy dip that later recovers
+//!    not a knee; and
+//! 2. **the extra load went somewhere visible** on the step `i → i+1`, at
+//!    least one of: completions kept rising (`c_{i+1} − c_i > ε · Δx`: the
+//!    server did the work, too late — misses); p95 TTFT climbed
+//!    superlinearly (`t_{i+1} / t_i > x_{i+1} / x_i`: queueing); failed +
+//!    censored per second rose (`l_{i+1} − l_i > ε · Δx`: shed or unfinished
+//!    load). The signals that hold are named in the output.
+//!
+//! Because `Δx = Δc + Δl`, a step with `Δx > 0` always has `Δc` or `Δl` at
+//! least `Δx / 2 > ε · Δx`, so condition 2 never vetoes a real stall; its job
+//! is to say *why* goodput stopped. A knee at the lowest step means the knee
+//! is at or below the lowest rate tested. With fewer than two steps no knee
+//! can be named; when no step qualifies the sweep never reached the knee.
+//!
+//! ## Capacity at the attainment target
+//!
+//! DistServe's per-GPU goodput: the highest offered rate whose pass share is
+//! at least the target `a`. With `k` the highest step with `p_k ≥ a`:
+//! - if a step above `k` exists, its pass share is below `a`; the capacity is
+//!   the rate where the straight line between the two bracketing steps
+//!   crosses `a`: `x_k + (p_k − a) · (x_{k+1} − x_k) / (p_k − p_{k+1})`;
+//! - if `k` is the highest step, the sweep never fell below the target: the
+//!   capacity is at least the highest rate tested;
+//! - if no step meets the target, there is no capacity to claim.
+//!
+//! Lower steps that fell below the target while a higher one met it are
+//! listed (`belowTargetUnderCapacity`): a pass share that is not monotone in
+//! load is a warning that the points are noisy.
+
+pub mod capacity;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::receipt::{Block, Receipt};
+
+/// The schema tag of the frontier JSON.
+pub const FRONTIER_SCHEMA: &str = "goodput-frontier/1";
+/// ε of the knee rule: a step "stops rising" when it turns at most this share
+/// of its extra offered load into extra goodput.
+pub const KNEE_GAIN: f64 = 0.1;
+/// The default attainment target (DistServe uses 90 %).
+pub const DEFAULT_ATTAINMENT: f64 = 0.9;
+
+/// Why a frontier cannot be computed (a usage error, exit status 2).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum FrontierError {
+    /// No trace was given.
+    #[error("give at least one trace")]
+    NoTraces,
+    /// The attainment target is not in (0, 1].
+    #[error("--attainment: {0} is not a share in (0, 1] (e.g. 0.9 for 90 %)")]
+    BadAttainment(f64),
+    /// `--class` names a class that some trace does not declare.
+    #[error("--class: {name:?} is not a class of {label} (classes: {known})")]
+    UnknownClass {
+        /// The name given.
+        name: String,
+        /// The trace lacking it.
+        label: String,
+        /// Its declared classes, comma-separated.
+        known: String,
+    },
+}
+
+/// The frontier of a sweep: one point per trace, the knee and the capacity.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Frontier {
+    /// Always `goodput-frontier/1`.
+    pub schema: String,
+    /// The class whose figures are used, or null for all rows.
+    pub class: Option<String>,
+    /// The pass-share target of the capacity.
+    pub attainment: f64,
+    /// ε of the knee rule (see `docs/frontier.md`).
+    pub knee_gain: f64,
+    /// One point per trace, sorted by offered rate, then label.
+    pub points: Vec<FrontierPoint>,
+    /// The knee of the goodput curve.
+    pub knee: Knee,
+    /// The highest offered rate meeting the attainment target.
+    pub capacity: Capacity,
+}
+
+/// One trace's figures (copied from its receipt).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FrontierPoint {
+    /// The trace as named on the command line.
+    pub label: String,
+    /// sha256 of the trace bytes (from the receipt), so a point can be traced back.
+    pub sha256: String,
+    /// `workload.ratePerS` of the trace (the rate asked for), when it says one.
+    pub nominal_rate_per_s: Option<f64>,
+    /// Cohort rows: the denominator of the shares.
+    pub cohort: u64,
+    /// cohort / window s: the offered load actually measured.
+    pub offered_per_s: f64,
+    /// (pass + miss) / window s (completions in the grace period included).
+    pub completed_per_s: f64,
+    /// Served throughput: (pass + miss) per second from the first to the
+    /// last completion (`rates.servedPerS`); what the server kept up with,
+    /// whatever the grace period. Null with fewer than two completions.
+    #[serde(default)]
+    pub served_per_s: Option<f64>,
+    /// pass / window s.
+    pub goodput_per_s: f64,
+    /// pass / cohort; null for an empty cohort.
+    pub pass_share: Option<f64>,
+    /// Exact Poisson interval of goodput/s (the receipt's `intervals.goodputPerS`).
+    pub goodput_interval: crate::intervals::Interval,
+    /// Wilson score interval of the pass share; null for an empty cohort.
+    pub pass_share_interval: Option<crate::intervals::Interval>,
+    /// failed / cohort; null for an empty cohort.
+    pub failure_share: Option<f64>,
+    /// censored / cohort; null for an empty cohort.
+    pub censored_share: Option<f64>,
+    /// Nearest-rank p95 TTFT of completed cohort rows, ms.
+    pub p95_ttft_ms: Option<f64>,
+    /// Nearest-rank p95 TPOT (or chunk cadence, see `tpotLabel`), ms.
+    pub p95_tpot_ms: Option<f64>,
+    /// `tpot`, or `chunk_cadence` when the trace counted stream chunks.
+    pub tpot_label: String,
+    /// Little's-law in-flight estimate: completed/s × mean E2E (λ·W).
+    pub littles_in_flight: Option<f64>,
+    /// Measured time-averaged in-flight requests over the window (L).
+    pub in_flight_mean: Option<f64>,
+    /// Highest queue (requests waiting) the server reported, when the trace
+    /// has a `record --metrics` sidecar that exposes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_waiting: Option<f64>,
+    /// Highest KV-cache use (0–1) the server reported, as `peakWaiting`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_kv_usage: Option<f64>,
+}
+
+/// A signal that says where the load went at the knee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KneeSignal {
+    /// Completions kept rising while goodput did not: the extra work finished too late.
+    CompletionsRising,
+    /// p95 TTFT grew by a larger ratio than the offered rate: queueing.
+    TtftSuperlinear,
+    /// Failed + censored per second rose: load was shed or left unfinished.
+    LostRising,
+}
+
+impl KneeSignal {
+    /// Words for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KneeSignal::CompletionsRising => "completions kept rising",
+            KneeSignal::TtftSuperlinear => "p95 TTFT climbed faster than load",
+            KneeSignal::LostRising => "failed + censored work rose",
+        }
+    }
+}
+
+/// The knee of the goodput curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Knee {
+    /// Goodput stopped rising after `offeredPerS`.
+    #[serde(rename_all = "camelCase")]
+    Found {
+        /// The last offered rate before goodput stopped rising.
+        offered_per_s: f64,
+        /// Goodput at the knee.
+        goodput_per_s: f64,
+        /// The next offered rate tested (where goodput no longer rose).
+        next_offered_per_s: f64,
+        /// The knee is the lowest rate tested: the true knee may be lower.
+        at_lowest_rate: bool,
+        /// What happened to the extra load on the step after the knee.
+        signals: Vec<KneeSignal>,
+    },
+    /// Goodput kept rising up to the highest rate tested.
+    #[serde(rename_all = "camelCase")]
+    NotReached {
+        /// The highest offered rate tested.
+        highest_offered_per_s: f64,
+    },
+    /// Fewer than two distinct offered rates with a cohort: no curve to read.
+    #[serde(rename_all = "camelCase")]
+    TooFewPoints {
+        /// Distinct offered rates with a non-empty cohort.
+        steps: u64,
+    },
+}
+
+/// The capacity at the attainment target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Capacity {
+    /// Pass share crossed the target between two tested rates.
+    #[serde(rename_all = "camelCase")]
+    Interpolated {
+        /// The interpolated offered rate where pass share equals the target.
+        offered_per_s: f64,
+        /// The highest rate meeting the target, and its pass share.
+        meets: RateShare,
+        /// The next rate, below the target, and its pass share.
+        misses: RateShare,
+        /// Lower rates that fell below the target (non-monotone pass share).
+        below_target_under_capacity: Vec<f64>,
+    },
+    /// Every rate met the target: the capacity is at least the highest rate tested.
+    #[serde(rename_all = "camelCase")]
+    AtLeast {
+        /// The highest offered rate tested.
+        offered_per_s: f64,
+        /// Lower rates that fell below the target (non-monotone pass share).
+        below_target_under_capacity: Vec<f64>,
+    },
+    /// No rate met the target.
+    #[serde(rename_all = "camelCase")]
+    NoneMeets {
+        /// The best pass share seen, if any rate had a cohort.
+        best_pass_share: Option<f64>,
+        /// The lowest offered rate tested, if any rate had a cohort.
+        lowest_offered_per_s: Option<f64>,
+    },
+}
+
+/// An offered rate and its pass share.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RateShare {
+    /// Offered rate, per s.
+    pub offered_per_s: f64,
+    /// Pass share at that rate.
+    pub pass_share: f64,
+}
+
+/// One distinct offered rate, repeats pooled (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Step {
+    offered: f64,
+    goodput: f64,
+    completed: f64,
+    lost: f64,
+    pass_share: f64,
+    p95_ttft: Option<f64>,
+}
+
+/// Copies one receipt block's figures into a point.
+fn point(label: &str, receipt: &Receipt, block: &Block) -> FrontierPoint {
+    let nominal = match receipt.contract.workload.get("ratePerS") {
+        Some(crate::trace::Scalar::Number(x)) => Some(*x),
+        _ => None,
+    };
+    let r = &block.rates;
+    FrontierPoint {
+        label: label.to_owned(),
+        sha256: receipt.trace.sha256.clone(),
+        nominal_rate_per_s: nominal,
+        cohort: block.counts.cohort,
+        offered_per_s: r.offered_per_s,
+        completed_per_s: r.completed_per_s,
+        served_per_s: r.served_per_s,
+        goodput_per_s: r.goodput_per_s,
+        pass_share: r.pass_share,
+        goodput_interval: block.intervals.goodput_per_s,
+        pass_share_interval: block.intervals.pass_share,
+        failure_share: r.failure_share,
+        censored_share: r.censored_share,
+        p95_ttft_ms: block.latency.ttft_ms.p95,
+        p95_tpot_ms: block.latency.tpot_ms.p95,
+        tpot_label: receipt.contract.tpot_label.clone(),
+        littles_in_flight: block.littles_law.predicted_in_flight,
+        in_flight_mean: block.littles_law.in_flight_mean,
+        peak_waiting: None,
+        peak_kv_usage: None,
+    }
+}
+
+/// Builds the frontier of `(label, receipt)` pairs: `class` selects a class
+/// block (all rows when `None`); `attainment` is the pass-share target in (0, 1].
+pub fn frontier(
+    traces: &[(String, Receipt)],
+    class: Option<&str>,
+    attainment: f64,
+) -> Result<Frontier, FrontierError> {
+    if traces.is_empty() {
+        return Err(FrontierError::NoTraces);
+    }
+    if !(attainment > 0.0 && attainment <= 1.0) {
+        return Err(FrontierError::BadAttainment(attainment));
+    }
+    let mut points = Vec::with_capacity(traces.len());
+    for (label, receipt) in traces {
+        let block =
+            match class {
+                None => &receipt.results.all,
+                Some(name) => receipt.results.classes.get(name).ok_or_else(|| {
+                    FrontierError::UnknownClass {
+                        name: name.to_owned(),
+                        label: label.clone(),
+                        known: receipt
+                            .results
+                            .classes
+                            .keys()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    }
+                })?,
+            };
+        points.push(point(label, receipt, block));
+    }
+    points.sort_by(|a, b| {
+        a.offered_per_s
+            .total_cmp(&b.offered_per_s)
+            .then_with(|| a.label.cmp(&b.label))
+    });
+    let steps = steps(&points);
+    Ok(Frontier {
+        schema: FRONTIER_SCHEMA.to_owned(),
+        class: class.map(str::to_owned),
+        attainment,
+        knee_gain: KNEE_GAIN,
+        knee: knee(&steps),
+        capacity: capacity(&steps, attainment),
+        points,
+    })
+}
+
+/// Pools the points (sorted by offered rate) into distinct steps.
+fn steps(points: &[FrontierPoint]) -> Vec<Step> {
+    let usable: Vec<&FrontierPoint> = points.iter().filter(|p| p.pass_share.is_some()).collect();
+    let mut out: Vec<Step> = Vec::new();
+    let mut i = 0;
+    while i < usable.len() {
+        let offered = usable[i].offered_per_s;
+        let group: Vec<&FrontierPoint> = usable[i..]
+            .iter()
+            .take_while(|p| p.offered_per_s == offered)
+            .copied()
+            .collect();
+        i += group.len();
+        let n = group.len() as f64;
+        let mean = |f: &dyn Fn(&FrontierPoint) -> f64| group.iter().map(|p| f(p)).sum::<f64>() / n;
+        let ttfts: Vec<f64> = group.iter().filter_map(|p| p.p95_ttft_ms).collect();
+        out.push(Step {
+            offered,
+            goodput: mean(&|p| p.goodput_per_s),
+            completed: mean(&|p| p.completed_per_s),
+            lost: mean(&|p| p.offered_per_s - p.completed_per_s),
+            pass_share: group
+                .iter()
+                .filter_map(|p| p.pass_share)
+                .fold(f64::INFINITY, f64::min),
+            p95_ttft: (!ttfts.is_empty()).then(|| ttfts.iter().sum::<f64>() / ttfts.len() as f64),
+        });
+    }
+    out
+}
+
+/// The knee rule (module docs).
+fn knee(steps: &[Step]) -> Knee {
+    if steps.len() < 2 {
+        return Knee::TooFewPoints {
+            steps: steps.len() as u64,
+        };
+    }
+    for i in 0..steps.len() - 1 {
+        let s = steps[i];
+        let stalled = steps[i + 1..]
+            .iter()
+            .all(|later| later.goodput - s.goodput <= KNEE_GAIN * (later.offered - s.offered));
+        if !stalled {
+            continue;
+        }
+        let next = steps[i + 1];
+        let dx = next.offered - s.offered;
+        let mut signals = Vec::new();
+        if next.completed - s.completed > KNEE_GAIN * dx {
+            signals.push(KneeSignal::CompletionsRising);
+        }
+        if let (Some(t0), Some(t1)) = (s.p95_ttft, next.p95_ttft) {
+            if t0 > 0.0 && s.offered > 0.0 && t1 / t0 > next.offered / s.offered {
+                signals.push(KneeSignal::TtftSuperlinear);
+            }
+        }
+        if next.lost - s.lost > KNEE_GAIN * dx {
+            signals.push(KneeSignal::LostRising);
+        }
+        if signals.is_empty() {
+            continue;
+        }
+        return Knee::Found {
+            offered_per_s: s.offered,
+            goodput_per_s: s.goodput,
+            next_offered_per_s: next.offered,
+            at_lowest_rate: i == 0,
+            signals,
+        };
+    }
+    Knee::NotReached {
+        highest_offered_per_s: steps[steps.len() - 1].offered,
+    }
+}
+
+/// The capacity rule (module docs).
+fn capacity(steps: &[Step], target: f64) -> Capacity {
+    let Some(k) = steps.iter().rposition(|s| s.pass_share >= target) else {
+        return Capacity::NoneMeets {
+            best_pass_share: steps.iter().map(|s| s.pass_share).reduce(f64::max),
+            lowest_offered_per_s: steps.first().map(|s| s.offered),
+        };
+    };
+    let below: Vec<f64> = steps[..k]
+        .iter()
+        .filter(|s| s.pass_share < target)
+        .map(|s| s.offered)
+        .collect();
+    let meets = steps[k];
+    match steps.get(k + 1) {
+        None => Capacity::AtLeast {
+            offered_per_s: meets.offered,
+            below_target_under_capacity: below,
+        },
+        Some(&next) => {
+            // p_k ≥ target > p_{k+1}, so the denominator is positive.
+            let offered = meets.offered
+                + (meets.pass_share - target) * (next.offered - meets.offered)
+                    / (meets.pass_share - next.pass_share);
+            Capacity::Interpolated {
+                offered_per_s: offered,
+                meets: RateShare {
+                    offered_per_s: meets.offered,
+                    pass_share: meets.pass_share,
+                },
+                misses: RateShare {
+                    offered_per_s: next.offered,
+                    pass_share: next.pass_share,
+                },
+                below_target_under_capacity: below,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(offered: f64, goodput: f64, completed: f64, pass_share: f64, ttft: f64) -> Step {
+        Step {
+            offered,
+            goodput,
+            completed,
+            lost: offered - completed,
+            pass_share,
+            p95_ttft: Some(ttft),
+        }
+    }
+
+    #[test]
+    fn a_dip_that_recovers_is_not_a_knee() {
+        // 10 → 20: goodput 10 → 9 (a dip), but at 40 it is 38: 38 − 10 = 28 >
+        // 0.1 × 30, so 10 is not a knee; 20 → 40 rises; no knee.
+        let s = [
+            step(10.0, 10.0, 10.0, 1.0, 100.0),
+            step(20.0, 9.0, 20.0, 0.45, 100.0),
+            step(40.0, 38.0, 40.0, 0.95, 120.0),
+        ];
+        assert_eq!(
+            knee(&s),
+            Knee::NotReached {
+                highest_offered_per_s: 40.0
+            }
+        );
+    }
+
+    #[test]
+    fn ttft_growing_exactly_as_fast_as_load_is_not_superlinear() {
+        // 10 → 20 doubles load and doubles TTFT: not superlinear; goodput flat
+        // and completions +10 > 1: completions signal only.
+        let s = [
+            step(10.0, 10.0, 10.0, 1.0, 100.0),
+            step(20.0, 10.0, 20.0, 0.5, 200.0),
+        ];
+        match knee(&s) {
+            Knee::Found { signals, .. } => {
+                assert_eq!(signals, vec![KneeSignal::CompletionsRising]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn capacity_interpolates_between_the_bracketing_steps() {
+        // 0.95 at 10, 0.75 at 20: 0.9 is a quarter of the way down → 12.5.
+        let s = [
+            step(10.0, 9.5, 10.0, 0.95, 1.0),
+            step(20.0, 15.0, 20.0, 0.75, 1.0),
+        ];
+        match capacity(&s, 0.9) {
+            Capacity::Interpolated { offered_per_s, .. } => {
+                assert!((offered_per_s - 12.5).abs() < 1e-12)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! What the admission gate is asked to check: its criteria, the per-class
+//! limits of a release gate, the check lines it answers with, and why a
+//! set of criteria cannot be applied. One leaf module that both the base
+//! gate (`gate`) and its release criteria (`release_gate`) build on, so
+//! neither needs the other for a type.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::review::exact::Decimal;
+
+/// Default ceiling of the failure share when `--max-failure-share` is not given.
+pub const DEFAULT_MAX_FAILURE_SHARE: &str = "0.05";
+/// Default ceiling of the censored share when `--max-censored-share` is not given.
+pub const DEFAULT_MAX_CENSORED_SHARE: &str = "0.05";
+
+/// What the run must show to be admitted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Criteria {
+    /// Required goodput, requests per window second.
+    pub min_goodput_per_s: Decimal,
+    /// Safety margin: goodput must exceed `min × (1 + margin)`.
+    pub margin: Decimal,
+    /// Most failed / cohort allowed.
+    pub max_failure_share: Decimal,
+    /// Most censored / cohort allowed.
+    pub max_censored_share: Decimal,
+    /// Most p95 TTFT allowed, ms.
+    pub max_p95_ttft_ms: Option<Decimal>,
+    /// Most p95 E2E allowed, ms.
+    pub max_p95_e2e_ms: Option<Decimal>,
+    /// Judge this class's block instead of all rows.
+    pub class: Option<String>,
+    /// Most p95 TPOT allowed, ms (a release criterion: `release_gate`).
+    pub max_p95_tpot_ms: Option<f64>,
+    /// Most recovery time after the burst allowed, s (a release criterion).
+    pub max_recovery_s: Option<f64>,
+    /// Limits of several classes in one run (release criteria, `--class-limits`).
+    pub class_limits: Vec<ClassLimits>,
+    /// Admit a closed-loop run (its latencies are then taken as evidence anyway).
+    pub allow_closed_loop: bool,
+}
+
+/// Why the criteria cannot be applied (a usage error, exit status 2).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum GateError {
+    /// A flag out of range.
+    #[error("{flag}: {value} is not allowed ({rule})")]
+    BadFlag {
+        /// The flag.
+        flag: &'static str,
+        /// Its value, as written.
+        value: String,
+        /// What it must be.
+        rule: &'static str,
+    },
+    /// `--class` names no class of the receipt.
+    #[error("--class: {name:?} is not a class of this trace (classes: {known})")]
+    UnknownClass {
+        /// The name given.
+        name: String,
+        /// The declared classes.
+        known: String,
+    },
+}
+
+impl Criteria {
+    /// Checks every flag's range.
+    pub fn check(&self) -> Result<(), GateError> {
+        let bad = |flag, value: &Decimal, rule| {
+            Err(GateError::BadFlag {
+                flag,
+                value: value.to_string(),
+                rule,
+            })
+        };
+        let one = Decimal::from_integer(1);
+        let share = |x: &Decimal| !x.is_negative() && x.value() <= one.value();
+        if self.min_goodput_per_s.is_negative() {
+            return bad("--min-goodput", &self.min_goodput_per_s, "a rate >= 0");
+        }
+        if self.margin.is_negative() {
+            return bad("--margin", &self.margin, "a fraction >= 0, e.g. 0.2");
+        }
+        if !share(&self.max_failure_share) {
+            return bad(
+                "--max-failure-share",
+                &self.max_failure_share,
+                "a share in [0, 1]",
+            );
+        }
+        if !share(&self.max_censored_share) {
+            return bad(
+                "--max-censored-share",
+                &self.max_censored_share,
+                "a share in [0, 1]",
+            );
+        }
+        for (flag, v) in [
+            ("--max-p95-ttft-ms", &self.max_p95_ttft_ms),
+            ("--max-p95-e2e-ms", &self.max_p95_e2e_ms),
+        ] {
+            if let Some(v) = v.as_ref().filter(|v| v.is_negative()) {
+                return bad(flag, v, "a number of ms >= 0");
+            }
+        }
+        check_release_flags(self)
+    }
+}
+
+/// One criterion's line.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    /// What is measured, e.g. `goodput/s`.
+    pub name: &'static str,
+    /// The measured value (null: not measurable, which fails).
+    pub measured: Option<f64>,
+    /// `>` or `<=`.
+    pub comparison: &'static str,
+    /// The limit.
+    pub limit: f64,
+    /// How the limit was derived, when it is not given directly.
+    pub derivation: Option<String>,
+    /// Whether the criterion holds.
+    pub pass: bool,
+    /// The class a `--class-limits` criterion judges (absent: the decision's scope).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// Where a release criterion's figure comes from, or why it is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One class's limits (`--class-limits`); every limit is optional.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClassLimits {
+    /// The class.
+    pub class: String,
+    /// Required goodput, requests per window second (exceeded × (1 + margin)).
+    pub min_goodput_per_s: Option<f64>,
+    /// Most failed / cohort.
+    pub max_failure_share: Option<f64>,
+    /// Most censored / cohort.
+    pub max_censored_share: Option<f64>,
+    /// Most p95 TTFT, ms.
+    pub max_p95_ttft_ms: Option<f64>,
+    /// Most p95 TPOT, ms.
+    pub max_p95_tpot_ms: Option<f64>,
+    /// Most p95 E2E, ms.
+    pub max_p95_e2e_ms: Option<f64>,
+    /// Most recovery time, s.
+    pub max_recovery_s: Option<f64>,
+}
+
+/// Parses `CLASS:KEY=V,…` (keys: goodput, failure-share, censored-share,
+/// ttft, tpot, e2e, recovery), checking each value's range.
+pub fn parse_class_limits(text: &str) -> Result<ClassLimits, String> {
+    let (class, rest) = text.split_once(':').ok_or_else(|| {
+        format!("--class-limits `{text}`: expected CLASS:KEY=VALUE,… (e.g. interactive:ttft=800,recovery=30)")
+    })?;
+    let class = class.trim();
+    if class.is_empty() {
+        return Err(format!("--class-limits `{text}`: the class needs a name"));
+    }
+    let mut out = ClassLimits {
+        class: class.to_owned(),
+        ..ClassLimits::default()
+    };
+    for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("--class-limits `{text}`: `{part}` should be KEY=VALUE"))?;
+        let v: f64 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| {
+                format!("--class-limits `{text}`: `{value}` is not a finite number >= 0")
+            })?;
+        let (slot, share) = match key.trim() {
+            "goodput" => (&mut out.min_goodput_per_s, false),
+            "failure-share" => (&mut out.max_failure_share, true),
+            "censored-share" => (&mut out.max_censored_share, true),
+            "ttft" => (&mut out.max_p95_ttft_ms, false),
+            "tpot" => (&mut out.max_p95_tpot_ms, false),
+            "e2e" => (&mut out.max_p95_e2e_ms, false),
+            "recovery" => (&mut out.max_recovery_s, false),
+            other => {
+                return Err(format!(
+                    "--class-limits `{text}`: unknown key `{other}` (goodput, failure-share, \
+                     censored-share, ttft, tpot, e2e, recovery)"
+                ))
+            }
+        };
+        if share && v > 1.0 {
+            return Err(format!(
+                "--class-limits `{text}`: `{key}` is a share in [0, 1], not {v}"
+            ));
+        }
+        if slot.replace(v).is_some() {
+            return Err(format!("--class-limits `{text}`: `{key}` is given twice"));
+        }
+    }
+    Ok(out)
+}
+
+/// Checks the ranges of the release flags of the base scope.
+fn check_release_flags(criteria: &Criteria) -> Result<(), GateError> {
+    for (flag, v) in [
+        ("--max-p95-tpot-ms", criteria.max_p95_tpot_ms),
+        ("--max-recovery-s", criteria.max_recovery_s),
+    ] {
+        if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Err(GateError::BadFlag {
+                flag,
+                value: v.to_string(),
+                rule: "a finite number >= 0",
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_limits_read_every_key() {
+        let l = parse_class_limits(
+            "interactive: goodput=2.5, failure-share=0.01, censored-share=0.02, ttft=800, tpot=40, e2e=5000, recovery=30",
+        )
+        .unwrap();
+        assert_eq!(
+            l,
+            ClassLimits {
+                class: "interactive".into(),
+                min_goodput_per_s: Some(2.5),
+                max_failure_share: Some(0.01),
+                max_censored_share: Some(0.02),
+                max_p95_ttft_ms: Some(800.0),
+                max_p95_tpot_ms: Some(40.0),
+                max_p95_e2e_ms: Some(5000.0),
+                max_recovery_s: Some(30.0),
+            }
+        );
+    }
+
+    #[test]
+    fn bad_class_limits_say_what_is_wrong() {
+        for (text, needle) in [
+            ("interactive", "expected CLASS:KEY=VALUE"),
+            (":ttft=1", "needs a name"),
+            ("a:ttft", "should be KEY=VALUE"),
+            ("a:ttft=-1", "not a finite number"),
+            ("a:speed=1", "unknown key `speed`"),
+            ("a:failure-share=2", "a share in [0, 1]"),
+            ("a:ttft=1,ttft=2", "given twice"),
+        ] {
+            let e = parse_class_limits(text).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+}

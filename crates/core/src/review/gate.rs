@@ -1,0 +1,163 @@
+//! The admission gate: a receipt in, yes or no out, for CI.
+//!
+//! The criteria are checked against one block of the receipt (all rows, or
+//! one class): goodput/s must *exceed* the required rate × (1 + margin); the
+//! failure and censored shares must be at or below their ceilings; every tail
+//! limit given must hold (p95 at or below the limit). A figure that cannot be
+//! measured (a share of an empty cohort, a percentile of no completed rows)
+//! fails its criterion: no evidence is never an admission. A closed-loop run
+//! is refused unless closed-loop evidence is allowed explicitly
+//! (docs/contract.md §10.2).
+//!
+//! The criteria are decimals as written and every comparison is exact
+//! ([`crate::review::exact`], docs/contract.md §9.2): a goodput equal to the
+//! requirement refuses whatever binary rounding would have said.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::receipt::{Block, Receipt};
+use crate::trace::ArrivalMode;
+
+use crate::review::exact::{self, Decimal};
+
+pub use crate::review::criteria::{
+    Check, Criteria, GateError, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE,
+};
+
+/// The arrival-mode criterion: the run must be open-loop, unless closed-loop
+/// evidence is allowed explicitly.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArrivalCheck {
+    /// The mode the receipt judged.
+    pub mode: ArrivalMode,
+    /// Whether closed-loop evidence was allowed (`--allow-closed-loop`).
+    pub closed_loop_allowed: bool,
+    /// Whether the criterion holds.
+    pub pass: bool,
+}
+
+/// The admission decision.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    /// The class judged, or null for all rows.
+    pub class: Option<String>,
+    /// The trace the receipt was made from.
+    pub trace_sha256: String,
+    /// One line per numeric criterion.
+    pub checks: Vec<Check>,
+    /// The arrival-mode criterion.
+    pub arrival: ArrivalCheck,
+    /// Every criterion holds (the numeric ones and the arrival mode).
+    pub admit: bool,
+    /// The receipt's `contract.arrivalsUnknown`, when its trace declares its
+    /// arrival instants unknown (no criterion here needs them; said anyway).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrivals_unknown: Option<String>,
+    /// One diagnosis per class that lost requests (a reading of the counts, not a criterion).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<crate::review::diagnosis::ClassDiagnosis>,
+}
+
+/// Applies `criteria` to `receipt`.
+pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateError> {
+    criteria.check()?;
+    let block: &Block = match &criteria.class {
+        None => &receipt.results.all,
+        Some(name) => receipt
+            .results
+            .classes
+            .get(name)
+            .ok_or_else(|| GateError::UnknownClass {
+                name: name.clone(),
+                known: receipt
+                    .results
+                    .classes
+                    .keys()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?,
+    };
+    let share = |name, measured: Option<f64>, part: u64, ceiling: &Decimal| Check {
+        name,
+        measured,
+        comparison: "<=",
+        limit: ceiling.to_f64(),
+        derivation: None,
+        pass: exact::share_at_most(part, block.counts.cohort, ceiling),
+        class: None,
+        note: None,
+    };
+    let latency = |name, measured: Option<f64>, limit: &Decimal| Check {
+        name,
+        measured,
+        comparison: "<=",
+        limit: limit.to_f64(),
+        derivation: None,
+        pass: measured.is_some_and(|m| exact::latency_at_most(m, limit)),
+        class: None,
+        note: None,
+    };
+    let (min, margin) = (&criteria.min_goodput_per_s, &criteria.margin);
+    let window = &receipt.contract.window;
+    let mut checks = vec![
+        Check {
+            name: "goodput/s",
+            measured: Some(block.rates.goodput_per_s),
+            comparison: ">",
+            limit: exact::nearest_f64(&exact::required_per_s(min, margin)),
+            derivation: (!margin.is_zero()).then(|| format!("{min} × (1 + {margin})")),
+            pass: exact::goodput_exceeds(
+                block.counts.pass,
+                window.start_ms,
+                window.end_ms,
+                min,
+                margin,
+            ),
+            class: None,
+            note: None,
+        },
+        share(
+            "failure share",
+            block.rates.failure_share,
+            block.counts.failed,
+            &criteria.max_failure_share,
+        ),
+        share(
+            "censored share",
+            block.rates.censored_share,
+            block.counts.censored,
+            &criteria.max_censored_share,
+        ),
+    ];
+    if let Some(limit) = &criteria.max_p95_ttft_ms {
+        checks.push(latency("p95 ttft ms", block.latency.ttft_ms.p95, limit));
+    }
+    if let Some(limit) = &criteria.max_p95_e2e_ms {
+        checks.push(latency("p95 e2e ms", block.latency.e2e_ms.p95, limit));
+    }
+    let mode = receipt.contract.arrival_mode;
+    let arrival = ArrivalCheck {
+        mode,
+        closed_loop_allowed: criteria.allow_closed_loop,
+        pass: mode == ArrivalMode::OpenLoop || criteria.allow_closed_loop,
+    };
+    checks.extend(crate::review::release_gate::release_checks(
+        receipt, block, criteria,
+    ));
+    checks.extend(crate::review::release_gate::class_limit_checks(
+        receipt, criteria,
+    )?);
+    Ok(Decision {
+        class: criteria.class.clone(),
+        trace_sha256: receipt.trace.sha256.clone(),
+        admit: checks.iter().all(|c| c.pass) && arrival.pass,
+        checks,
+        arrival,
+        arrivals_unknown: receipt.contract.arrivals_unknown.clone(),
+        diagnosis: crate::review::diagnosis::diagnose(receipt),
+    })
+}

@@ -1,0 +1,439 @@
+//! Server metrics beside the trace: what `record --metrics` leaves in its
+//! sidecar (`TRACE.metrics.jsonl`, one snapshot per line, timestamps on the
+//! trace's clock) and how a Prometheus page becomes one snapshot. Pure: the
+//! scraping itself (HTTP, timers) is the recorder's (`goodput_record::scrape`);
+//! the report and the summary read the sidecar through here.
+//!
+//! - **Parsing** ([`parse_exposition`]): the Prometheus text exposition
+//!   format, a line at a time: `# HELP`/`# TYPE`/comments and blank lines
+//!   are skipped; a sample is `name{label="value",…} value [timestamp]`.
+//!   A malformed line rejects the scrape with its line number (the scrape is
+//!   then a gap).
+//! - **Mapping** ([`Mapped::from_samples`]), summed over label sets:
+//!   vLLM `vllm:num_requests_waiting` → `waiting`, `vllm:num_requests_running`
+//!   → `running`, `vllm:kv_cache_usage_perc` (or the older
+//!   `vllm:gpu_cache_usage_perc`; both a fraction 0–1) → `kvUsage`,
+//!   `vllm:num_preemptions_total` (or `vllm:num_preemptions`) →
+//!   `preemptions`; llama.cpp `llamacpp:requests_deferred` → `waiting`,
+//!   `llamacpp:requests_processing` → `running`,
+//!   `llamacpp:kv_cache_usage_ratio` → `kvUsage`. `goodput sim` serves
+//!   vLLM's names. Every series is also kept raw.
+//! - **The sidecar** ([`sidecar_bytes`], [`parse_sidecar`]): one
+//!   [`MetricsLine`] a line; a failed scrape is a line with `error` (a gap).
+//! - **Peaks** ([`peaks`]): the largest queue, running count and KV use seen.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One sample of the exposition format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Metric name.
+    pub name: String,
+    /// Labels, by name.
+    pub labels: BTreeMap<String, String>,
+    /// Value (may be NaN or ±Inf, as the format allows).
+    pub value: f64,
+}
+
+/// A line the parser could not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("metrics line {line}: {message}")]
+pub struct ExpositionError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What was wrong.
+    pub message: String,
+}
+
+fn is_name_start(c: char) -> bool {
+    c.is_ascii_alphabetic() || c == '_' || c == ':'
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == ':'
+}
+
+/// Parses the text exposition format (module docs give the grammar read).
+pub fn parse_exposition(text: &str) -> Result<Vec<Sample>, ExpositionError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fail = |message: &str| ExpositionError {
+            line: i + 1,
+            message: message.to_owned(),
+        };
+        out.push(parse_sample(line).map_err(|m| fail(&m))?);
+    }
+    Ok(out)
+}
+
+fn parse_sample(line: &str) -> Result<Sample, String> {
+    let end = line
+        .char_indices()
+        .find(|&(_, c)| !is_name_char(c))
+        .map_or(line.len(), |(i, _)| i);
+    let name = &line[..end];
+    if !name.chars().next().is_some_and(is_name_start) {
+        return Err("a sample must start with a metric name".into());
+    }
+    let mut rest = &line[end..];
+    let mut labels = BTreeMap::new();
+    if let Some(after) = rest.strip_prefix('{') {
+        rest = parse_labels(after, &mut labels)?;
+    }
+    let mut fields = rest.split_whitespace();
+    let value = fields
+        .next()
+        .ok_or_else(|| format!("`{name}` has no value"))?;
+    let value = parse_value(value).ok_or_else(|| format!("`{value}` is not a number"))?;
+    if let Some(ts) = fields.next() {
+        ts.parse::<i64>()
+            .map_err(|_| format!("`{ts}` is not a timestamp"))?;
+    }
+    if fields.next().is_some() {
+        return Err("unexpected text after the timestamp".into());
+    }
+    Ok(Sample {
+        name: name.to_owned(),
+        labels,
+        value,
+    })
+}
+
+/// Reads `name="value",…}`; returns what follows the closing brace.
+fn parse_labels<'a>(
+    mut rest: &'a str,
+    labels: &mut BTreeMap<String, String>,
+) -> Result<&'a str, String> {
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix('}') {
+            return Ok(after);
+        }
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| !is_name_char(c))
+            .map_or(rest.len(), |(i, _)| i);
+        let key = &rest[..end];
+        if key.is_empty() {
+            return Err("a label must have a name".into());
+        }
+        rest = rest[end..].trim_start();
+        rest = rest
+            .strip_prefix("=\"")
+            .ok_or_else(|| format!("label `{key}` must be followed by =\"…\""))?;
+        let mut value = String::new();
+        let mut chars = rest.char_indices();
+        let close = loop {
+            match chars.next() {
+                None => return Err(format!("label `{key}`: unterminated value")),
+                Some((i, '"')) => break i,
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, c)) => value.push(c),
+                    None => return Err(format!("label `{key}`: unterminated value")),
+                },
+                Some((_, c)) => value.push(c),
+            }
+        };
+        labels.insert(key.to_owned(), value);
+        rest = rest[close + 1..].trim_start();
+        rest = rest.strip_prefix(',').unwrap_or(rest);
+    }
+}
+
+fn parse_value(text: &str) -> Option<f64> {
+    match text {
+        "+Inf" | "Inf" => Some(f64::INFINITY),
+        "-Inf" => Some(f64::NEG_INFINITY),
+        "NaN" => Some(f64::NAN),
+        _ => text.parse::<f64>().ok(),
+    }
+}
+
+/// The series that explain saturation, under common names (module docs give
+/// the mapping); `None` when the server exposes none of its names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mapped {
+    /// Requests queued, not yet running.
+    pub waiting: Option<f64>,
+    /// Requests running (in the batch).
+    pub running: Option<f64>,
+    /// KV-cache use, a fraction 0–1.
+    pub kv_usage: Option<f64>,
+    /// Preemptions so far (a counter).
+    pub preemptions: Option<f64>,
+}
+
+impl Mapped {
+    /// Maps the known series, summing each over its label sets.
+    pub fn from_samples(samples: &[Sample]) -> Mapped {
+        let sum = |names: &[&str]| {
+            names.iter().find_map(|n| {
+                let mut found = samples.iter().filter(|s| s.name == *n).peekable();
+                found.peek()?;
+                Some(found.map(|s| s.value).sum::<f64>())
+            })
+        };
+        Mapped {
+            waiting: sum(&["vllm:num_requests_waiting", "llamacpp:requests_deferred"]),
+            running: sum(&["vllm:num_requests_running", "llamacpp:requests_processing"]),
+            kv_usage: sum(&[
+                "vllm:kv_cache_usage_perc",
+                "vllm:gpu_cache_usage_perc",
+                "llamacpp:kv_cache_usage_ratio",
+            ]),
+            preemptions: sum(&["vllm:num_preemptions_total", "vllm:num_preemptions"]),
+        }
+    }
+}
+
+/// One line of the sidecar: a snapshot, or a gap (`error` set, nothing else).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricsLine {
+    /// When the server's state was read, ms on the trace's clock.
+    pub t_ms: f64,
+    /// Why this scrape is a gap (absent for a snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The mapped series.
+    #[serde(default, flatten)]
+    pub mapped: Mapped,
+    /// Every finite sample, keyed `name{label="value",…}` (labels sorted).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub raw: BTreeMap<String, f64>,
+}
+
+impl MetricsLine {
+    /// A snapshot of a scraped page.
+    pub fn snapshot(t_ms: f64, samples: &[Sample]) -> MetricsLine {
+        let raw = samples
+            .iter()
+            .filter(|s| s.value.is_finite())
+            .map(|s| (series_key(s), s.value))
+            .collect();
+        MetricsLine {
+            t_ms,
+            error: None,
+            mapped: Mapped::from_samples(samples),
+            raw,
+        }
+    }
+
+    /// A gap: the scrape at `t_ms` failed for `why`.
+    pub fn gap(t_ms: f64, why: impl Into<String>) -> MetricsLine {
+        MetricsLine {
+            t_ms,
+            error: Some(why.into()),
+            mapped: Mapped::default(),
+            raw: BTreeMap::new(),
+        }
+    }
+}
+
+/// `name{a="x",b="y"}` (labels in name order), or `name` without labels.
+fn series_key(s: &Sample) -> String {
+    if s.labels.is_empty() {
+        return s.name.clone();
+    }
+    let labels: Vec<String> = s
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={}", serde_json::Value::from(v.as_str())))
+        .collect();
+    format!("{}{{{}}}", s.name, labels.join(","))
+}
+
+/// The sidecar's bytes: one JSON object per line, in scrape order.
+pub fn sidecar_bytes(lines: &[MetricsLine]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in lines {
+        // A MetricsLine holds only strings and finite numbers: it serializes.
+        if let Ok(json) = serde_json::to_vec(line) {
+            out.extend_from_slice(&json);
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// A sidecar line that does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("metrics sidecar line {line}: {message}")]
+pub struct SidecarError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What was wrong.
+    pub message: String,
+}
+
+/// Reads a sidecar back (blank lines are skipped).
+pub fn parse_sidecar(bytes: &[u8]) -> Result<Vec<MetricsLine>, SidecarError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| SidecarError {
+        line: 1 + bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count(),
+        message: "not UTF-8".into(),
+    })?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| SidecarError {
+                line: i + 1,
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The peaks of the mapped series over a sidecar's snapshots.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Peaks {
+    /// Highest `waiting`.
+    pub waiting: Option<f64>,
+    /// Highest `running`.
+    pub running: Option<f64>,
+    /// Highest `kvUsage`.
+    pub kv_usage: Option<f64>,
+    /// Snapshots read.
+    pub snapshots: usize,
+    /// Gaps (failed scrapes).
+    pub gaps: usize,
+}
+
+/// The peaks of a sidecar's mapped series.
+pub fn peaks(lines: &[MetricsLine]) -> Peaks {
+    let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    };
+    lines.iter().fold(Peaks::default(), |p, l| {
+        if l.error.is_some() {
+            return Peaks {
+                gaps: p.gaps + 1,
+                ..p
+            };
+        }
+        Peaks {
+            waiting: max(p.waiting, l.mapped.waiting),
+            running: max(p.running, l.mapped.running),
+            kv_usage: max(p.kv_usage, l.mapped.kv_usage),
+            snapshots: p.snapshots + 1,
+            gaps: p.gaps,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VLLM: &str = "\
+# HELP vllm:num_requests_waiting Number of requests waiting.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} 7.0
+vllm:num_requests_waiting{engine=\"1\",model_name=\"m\"} 5.0
+vllm:num_requests_running{model_name=\"m\"} 4
+vllm:gpu_cache_usage_perc{model_name=\"m\"} 0.625
+vllm:num_preemptions_total{model_name=\"m\"} 3 1700000000000
+process_cpu_seconds_total 12.5
+odd{l=\"a \\\"q\\\" \\\\ b\\nc\"} NaN
+";
+
+    #[test]
+    fn vllm_series_map_and_sum_over_label_sets() {
+        let samples = parse_exposition(VLLM).unwrap();
+        assert_eq!(samples.len(), 7);
+        let m = Mapped::from_samples(&samples);
+        assert_eq!(
+            m,
+            Mapped {
+                waiting: Some(12.0), // 7 + 5
+                running: Some(4.0),
+                kv_usage: Some(0.625),
+                preemptions: Some(3.0),
+            }
+        );
+        assert_eq!(samples[6].labels["l"], "a \"q\" \\ b\nc");
+        let line = MetricsLine::snapshot(250.0, &samples);
+        // NaN is not kept raw; every other series is, labels sorted.
+        assert_eq!(line.raw.len(), 6);
+        assert_eq!(
+            line.raw[r#"vllm:num_requests_waiting{engine="0",model_name="m"}"#],
+            7.0
+        );
+        assert_eq!(line.raw["process_cpu_seconds_total"], 12.5);
+    }
+
+    #[test]
+    fn every_prefix_of_a_page_parses_or_names_its_line() {
+        // What a cut-off response looks like: never a panic, and an error
+        // always points at a line that exists.
+        for end in 0..=VLLM.len() {
+            let Some(prefix) = VLLM.get(..end) else {
+                continue;
+            };
+            if let Err(e) = parse_exposition(prefix) {
+                assert!(e.line >= 1 && e.line <= prefix.lines().count(), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn llamacpp_series_map_too() {
+        let text = "llamacpp:requests_processing 2\nllamacpp:requests_deferred 9\n\
+                    llamacpp:kv_cache_usage_ratio 0.5\n";
+        let m = Mapped::from_samples(&parse_exposition(text).unwrap());
+        assert_eq!(
+            (m.waiting, m.running, m.kv_usage, m.preemptions),
+            (Some(9.0), Some(2.0), Some(0.5), None)
+        );
+    }
+
+    #[test]
+    fn a_malformed_line_is_named_by_number() {
+        let err = parse_exposition("ok 1\n\nbad{x=1} 2\n").unwrap_err();
+        assert_eq!(err.line, 3);
+        assert!(err.message.contains("label `x`"), "{err}");
+        assert_eq!(parse_exposition("9lives 1").unwrap_err().line, 1);
+        assert!(parse_exposition("x one").is_err());
+        assert!(parse_exposition("x 1 2 3").is_err());
+        assert!(parse_exposition("x{a=\"b").is_err());
+    }
+
+    #[test]
+    fn the_sidecar_reads_back_and_gaps_are_counted_apart() {
+        let samples = parse_exposition(VLLM).unwrap();
+        let lines = vec![
+            MetricsLine::snapshot(0.5, &samples),
+            MetricsLine::gap(1000.5, "timeout"),
+            MetricsLine::snapshot(
+                2000.5,
+                &parse_exposition("vllm:num_requests_waiting 20\n").unwrap(),
+            ),
+        ];
+        let bytes = sidecar_bytes(&lines);
+        assert_eq!(
+            String::from_utf8(bytes.clone()).unwrap().lines().nth(1),
+            Some(
+                r#"{"tMs":1000.5,"error":"timeout","waiting":null,"running":null,"kvUsage":null,"preemptions":null}"#
+            )
+        );
+        assert_eq!(parse_sidecar(&bytes).unwrap(), lines);
+        let p = peaks(&lines);
+        assert_eq!(
+            (p.waiting, p.running, p.kv_usage, p.snapshots, p.gaps),
+            (Some(20.0), Some(4.0), Some(0.625), 2, 1)
+        );
+        assert_eq!(parse_sidecar(b"{}\nnope\n").unwrap_err().line, 1);
+    }
+}

@@ -1,0 +1,260 @@
+//! The validated contract of a trace: the types every later stage reads.
+//!
+//! These types are also what `goodput schema trace` describes and what the
+//! receipt echoes under `contract`, so the schema, the validator's output and the
+//! receipt cannot disagree about a field's name or meaning.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use crate::trace::bounds::{
+    MAX_ABS_TIMESTAMP_MS, MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
+};
+
+/// How a value sitting exactly on its gate is judged. The trace must declare it:
+/// a reviewer must never have to guess whether `ttft == gate` passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Equality {
+    /// A value equal to its gate passes (`value <= gate`).
+    Inclusive,
+    /// A value equal to its gate misses (`value < gate`).
+    Strict,
+}
+
+impl Equality {
+    /// Whether `value_ms` meets `gate_ms` under this rule.
+    pub fn meets(self, value_ms: f64, gate_ms: f64) -> bool {
+        match self {
+            Equality::Inclusive => value_ms <= gate_ms,
+            Equality::Strict => value_ms < gate_ms,
+        }
+    }
+
+    /// The rule's name as written in traces and receipts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Equality::Inclusive => "inclusive",
+            Equality::Strict => "strict",
+        }
+    }
+}
+
+/// What `outputTokens` counts. Chunk counts are not model tokens, so the figure
+/// derived from them is labelled chunk cadence, never TPOT; a client-side
+/// tokenizer's count may not be the model's, so its figure is labelled as
+/// per client token.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenCount {
+    /// Server-reported model tokens (the `usage` block).
+    #[default]
+    Usage,
+    /// Stream chunks counted by the client.
+    Chunks,
+    /// Tokens counted by the client's own tokenizer on the response text (a
+    /// load generator's count when the server reported no usage); it need not
+    /// be the model's tokenizer.
+    #[serde(rename = "client-tokenizer")]
+    ClientTokenizer,
+}
+
+impl TokenCount {
+    /// The label of the per-token figure in force: `tpot`, `chunk_cadence`,
+    /// or `tpot_client_tokens` (time per token of a client-side tokenizer).
+    pub fn tpot_label(self) -> &'static str {
+        match self {
+            TokenCount::Usage => "tpot",
+            TokenCount::Chunks => "chunk_cadence",
+            TokenCount::ClientTokenizer => "tpot_client_tokens",
+        }
+    }
+
+    /// The name as written in traces and receipts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenCount::Usage => "usage",
+            TokenCount::Chunks => "chunks",
+            TokenCount::ClientTokenizer => "client-tokenizer",
+        }
+    }
+}
+
+/// The latency gates of one SLO class. `None` (JSON `null`) means "no gate on
+/// this metric"; all three must be named so an omission is never mistaken for
+/// a deliberate absence.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Gates {
+    /// Time-to-first-token gate in ms (first token − arrival), or null.
+    #[schemars(required, schema_with = "gate_schema")]
+    pub ttft_ms: Option<f64>,
+    /// Time-per-output-token gate in ms ((completed − first token) / (tokens − 1)), or null.
+    #[schemars(required, schema_with = "gate_schema")]
+    pub tpot_ms: Option<f64>,
+    /// End-to-end gate in ms (completed − arrival), or null.
+    #[schemars(required, schema_with = "gate_schema")]
+    pub e2e_ms: Option<f64>,
+}
+
+/// A gate: a finite number of milliseconds >= 0, or null for "no gate".
+fn gate_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["number", "null"],
+        "minimum": 0
+    })
+}
+
+/// The measurement window as written in a trace: arrivals in
+/// `[startMs, endMs)` form the cohort; observation stopped at `horizonMs`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Window {
+    /// First instant of the window (inclusive), ms.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub start_ms: f64,
+    /// End of the window (exclusive), ms; greater than `startMs`, at most 24 h after it.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub end_ms: f64,
+    /// When observation stopped, ms; at least `endMs` (the default), at most 24 h after `startMs`.
+    #[serde(default)]
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub horizon_ms: Option<f64>,
+}
+
+/// The warm-up interval `[startMs, endMs)`; arrivals in it are excluded.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Warmup {
+    /// First instant of the warm-up (inclusive), ms.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub start_ms: f64,
+    /// End of the warm-up (exclusive), ms; at most `window.startMs`.
+    #[schemars(range(min = -1e15, max = 1e15))]
+    pub end_ms: f64,
+}
+
+impl Warmup {
+    /// Whether an arrival falls in the half-open warm-up interval.
+    pub fn contains(&self, t_ms: f64) -> bool {
+        self.start_ms <= t_ms && t_ms < self.end_ms
+    }
+}
+
+/// A label value: free metadata echoed into the receipt, never interpreted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Scalar {
+    /// A boolean label.
+    Bool(bool),
+    /// A finite number label.
+    Number(f64),
+    /// A string label.
+    String(String),
+}
+
+/// Free labels (`boundary`, `workload`, row `labels`), sorted by key.
+pub type Labels = BTreeMap<String, Scalar>;
+
+/// How the judged load was generated, as far as the verdict goes
+/// (docs/contract.md §10.2). In a closed loop each request was sent when an
+/// earlier one ended, so the server paced its own load: its latencies are not
+/// evidence that an SLA holds at any offered rate, and the tools say so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArrivalMode {
+    /// Arrivals did not wait for earlier requests (scheduled, sent or unknown).
+    OpenLoop,
+    /// `boundary.arrival` is `"closed-loop"` or `workload.arrival` is `"closed"`.
+    ClosedLoop,
+}
+
+impl ArrivalMode {
+    /// The mode of a trace with these `boundary` and `workload` labels.
+    pub fn of(boundary: &Labels, workload: &Labels) -> ArrivalMode {
+        let says = |labels: &Labels, value: &str| matches!(labels.get("arrival"), Some(Scalar::String(s)) if s == value);
+        if says(boundary, "closed-loop") || says(workload, "closed") {
+            ArrivalMode::ClosedLoop
+        } else {
+            ArrivalMode::OpenLoop
+        }
+    }
+
+    /// The name as written in receipts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArrivalMode::OpenLoop => "open-loop",
+            ArrivalMode::ClosedLoop => "closed-loop",
+        }
+    }
+}
+
+/// The document-level contract of a validated trace, with defaults resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contract {
+    /// Window start (inclusive), ms.
+    pub start_ms: f64,
+    /// Window end (exclusive), ms.
+    pub end_ms: f64,
+    /// Observation horizon, ms (`endMs` when the trace gave none).
+    pub horizon_ms: f64,
+    /// The warm-up interval, if declared.
+    pub warmup: Option<Warmup>,
+    /// The equality rule in force.
+    pub equality: Equality,
+    /// SLO classes by name; a class's index is its position in this map.
+    pub classes: BTreeMap<String, Gates>,
+    /// The class of rows that name none, if declared.
+    pub default_class: Option<String>,
+    /// What `outputTokens` counts.
+    pub tokens: TokenCount,
+    /// Where the measurements were taken (echoed).
+    pub boundary: Labels,
+    /// How the load was generated (echoed).
+    pub workload: Labels,
+    /// Named stretches of the schedule, in time order (empty: none declared).
+    pub phases: Vec<crate::trace::phases::Phase>,
+    /// The GPUs (and their price) behind the run, when declared.
+    pub resources: Option<crate::trace::phases::Resources>,
+}
+
+/// The `boundary.arrival` value of a trace whose sources recorded no arrival
+/// (send) instants: each row's `arrivalMs` is then the window start, its
+/// latencies are exact, and every figure that needs arrival instants is null
+/// in the receipt (`docs/contract.md`).
+pub const ARRIVAL_UNKNOWN: &str = "unknown";
+
+impl Contract {
+    /// Whether the trace declares its arrival instants unknown
+    /// (`boundary.arrival = "unknown"`).
+    pub fn arrivals_unknown(&self) -> bool {
+        matches!(self.boundary.get("arrival"), Some(Scalar::String(s)) if s == ARRIVAL_UNKNOWN)
+    }
+
+    /// The window length in seconds: the denominator of every rate.
+    pub fn window_s(&self) -> f64 {
+        (self.end_ms - self.start_ms) / 1000.0
+    }
+
+    /// The index of a declared class in `classes`, or `None`.
+    pub fn class_index(&self, name: &str) -> Option<usize> {
+        self.classes.keys().position(|k| k == name)
+    }
+
+    /// The arrival mode the trace declares (docs/contract.md §10.2).
+    pub fn arrival_mode(&self) -> ArrivalMode {
+        ArrivalMode::of(&self.boundary, &self.workload)
+    }
+
+    /// The class a row without an explicit `class` belongs to, if any:
+    /// `defaultClass`, else the only class when there is exactly one.
+    pub fn implicit_class(&self) -> Option<usize> {
+        match &self.default_class {
+            Some(name) => self.class_index(name),
+            None if self.classes.len() == 1 => Some(0),
+            None => None,
+        }
+    }
+}

@@ -1,0 +1,1017 @@
+//! One request, from send to its ending: the rules that turn a response into
+//! "completed at t", "failed because r at t" or "still in flight".
+//!
+//! Timestamps are taken once per received network frame, before the frame is
+//! parsed, so parsing cost never shows up as server latency. The first token
+//! is the first frame holding a chunk with non-empty content (a role-only or
+//! empty first chunk is not a token). A request ends:
+//! - completed at `[DONE]`, or at a clean end of the body after a finish
+//!   reason (some servers omit `[DONE]`); with no content at all it fails as
+//!   `no_content` instead (there is no first token to measure);
+//! - failed `connect_refused` / `connect_error` before a response head,
+//!   `tls_certificate` / `tls_handshake` when the TLS handshake fails,
+//!   `disconnect` when the connection breaks (before the head or mid-body),
+//!   `http_<status>` on a non-2xx head, `bad_stream` on an unreadable chunk or
+//!   a body that ends cleanly without an end marker, `server_error` on an
+//!   error object or `event: error`, `timeout` when `timeout` has passed since
+//!   the *scheduled* arrival;
+//! - failed `event_too_large` when one SSE line or event passes
+//!   `--max-event-bytes`, `body_too_large` when a 2xx body that is not an
+//!   event stream (a `Content-Type` other than `text/event-stream`) passes
+//!   it, `headers_too_large` when the response head passes the client's
+//!   head bound; the connection is dropped there, so the server can neither
+//!   fill the recorder's memory nor keep it reading;
+//! - in flight when the run is cancelled first (horizon or interrupt).
+//!
+//! A failed request may carry an error text (the row's `errorText` label):
+//! the message of an error object or `event: error` in the stream, or the
+//! first bytes of a non-2xx body or of a 2xx body that is not a stream. Only
+//! the first [`ERROR_TEXT_BYTES`] bytes of such a body are ever kept (an
+//! [`ErrorHead`]); an error body is read for at most [`ERROR_TEXT_WAIT`]
+//! after the head, which already decided the ending. The runner turns the
+//! kept bytes into the label ([`crate::transport::error_text`]: at most
+//! [`ERROR_TEXT_CHARS`] characters, secrets redacted, withheld when it
+//! repeats the prompt).
+
+pub mod sse;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::exchange::sse::{classify, Chunk, SseParser};
+use crate::transport::client::{Head, ResponseBody, SendError, Transport};
+use crate::transport::error_text::read_head;
+pub use crate::transport::error_text::{
+    ErrorHead, ERROR_TEXT_BYTES, ERROR_TEXT_CHARS, ERROR_TEXT_WAIT,
+};
+
+/// The run's monotonic clock: milliseconds since `t0`.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    t0: Instant,
+}
+
+impl Clock {
+    /// A clock whose zero is `t0`.
+    pub fn new(t0: Instant) -> Clock {
+        Clock { t0 }
+    }
+
+    /// Milliseconds since t0 (0 before t0).
+    pub fn now_ms(&self) -> f64 {
+        Instant::now()
+            .checked_duration_since(self.t0)
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    }
+
+    /// The instant `ms` after t0.
+    pub fn at(&self, ms: f64) -> Instant {
+        self.t0 + Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+    }
+}
+
+/// Why a request failed; `as_str` is the trace's `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FailReason {
+    /// The connection was refused.
+    ConnectRefused,
+    /// The connection could not be made otherwise.
+    ConnectError,
+    /// A non-2xx response.
+    Http(u16),
+    /// The connection broke.
+    Disconnect,
+    /// The stream could not be read as OpenAI SSE, or ended without an end marker.
+    BadStream,
+    /// The server sent an error in the stream.
+    ServerError,
+    /// The timeout passed (measured from the scheduled arrival).
+    Timeout,
+    /// The stream ended normally but never carried any content.
+    NoContent,
+    /// One SSE line or event was longer than `--max-event-bytes`.
+    EventTooLarge,
+    /// A 2xx body that is not an event stream was longer than `--max-event-bytes`.
+    BodyTooLarge,
+    /// The response head was larger than the client accepts.
+    HeadersTooLarge,
+    /// The server's TLS certificate was not trusted.
+    TlsCertificate,
+    /// The TLS handshake failed otherwise.
+    TlsHandshake,
+    /// An earlier turn of the same session failed, so this turn was never
+    /// sent (multi-turn sessions).
+    SessionAborted,
+}
+
+impl FailReason {
+    /// The trace `reason` string (`http_503`, `timeout`, …).
+    pub fn as_string(self) -> String {
+        match self {
+            FailReason::ConnectRefused => "connect_refused".into(),
+            FailReason::ConnectError => "connect_error".into(),
+            FailReason::Http(status) => format!("http_{status}"),
+            FailReason::Disconnect => "disconnect".into(),
+            FailReason::BadStream => "bad_stream".into(),
+            FailReason::ServerError => "server_error".into(),
+            FailReason::Timeout => "timeout".into(),
+            FailReason::NoContent => "no_content".into(),
+            FailReason::EventTooLarge => "event_too_large".into(),
+            FailReason::BodyTooLarge => "body_too_large".into(),
+            FailReason::HeadersTooLarge => "headers_too_large".into(),
+            FailReason::TlsCertificate => "tls_certificate".into(),
+            FailReason::TlsHandshake => "tls_handshake".into(),
+            FailReason::SessionAborted => "session_aborted".into(),
+        }
+    }
+
+    /// Every reason but `http_<status>`, for reading reasons back.
+    pub const NAMED: [FailReason; 13] = [
+        FailReason::ConnectRefused,
+        FailReason::ConnectError,
+        FailReason::Disconnect,
+        FailReason::BadStream,
+        FailReason::ServerError,
+        FailReason::Timeout,
+        FailReason::NoContent,
+        FailReason::EventTooLarge,
+        FailReason::BodyTooLarge,
+        FailReason::HeadersTooLarge,
+        FailReason::TlsCertificate,
+        FailReason::TlsHandshake,
+        FailReason::SessionAborted,
+    ];
+
+    /// The reason whose [`FailReason::as_string`] is `text` (the spool
+    /// stores reasons as the trace writes them and reads them back).
+    pub fn parse(text: &str) -> Option<FailReason> {
+        if let Some(status) = text.strip_prefix("http_") {
+            return status.parse().ok().map(FailReason::Http);
+        }
+        FailReason::NAMED
+            .into_iter()
+            .find(|r| r.as_string() == text)
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Ending {
+    /// The response finished normally at `completed_ms`.
+    Completed {
+        /// When the end marker arrived, ms since t0.
+        completed_ms: f64,
+    },
+    /// The request failed at `ended_ms`.
+    Failed {
+        /// Why.
+        reason: FailReason,
+        /// When the failure was observed, ms since t0.
+        ended_ms: f64,
+    },
+    /// Still running when the run was cancelled (horizon or interrupt).
+    InFlight,
+}
+
+impl Ending {
+    /// When the request completed or failed; `None` in flight.
+    pub fn ended_ms(&self) -> Option<f64> {
+        match self {
+            Ending::Completed { completed_ms } => Some(*completed_ms),
+            Ending::Failed { ended_ms, .. } => Some(*ended_ms),
+            Ending::InFlight => None,
+        }
+    }
+}
+
+/// What was observed of one request so far; kept outside the request future
+/// so a timeout or cancellation still knows whether a first token came.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observation {
+    /// When the request was handed to the transport, ms since t0.
+    pub sent_ms: Option<f64>,
+    /// When the first content chunk arrived, ms since t0.
+    pub first_token_ms: Option<f64>,
+    /// Chunks that carried content.
+    pub content_chunks: u64,
+    /// `usage.completion_tokens`, when the server sent a usage block.
+    pub usage_output_tokens: Option<u64>,
+    /// `usage.prompt_tokens`, when the server sent a usage block.
+    pub usage_prompt_tokens: Option<u64>,
+    /// A choice carried a finish reason.
+    pub finished: bool,
+    /// The first bytes of what the server said about its failure (see the
+    /// module documentation); never written as they are.
+    pub error_head: Option<ErrorHead>,
+    /// The row's `errorText` label, made from `error_head` by the runner
+    /// ([`crate::transport::error_text`]).
+    pub error_text: Option<String>,
+}
+
+/// The SSE-reading half of a request, without I/O: feed frames, get the ending.
+#[derive(Debug, Default)]
+pub struct StreamState {
+    parser: SseParser,
+}
+
+impl StreamState {
+    /// A stream whose lines and events may hold `max_event_bytes` each.
+    pub fn new(max_event_bytes: usize) -> StreamState {
+        StreamState {
+            parser: SseParser::with_limit(max_event_bytes),
+        }
+    }
+
+    /// Reads one frame received at `now_ms`; returns the ending when the frame
+    /// decides it. Events after a deciding one in the same frame are ignored.
+    pub fn feed(&mut self, obs: &mut Observation, frame: &[u8], now_ms: f64) -> Option<Ending> {
+        let mut ending = None;
+        let pushed = self.parser.push(frame, |event| {
+            if ending.is_some() {
+                return;
+            }
+            match classify(event) {
+                Chunk::Done => ending = Some(finish(obs, now_ms)),
+                Chunk::Data {
+                    content,
+                    finished,
+                    usage,
+                } => {
+                    if content {
+                        obs.content_chunks += 1;
+                        obs.first_token_ms.get_or_insert(now_ms);
+                    }
+                    obs.finished |= finished;
+                    if let Some(u) = usage {
+                        if u.completion_tokens.is_some() {
+                            obs.usage_output_tokens = u.completion_tokens;
+                        }
+                        if u.prompt_tokens.is_some() {
+                            obs.usage_prompt_tokens = u.prompt_tokens;
+                        }
+                    }
+                }
+                Chunk::ServerError(message) => {
+                    obs.error_head = Some(ErrorHead::of(message.as_bytes()));
+                    ending = Some(Ending::Failed {
+                        reason: FailReason::ServerError,
+                        ended_ms: now_ms,
+                    })
+                }
+                Chunk::Malformed => {
+                    ending = Some(Ending::Failed {
+                        reason: FailReason::BadStream,
+                        ended_ms: now_ms,
+                    })
+                }
+            }
+        });
+        match pushed {
+            // An event decided before the bound was passed: that decides.
+            Err(_) if ending.is_none() => Some(Ending::Failed {
+                reason: FailReason::EventTooLarge,
+                ended_ms: now_ms,
+            }),
+            _ => ending,
+        }
+    }
+
+    /// The body ended cleanly at `now_ms` without `[DONE]`.
+    pub fn end_of_body(&mut self, obs: &Observation, now_ms: f64) -> Ending {
+        if obs.finished {
+            finish(obs, now_ms)
+        } else {
+            Ending::Failed {
+                reason: FailReason::BadStream,
+                ended_ms: now_ms,
+            }
+        }
+    }
+}
+
+fn finish(obs: &Observation, now_ms: f64) -> Ending {
+    if obs.first_token_ms.is_some() {
+        Ending::Completed {
+            completed_ms: now_ms,
+        }
+    } else {
+        Ending::Failed {
+            reason: FailReason::NoContent,
+            ended_ms: now_ms,
+        }
+    }
+}
+
+/// What is left of a response once its ending is known.
+pub enum Leftover<B> {
+    /// Nothing: the body was read to its end or dropped with its connection.
+    Nothing,
+    /// A completed stream: drain its end so the connection can be reused.
+    Drain(B),
+    /// A non-2xx response: read the first bytes of its body for the error text.
+    ErrorBody(B),
+}
+
+/// Sends one request and reads it to its ending, holding at most
+/// `max_event_bytes` of one SSE line or event. Returns what is left of the
+/// body (see [`Leftover`]).
+pub async fn exchange<T: Transport>(
+    transport: &T,
+    body: Bytes,
+    clock: &Clock,
+    obs: &mut Observation,
+    max_event_bytes: usize,
+) -> (Ending, Leftover<T::Body>) {
+    obs.sent_ms = Some(clock.now_ms());
+    let (head, mut response) = match transport.send(body).await {
+        Ok(head) => head,
+        Err(e) => {
+            let reason = match e {
+                SendError::Refused => FailReason::ConnectRefused,
+                SendError::Connect(_) => FailReason::ConnectError,
+                SendError::Disconnected(_) => FailReason::Disconnect,
+                SendError::HeadTooLarge => FailReason::HeadersTooLarge,
+                SendError::Tls(failure) => match failure.reason() {
+                    "tls_certificate" => FailReason::TlsCertificate,
+                    _ => FailReason::TlsHandshake,
+                },
+            };
+            let ending = Ending::Failed {
+                reason,
+                ended_ms: clock.now_ms(),
+            };
+            return (ending, Leftover::Nothing);
+        }
+    };
+    let Head {
+        status,
+        event_stream,
+    } = head;
+    if !(200..300).contains(&status) {
+        let ending = Ending::Failed {
+            reason: FailReason::Http(status),
+            ended_ms: clock.now_ms(),
+        };
+        return (ending, Leftover::ErrorBody(response));
+    }
+    if !event_stream {
+        let ending = read_document(&mut response, clock, obs, max_event_bytes).await;
+        return (ending, Leftover::Nothing);
+    }
+    let mut state = StreamState::new(max_event_bytes);
+    loop {
+        match response.next_frame().await {
+            Ok(Some(frame)) => {
+                let now = clock.now_ms();
+                if let Some(ending) = state.feed(obs, &frame, now) {
+                    let leftover = match ending {
+                        Ending::Completed { .. } => Leftover::Drain(response),
+                        _ => Leftover::Nothing,
+                    };
+                    return (ending, leftover);
+                }
+            }
+            Ok(None) => return (state.end_of_body(obs, clock.now_ms()), Leftover::Nothing),
+            Err(_) => return (disconnect(clock), Leftover::Nothing),
+        }
+    }
+}
+
+fn disconnect(clock: &Clock) -> Ending {
+    Ending::Failed {
+        reason: FailReason::Disconnect,
+        ended_ms: clock.now_ms(),
+    }
+}
+
+/// Reads a 2xx body that is not an event stream: it carries no tokens, so
+/// the request fails — `bad_stream` at its end, `body_too_large` past
+/// `max_bytes` — keeping only its first bytes, for the error text.
+async fn read_document<B: ResponseBody>(
+    response: &mut B,
+    clock: &Clock,
+    obs: &mut Observation,
+    max_bytes: usize,
+) -> Ending {
+    let mut first = Vec::new();
+    let mut total = 0usize;
+    let reason = loop {
+        match response.next_frame().await {
+            Ok(Some(frame)) => {
+                let room = ERROR_TEXT_BYTES - first.len();
+                first.extend_from_slice(&frame[..frame.len().min(room)]);
+                total = total.saturating_add(frame.len());
+                if total > max_bytes {
+                    break FailReason::BodyTooLarge;
+                }
+            }
+            Ok(None) => break FailReason::BadStream,
+            Err(_) => break FailReason::Disconnect,
+        }
+    };
+    // Cut unless the body ended cleanly within the kept bytes.
+    let truncated = reason != FailReason::BadStream || total > first.len();
+    obs.error_head = Some(ErrorHead {
+        bytes: first,
+        truncated,
+    });
+    Ending::Failed {
+        reason,
+        ended_ms: clock.now_ms(),
+    }
+}
+
+/// Runs one request with its timeout (from `arrival_ms`) and the run's
+/// cancellation signal, which carries the instant the run stopped observing;
+/// `max_event_bytes` bounds one SSE line or event (and a 2xx body that is not
+/// a stream).
+pub async fn run_one<T: Transport>(
+    transport: &T,
+    body: Bytes,
+    clock: &Clock,
+    arrival_ms: f64,
+    timeout: Duration,
+    mut cancel: watch::Receiver<Option<f64>>,
+    max_event_bytes: usize,
+) -> (Observation, Ending) {
+    let mut obs = Observation::default();
+    if cancel.borrow().is_some() {
+        return (obs, Ending::InFlight);
+    }
+    let deadline_ms = arrival_ms + timeout.as_secs_f64() * 1000.0;
+    let mut leftover = Leftover::Nothing;
+    let mut ending = {
+        let request = exchange(transport, body, clock, &mut obs, max_event_bytes);
+        // The cancellation first: once the run has taken its cut instant,
+        // no frame read later may reach the row.
+        tokio::select! {
+            biased;
+            () = cancelled(&mut cancel) => Ending::InFlight,
+            (ending, rest) = request => {
+                leftover = rest;
+                ending
+            }
+            () = tokio::time::sleep_until(clock.at(deadline_ms)) => Ending::Failed {
+                reason: FailReason::Timeout,
+                ended_ms: clock.now_ms(),
+            },
+        }
+    };
+    // Another event loop may have stamped a frame in the instant between
+    // the cut and its seeing the cancellation: nothing after the cut is kept.
+    if let Some(cut_ms) = *cancel.borrow() {
+        if obs.first_token_ms.is_some_and(|t| t > cut_ms) {
+            obs.first_token_ms = None;
+        }
+        if ending.ended_ms().is_some_and(|t| t > cut_ms) {
+            leftover = Leftover::Nothing;
+            ending = Ending::InFlight;
+        }
+    }
+    match leftover {
+        Leftover::Nothing => {}
+        Leftover::Drain(mut body) => {
+            // Read the end of the chunked body so the connection returns to
+            // the pool; it normally follows `[DONE]` in the same read.
+            // Bounded, and it changes nothing in the row.
+            let drain = async { while let Ok(Some(_)) = body.next_frame().await {} };
+            let _ = tokio::time::timeout(Duration::from_millis(100), drain).await;
+        }
+        Leftover::ErrorBody(mut body) => {
+            obs.error_head = Some(read_head(&mut body, ERROR_TEXT_WAIT).await);
+        }
+    }
+    (obs, ending)
+}
+
+/// Resolves when the run is cancelled; never, if the sender is gone without
+/// having cancelled (a dropped sender is not a cancellation).
+async fn cancelled(cancel: &mut watch::Receiver<Option<f64>>) {
+    if cancel.wait_for(Option::is_some).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::sse::DEFAULT_MAX_EVENT_BYTES;
+    use crate::transport::error_text::{label, Secrets};
+
+    /// The label the runner makes of a kept error text (no secrets here).
+    fn text(obs: &Observation) -> Option<String> {
+        obs.error_head.as_ref()?.label(&Secrets::default())
+    }
+
+    fn error_text(bytes: &[u8]) -> Option<String> {
+        label(bytes, false, &Secrets::default())
+    }
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    fn feed_all(frames: &[(&str, f64)]) -> (Observation, Option<Ending>) {
+        let mut obs = Observation::default();
+        let mut state = StreamState::default();
+        for (frame, t) in frames {
+            if let Some(e) = state.feed(&mut obs, frame.as_bytes(), *t) {
+                return (obs, Some(e));
+            }
+        }
+        (obs, None)
+    }
+
+    const ROLE: &str =
+        "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n";
+    const TOK: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+    const FIN: &str = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+    const USAGE: &str =
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}\n\n";
+    const DONE: &str = "data: [DONE]\n\n";
+
+    #[test]
+    fn the_first_token_is_the_first_frame_with_content_not_the_role_chunk() {
+        let (obs, ending) = feed_all(&[
+            (ROLE, 10.0),
+            (TOK, 20.0),
+            (TOK, 30.0),
+            (&format!("{TOK}{FIN}{USAGE}"), 40.0),
+            (DONE, 41.0),
+        ]);
+        assert_eq!(obs.first_token_ms, Some(20.0));
+        assert_eq!(obs.content_chunks, 3);
+        assert_eq!(obs.usage_output_tokens, Some(3));
+        assert_eq!(obs.usage_prompt_tokens, Some(7));
+        assert_eq!(ending, Some(Ending::Completed { completed_ms: 41.0 }));
+    }
+
+    #[test]
+    fn a_stream_with_no_content_fails_as_no_content() {
+        let (_, ending) = feed_all(&[(ROLE, 1.0), (FIN, 2.0), (DONE, 3.0)]);
+        assert_eq!(
+            ending,
+            Some(Ending::Failed {
+                reason: FailReason::NoContent,
+                ended_ms: 3.0
+            })
+        );
+    }
+
+    #[test]
+    fn garbage_and_error_objects_end_the_request_at_their_frame() {
+        let (obs, ending) = feed_all(&[(TOK, 5.0), ("data: {\"choices\":[\n\n", 6.0)]);
+        assert_eq!(obs.first_token_ms, Some(5.0));
+        assert_eq!(
+            ending,
+            Some(Ending::Failed {
+                reason: FailReason::BadStream,
+                ended_ms: 6.0
+            })
+        );
+        let (_, ending) = feed_all(&[
+            (TOK, 5.0),
+            ("data: {\"error\":{\"message\":\"x\"}}\n\n", 7.0),
+        ]);
+        assert_eq!(
+            ending,
+            Some(Ending::Failed {
+                reason: FailReason::ServerError,
+                ended_ms: 7.0
+            })
+        );
+    }
+
+    #[test]
+    fn a_clean_end_without_done_completes_only_after_a_finish_reason() {
+        let mut obs = Observation::default();
+        let mut state = StreamState::default();
+        assert_eq!(state.feed(&mut obs, TOK.as_bytes(), 1.0), None);
+        assert_eq!(
+            state.end_of_body(&obs, 2.0),
+            Ending::Failed {
+                reason: FailReason::BadStream,
+                ended_ms: 2.0
+            }
+        );
+        assert_eq!(state.feed(&mut obs, FIN.as_bytes(), 3.0), None);
+        assert_eq!(
+            state.end_of_body(&obs, 4.0),
+            Ending::Completed { completed_ms: 4.0 }
+        );
+    }
+
+    /// A transport that plays back a script: a head (or a send error), then
+    /// frames, then an end (clean, broken, or never).
+    struct Scripted {
+        head: Result<u16, SendError>,
+        /// The head's Content-Type is `text/event-stream` (or absent).
+        event_stream: bool,
+        frames: Vec<&'static str>,
+        end: ScriptEnd,
+    }
+
+    #[derive(Clone, Copy)]
+    enum ScriptEnd {
+        Clean,
+        Broken,
+        Hang,
+    }
+
+    struct ScriptBody(Mutex<VecDeque<&'static str>>, ScriptEnd);
+
+    impl ResponseBody for ScriptBody {
+        async fn next_frame(
+            &mut self,
+        ) -> Result<Option<Bytes>, crate::transport::client::BodyError> {
+            let next = self.0.lock().unwrap().pop_front();
+            match (next, self.1) {
+                (Some(f), _) => Ok(Some(Bytes::from_static(f.as_bytes()))),
+                (None, ScriptEnd::Clean) => Ok(None),
+                (None, ScriptEnd::Broken) => {
+                    Err(crate::transport::client::BodyError("reset".into()))
+                }
+                (None, ScriptEnd::Hang) => std::future::pending().await,
+            }
+        }
+    }
+
+    impl Transport for Scripted {
+        type Body = ScriptBody;
+        async fn send(&self, _body: Bytes) -> Result<(Head, ScriptBody), SendError> {
+            let status = self.head.clone()?;
+            Ok((
+                Head {
+                    status,
+                    event_stream: self.event_stream,
+                },
+                ScriptBody(Mutex::new(self.frames.iter().copied().collect()), self.end),
+            ))
+        }
+    }
+
+    async fn play(
+        script: Scripted,
+        timeout_ms: u64,
+        cancel_after_ms: Option<u64>,
+    ) -> (Observation, Ending) {
+        play_cut(
+            script,
+            timeout_ms,
+            cancel_after_ms.map(|ms| (ms, ms as f64)),
+        )
+        .await
+    }
+
+    /// [`play`], the run cancelled after `.0` ms with `.1` as its cut instant.
+    async fn play_cut(
+        script: Scripted,
+        timeout_ms: u64,
+        cancel: Option<(u64, f64)>,
+    ) -> (Observation, Ending) {
+        let clock = Clock::new(Instant::now());
+        let (tx, rx) = watch::channel(None);
+        if let Some((after_ms, cut_ms)) = cancel {
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                let _ = tx.send(Some(cut_ms));
+            });
+        } else {
+            drop(tx);
+        }
+        run_one(
+            &script,
+            Bytes::new(),
+            &clock,
+            0.0,
+            Duration::from_millis(timeout_ms),
+            rx,
+            DEFAULT_MAX_EVENT_BYTES,
+        )
+        .await
+    }
+
+    fn reason(e: Ending) -> Option<FailReason> {
+        match e {
+            Ending::Failed { reason, .. } => Some(reason),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn every_failure_kind_gets_its_reason() {
+        let cases = [
+            (
+                Scripted {
+                    head: Err(SendError::Refused),
+                    event_stream: true,
+                    frames: vec![],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::ConnectRefused,
+            ),
+            (
+                Scripted {
+                    head: Err(SendError::Connect("dns".into())),
+                    event_stream: true,
+                    frames: vec![],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::ConnectError,
+            ),
+            (
+                Scripted {
+                    head: Err(SendError::Disconnected("eof".into())),
+                    event_stream: true,
+                    frames: vec![],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::Disconnect,
+            ),
+            (
+                Scripted {
+                    head: Ok(503),
+                    event_stream: true,
+                    frames: vec![],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::Http(503),
+            ),
+            (
+                Scripted {
+                    head: Ok(200),
+                    event_stream: true,
+                    frames: vec![ROLE, TOK],
+                    end: ScriptEnd::Broken,
+                },
+                FailReason::Disconnect,
+            ),
+            (
+                Scripted {
+                    head: Ok(200),
+                    event_stream: true,
+                    frames: vec![TOK, "data: nope\n\n"],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::BadStream,
+            ),
+            (
+                Scripted {
+                    head: Ok(200),
+                    event_stream: true,
+                    frames: vec![TOK, "event: error\ndata: x\n\n"],
+                    end: ScriptEnd::Clean,
+                },
+                FailReason::ServerError,
+            ),
+            (
+                Scripted {
+                    head: Ok(200),
+                    event_stream: true,
+                    frames: vec![TOK],
+                    end: ScriptEnd::Hang,
+                },
+                FailReason::Timeout,
+            ),
+        ];
+        for (script, want) in cases {
+            let (_, ending) = play(script, 50, None).await;
+            assert_eq!(reason(ending), Some(want));
+            assert_eq!(FailReason::Http(429).as_string(), "http_429");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_timeout_keeps_the_first_token_and_ends_after_the_deadline() {
+        let script = Scripted {
+            head: Ok(200),
+            event_stream: true,
+            frames: vec![ROLE, TOK],
+            end: ScriptEnd::Hang,
+        };
+        let (obs, ending) = play(script, 40, None).await;
+        assert!(obs.first_token_ms.is_some());
+        match ending {
+            Ending::Failed {
+                reason: FailReason::Timeout,
+                ended_ms,
+            } => assert!(ended_ms >= 40.0),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn nothing_observed_after_the_cut_instant_reaches_the_row() {
+        // The run says it stopped observing at -1 ms (before this request's
+        // first token, which came at about 0 ms): as when another event
+        // loop took the cut an instant before this one read a frame.
+        let script = Scripted {
+            head: Ok(200),
+            event_stream: true,
+            frames: vec![TOK],
+            end: ScriptEnd::Hang,
+        };
+        let (obs, ending) = play_cut(script, 10_000, Some((20, -1.0))).await;
+        assert_eq!(ending, Ending::InFlight);
+        assert_eq!(
+            obs.first_token_ms, None,
+            "the first token came after the cut"
+        );
+    }
+
+    #[tokio::test]
+    async fn cancellation_leaves_the_request_in_flight_with_its_first_token() {
+        let script = Scripted {
+            head: Ok(200),
+            event_stream: true,
+            frames: vec![TOK],
+            end: ScriptEnd::Hang,
+        };
+        let (obs, ending) = play(script, 10_000, Some(20)).await;
+        assert_eq!(ending, Ending::InFlight);
+        assert!(obs.first_token_ms.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_normal_stream_completes_with_usage_tokens() {
+        let script = Scripted {
+            head: Ok(200),
+            event_stream: true,
+            frames: vec![ROLE, TOK, TOK, FIN, USAGE, DONE],
+            end: ScriptEnd::Clean,
+        };
+        let (obs, ending) = play(script, 1_000, None).await;
+        assert!(matches!(ending, Ending::Completed { .. }));
+        assert_eq!(obs.usage_output_tokens, Some(3));
+        assert_eq!(obs.content_chunks, 2);
+    }
+
+    fn failed(reason: FailReason) -> impl Fn(&Ending) -> bool {
+        move |e| matches!(e, Ending::Failed { reason: r, .. } if *r == reason)
+    }
+
+    #[tokio::test]
+    async fn an_event_past_the_bound_ends_the_request_as_event_too_large() {
+        // The lines: TOK's `data: {…}` is 45 bytes, FIN's 55.
+        let clock = Clock::new(Instant::now());
+        let run = |limit| {
+            let script = Scripted {
+                head: Ok(200),
+                event_stream: true,
+                frames: vec![TOK, FIN, DONE],
+                end: ScriptEnd::Hang,
+            };
+            async move {
+                let mut obs = Observation::default();
+                let (ending, _) = exchange(&script, Bytes::new(), &clock, &mut obs, limit).await;
+                (obs, ending)
+            }
+        };
+        let (obs, ending) = run(55).await;
+        assert!(matches!(ending, Ending::Completed { .. }), "{ending:?}");
+        assert_eq!(obs.content_chunks, 1);
+        let (obs, ending) = run(54).await;
+        assert!(failed(FailReason::EventTooLarge)(&ending), "{ending:?}");
+        assert_eq!(obs.content_chunks, 1, "the token before the bound counts");
+        let (obs, ending) = run(44).await;
+        assert!(failed(FailReason::EventTooLarge)(&ending), "{ending:?}");
+        assert_eq!(obs.first_token_ms, None);
+    }
+
+    #[tokio::test]
+    async fn a_2xx_body_that_is_not_a_stream_fails_with_its_first_characters() {
+        let doc = |frames, end| Scripted {
+            head: Ok(200),
+            event_stream: false,
+            frames,
+            end,
+        };
+        let clock = Clock::new(Instant::now());
+        let mut obs = Observation::default();
+        let page = doc(
+            vec!["<html>\n<b>bad", " gateway</b></html>"],
+            ScriptEnd::Clean,
+        );
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 1000).await;
+        assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
+        assert_eq!(
+            text(&obs).as_deref(),
+            Some("<html> <b>bad gateway</b></html>")
+        );
+        // 32 bytes in all (13 + 19): a bound of 32 takes them, 31 does not.
+        let mut obs = Observation::default();
+        let page = doc(
+            vec!["<html>\n<b>bad", " gateway</b></html>"],
+            ScriptEnd::Clean,
+        );
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 32).await;
+        assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
+        let mut obs = Observation::default();
+        let page = doc(
+            vec!["<html>\n<b>bad", " gateway</b></html>"],
+            ScriptEnd::Hang,
+        );
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 31).await;
+        assert!(failed(FailReason::BodyTooLarge)(&ending), "{ending:?}");
+        assert_eq!(
+            text(&obs).as_deref(),
+            Some("<html> <b>bad gateway</b></html>")
+        );
+        // Even a body that is an SSE stream: the head says it is not one.
+        let mut obs = Observation::default();
+        let sse = doc(vec![TOK, FIN, DONE], ScriptEnd::Clean);
+        let (ending, _) = exchange(&sse, Bytes::new(), &clock, &mut obs, 1000).await;
+        assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
+        assert_eq!(obs.first_token_ms, None);
+    }
+
+    #[tokio::test]
+    async fn an_error_status_keeps_the_first_200_characters_of_its_body() {
+        let long: &'static str = Box::leak("0123456789".repeat(100).into_boxed_str());
+        let script = Scripted {
+            head: Ok(500),
+            event_stream: false,
+            frames: vec!["  ", long],
+            end: ScriptEnd::Hang,
+        };
+        let (obs, ending) = play(script, 1_000, None).await;
+        assert!(failed(FailReason::Http(500))(&ending), "{ending:?}");
+        assert_eq!(text(&obs), Some("0123456789".repeat(20)));
+        // A body that never comes leaves no text, and the same ending.
+        let script = Scripted {
+            head: Ok(503),
+            event_stream: true,
+            frames: vec![],
+            end: ScriptEnd::Hang,
+        };
+        let (obs, ending) = play(script, 1_000, None).await;
+        assert!(failed(FailReason::Http(503))(&ending), "{ending:?}");
+        assert_eq!(text(&obs), None);
+    }
+
+    #[tokio::test]
+    async fn an_error_event_keeps_its_message() {
+        let script = Scripted {
+            head: Ok(200),
+            event_stream: true,
+            frames: vec![
+                TOK,
+                "data: {\"object\":\"error\",\"message\":\"out of\\nmemory\"}\n\n",
+            ],
+            end: ScriptEnd::Clean,
+        };
+        let (obs, ending) = play(script, 1_000, None).await;
+        assert!(failed(FailReason::ServerError)(&ending), "{ending:?}");
+        assert_eq!(text(&obs).as_deref(), Some("out of memory"));
+    }
+
+    #[test]
+    fn every_reason_reads_back_from_its_string() {
+        // Each variant is named here by an exhaustive match, so a new reason
+        // that is not in NAMED fails to compile this test or fails it.
+        let listed = |r: FailReason| match r {
+            FailReason::Http(_) => true,
+            FailReason::ConnectRefused
+            | FailReason::ConnectError
+            | FailReason::Disconnect
+            | FailReason::BadStream
+            | FailReason::ServerError
+            | FailReason::Timeout
+            | FailReason::NoContent
+            | FailReason::EventTooLarge
+            | FailReason::BodyTooLarge
+            | FailReason::HeadersTooLarge
+            | FailReason::TlsCertificate
+            | FailReason::TlsHandshake
+            | FailReason::SessionAborted => FailReason::NAMED.contains(&r),
+        };
+        for r in FailReason::NAMED.into_iter().chain([FailReason::Http(503)]) {
+            assert!(listed(r));
+            assert_eq!(FailReason::parse(&r.as_string()), Some(r));
+        }
+        assert_eq!(FailReason::parse("http_x"), None);
+        assert_eq!(FailReason::parse("gone"), None);
+    }
+
+    #[test]
+    fn error_text_cuts_at_characters_not_bytes() {
+        assert_eq!(error_text(b""), None);
+        assert_eq!(error_text(b" \r\n\t "), None);
+        assert_eq!(
+            error_text("é".repeat(300).as_bytes()),
+            Some("é".repeat(200))
+        );
+        // 800 bytes of 3-byte characters: 266 whole ones, then a cut one.
+        assert_eq!(
+            error_text("€".repeat(300).as_bytes()),
+            Some("€".repeat(200))
+        );
+        let cut = &"€".as_bytes()[..2];
+        assert_eq!(
+            error_text(&[b"ok ".as_slice(), cut].concat()),
+            Some("ok".into())
+        );
+        assert_eq!(error_text(b"a\xffb"), Some("a\u{fffd}b".into()));
+    }
+}

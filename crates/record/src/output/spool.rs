@@ -1,0 +1,693 @@
+//! The spool: every request's ending appended to a file beside the trace as
+//! it ends, so memory does not grow with the length of a run and a recorder
+//! that dies (a crash, an OOM kill, `kill -9`) leaves its rows behind.
+//!
+//! Format (`goodput-spool/1`): JSON Lines, append-only.
+//! - Line 1, the header: `{"spool": "goodput-spool/1", "frame": …,
+//!   "arrivalsMs": […], "prompts": …}` — the document frame
+//!   ([`Frame`]: window, gates, workload), the schedule (open loop), and
+//!   enough about the prompts to describe a request that never reported
+//!   (their class, length and hash; never their text).
+//! - `{"ended": {…}}`: one request's observation and ending, exactly as the
+//!   runner handed it over (numbers are shortest round-trip decimals, read
+//!   back exactly).
+//! - `{"mark": {"atMs": t, "dispatched": n}}`: by `t` (ms since t0) every
+//!   ending above had been handed over and the first `n` requests had been
+//!   dispatched. A mark is written every [`MARK_EVERY`](crate::run::MARK_EVERY)
+//!   and the file is flushed to the operating system with it, so a dead
+//!   process loses at most the last quarter second (a power cut can lose
+//!   more: the spool is not fsynced).
+//!
+//! Building the trace from the spool reads it twice: once to learn the
+//! token mode (one document cannot mix usage and chunk counts) and which
+//! requests ended, once to write the rows in index order through a reorder
+//! buffer that holds only the rows that ended before an earlier-indexed one
+//! (bounded by the rate times the slowest request, not by the run's length).
+//! The bytes are those the in-memory path writes for the same rows.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::RecordError;
+use goodput_core::trace::write::TraceRow;
+use goodput_core::trace::{Labels, TokenCount};
+
+use crate::exchange::{Ending, FailReason, Observation};
+use crate::output::frame::{Frame, PromptMeta, Stop};
+use crate::output::summary::{Figures, Tally};
+use crate::run::{Collector, Finished, Load, RunOutcome};
+use crate::workload::body::PromptSource;
+use crate::{Plan, Written};
+
+/// The tag of the spool's header line.
+pub const SPOOL_SCHEMA: &str = "goodput-spool/1";
+
+/// Where the spool of the trace `out` goes: beside it, `<out>.spool`.
+pub fn spool_path(out: &Path) -> PathBuf {
+    let mut name = out.as_os_str().to_owned();
+    name.push(".spool");
+    PathBuf::from(name)
+}
+
+pub use crate::output::spool_error::SpoolError;
+
+/// What the spool knows about prompts: enough to describe a request that
+/// never reported (class, length, hash), never the text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Prompts {
+    /// Seeded random words: recomputed from the seed.
+    Random {
+        /// Words per prompt.
+        words: u32,
+        /// The run's seed.
+        seed: u64,
+    },
+    /// A list used cyclically: each entry's meta.
+    List {
+        /// One per entry of the list.
+        entries: Vec<PromptMeta>,
+    },
+    /// Prepared prompts or session turns: one meta per request of the
+    /// whole schedule, with the workload's labels.
+    Each {
+        /// One per request (row), in order.
+        entries: Vec<PromptMeta>,
+    },
+}
+
+impl Prompts {
+    /// The spool's description of a prompt source.
+    pub fn of(source: &PromptSource) -> Prompts {
+        match source {
+            PromptSource::Random { words, seed } => Prompts::Random {
+                words: *words,
+                seed: *seed,
+            },
+            PromptSource::List(list) => Prompts::List {
+                entries: list.iter().map(PromptMeta::of).collect(),
+            },
+            PromptSource::Strided { inner, .. } => Prompts::of(inner),
+            PromptSource::Recipes(set) => Prompts::Each {
+                entries: (0..set.recipes.len())
+                    .map(|i| PromptMeta::of_request(source, i))
+                    .collect(),
+            },
+            PromptSource::Sessions(set) => Prompts::Each {
+                entries: (0..set.rows_of(set.sessions()))
+                    .map(|i| PromptMeta::of_request(source, i))
+                    .collect(),
+            },
+        }
+    }
+
+    /// The meta of the prompt of request `index` of the whole schedule.
+    pub fn meta(&self, index: usize) -> Option<PromptMeta> {
+        match self {
+            Prompts::Random { words, seed } => Some(PromptMeta::of(
+                &PromptSource::Random {
+                    words: *words,
+                    seed: *seed,
+                }
+                .prompt(index),
+            )),
+            Prompts::List { entries } if !entries.is_empty() => {
+                Some(entries[index % entries.len()].clone())
+            }
+            Prompts::List { .. } => None,
+            Prompts::Each { entries } => entries.get(index).cloned(),
+        }
+    }
+}
+
+/// The spool's first line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Header {
+    /// Always [`SPOOL_SCHEMA`].
+    pub spool: String,
+    /// The document frame.
+    pub frame: Frame,
+    /// The schedule (open loop; empty in closed loop), ms since t0.
+    pub arrivals_ms: Vec<f64>,
+    /// The prompts' meta.
+    pub prompts: Prompts,
+    /// A multi-turn run's sessions (their turns' instants are not known
+    /// before they run, so `arrivals_ms` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionLayout>,
+}
+
+/// Where a multi-turn run's sessions start and which rows are theirs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionLayout {
+    /// Scheduled start of each session, ms since t0.
+    pub starts_ms: Vec<f64>,
+    /// Row index of each session's first turn, and the total at the end.
+    pub offsets: Vec<usize>,
+}
+
+/// How one request ended, as spooled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum SpoolEnding {
+    Completed {
+        #[serde(rename = "completedMs")]
+        completed_ms: f64,
+    },
+    Failed {
+        reason: String,
+        #[serde(rename = "endedMs")]
+        ended_ms: f64,
+    },
+    InFlight,
+}
+
+/// One request's line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpoolRow {
+    index: usize,
+    arrival_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sent_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    first_token_ms: Option<f64>,
+    content_chunks: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage_output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage_prompt_tokens: Option<u64>,
+    finished: bool,
+    ending: SpoolEnding,
+    /// The row's `errorText` label, as the runner made it (redacted, cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    class: Option<String>,
+    prompt_chars: u64,
+    prompt_hash: String,
+    /// The workload's labels of the request (`promptTokens`, `session`…).
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    labels: Labels,
+}
+
+// One line exists at a time (written or read, then dropped): boxing the
+// large variant would only add an allocation per request.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Line {
+    Ended(SpoolRow),
+    Mark {
+        #[serde(rename = "atMs")]
+        at_ms: f64,
+        dispatched: usize,
+    },
+}
+
+fn parse_reason(text: &str) -> Option<FailReason> {
+    FailReason::parse(text)
+}
+
+impl SpoolRow {
+    fn of(index: usize, f: &Finished) -> SpoolRow {
+        SpoolRow {
+            index,
+            arrival_ms: f.arrival_ms,
+            sent_ms: f.obs.sent_ms,
+            first_token_ms: f.obs.first_token_ms,
+            content_chunks: f.obs.content_chunks,
+            usage_output_tokens: f.obs.usage_output_tokens,
+            usage_prompt_tokens: f.obs.usage_prompt_tokens,
+            finished: f.obs.finished,
+            error_text: f.obs.error_text.clone(),
+            ending: match f.ending {
+                Ending::Completed { completed_ms } => SpoolEnding::Completed { completed_ms },
+                Ending::Failed { reason, ended_ms } => SpoolEnding::Failed {
+                    reason: reason.as_string(),
+                    ended_ms,
+                },
+                Ending::InFlight => SpoolEnding::InFlight,
+            },
+            class: f.class.clone(),
+            prompt_chars: f.prompt_chars,
+            prompt_hash: f.prompt_hash.clone(),
+            labels: f.labels.clone(),
+        }
+    }
+
+    fn finished(self) -> Result<(usize, Finished), String> {
+        let ending = match self.ending {
+            SpoolEnding::Completed { completed_ms } => Ending::Completed { completed_ms },
+            SpoolEnding::Failed { reason, ended_ms } => Ending::Failed {
+                reason: parse_reason(&reason)
+                    .ok_or_else(|| format!("unknown failure reason `{reason}`"))?,
+                ended_ms,
+            },
+            SpoolEnding::InFlight => Ending::InFlight,
+        };
+        Ok((
+            self.index,
+            Finished {
+                arrival_ms: self.arrival_ms,
+                obs: Observation {
+                    sent_ms: self.sent_ms,
+                    first_token_ms: self.first_token_ms,
+                    content_chunks: self.content_chunks,
+                    usage_output_tokens: self.usage_output_tokens,
+                    usage_prompt_tokens: self.usage_prompt_tokens,
+                    finished: self.finished,
+                    // The raw bytes stay in memory only; the label is what
+                    // reaches the row.
+                    error_head: None,
+                    error_text: self.error_text,
+                },
+                ending,
+                class: self.class,
+                prompt_chars: self.prompt_chars,
+                prompt_hash: self.prompt_hash,
+                labels: self.labels,
+            },
+        ))
+    }
+
+    /// The latest instant this row proves the recorder was alive, ms.
+    fn last_instant_ms(&self) -> f64 {
+        let end = match self.ending {
+            SpoolEnding::Completed { completed_ms } => Some(completed_ms),
+            SpoolEnding::Failed { ended_ms, .. } => Some(ended_ms),
+            SpoolEnding::InFlight => None,
+        };
+        [self.sent_ms, self.first_token_ms, end]
+            .into_iter()
+            .flatten()
+            .fold(self.arrival_ms, f64::max)
+    }
+}
+
+/// Appends a run's endings to its spool (the runner's [`Collector`]). The
+/// first write error is kept and reported by [`SpoolWriter::finish`]; the
+/// run goes on meanwhile (its requests are already out).
+pub struct SpoolWriter {
+    path: PathBuf,
+    file: BufWriter<File>,
+    error: Option<io::Error>,
+}
+
+impl SpoolWriter {
+    /// Creates the spool (refusing to overwrite one) and writes its header.
+    pub fn create(path: &Path, header: &Header) -> Result<SpoolWriter, SpoolError> {
+        let shown = path.display().to_string();
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|source| match source.kind() {
+                io::ErrorKind::AlreadyExists => SpoolError::Exists {
+                    path: shown.clone(),
+                },
+                _ => SpoolError::Io {
+                    path: shown.clone(),
+                    source,
+                },
+            })?;
+        let mut file = BufWriter::with_capacity(1 << 16, file);
+        let io_err = |source| SpoolError::Io {
+            path: shown.clone(),
+            source,
+        };
+        serde_json::to_writer(&mut file, header).map_err(|e| io_err(e.into()))?;
+        file.write_all(b"\n").map_err(io_err)?;
+        file.flush().map_err(io_err)?;
+        Ok(SpoolWriter {
+            path: path.to_owned(),
+            file,
+            error: None,
+        })
+    }
+
+    fn append(&mut self, line: &Line) {
+        if self.error.is_some() {
+            return;
+        }
+        let result = serde_json::to_writer(&mut self.file, line)
+            .map_err(io::Error::from)
+            .and_then(|()| self.file.write_all(b"\n"));
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+    }
+
+    /// Flushes the spool; the first error of the run, if any.
+    pub fn finish(mut self) -> Result<(), SpoolError> {
+        let flushed = self.file.flush();
+        match self.error.take().map_or(flushed, Err) {
+            Ok(()) => Ok(()),
+            Err(source) => Err(SpoolError::Io {
+                path: self.path.display().to_string(),
+                source,
+            }),
+        }
+    }
+}
+
+impl Collector for SpoolWriter {
+    fn ended(&mut self, index: usize, finished: Finished) {
+        self.append(&Line::Ended(SpoolRow::of(index, &finished)));
+    }
+
+    fn mark(&mut self, at_ms: f64, dispatched: usize) {
+        self.append(&Line::Mark { at_ms, dispatched });
+        if self.error.is_none() {
+            if let Err(e) = self.file.flush() {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+/// What one reading of a whole spool learned.
+#[derive(Debug, Clone)]
+pub struct Scan {
+    /// The header.
+    pub header: Header,
+    /// The document's token mode over every spooled ending.
+    pub tokens: TokenCount,
+    /// The last mark: (ms since t0, requests dispatched).
+    pub last_mark: Option<(f64, usize)>,
+    /// Every mark, in order (a closed-loop recovery dates unended requests by them).
+    pub marks: Vec<(f64, usize)>,
+    /// The latest instant any line proves the recorder was alive, ms since t0.
+    pub last_instant_ms: f64,
+    /// Requests with an ending in the spool.
+    pub ended_count: usize,
+    /// One past the highest index with an ending.
+    pub end_index: usize,
+    /// Bytes of complete lines (a torn last line after a crash is not counted).
+    pub complete_bytes: u64,
+    ended: Vec<u64>,
+}
+
+impl Scan {
+    /// Whether request `index` has an ending in the spool.
+    pub fn ended(&self, index: usize) -> bool {
+        self.ended
+            .get(index / 64)
+            .is_some_and(|w| w & (1 << (index % 64)) != 0)
+    }
+
+    fn set_ended(&mut self, index: usize) -> bool {
+        if self.ended.len() <= index / 64 {
+            self.ended.resize(index / 64 + 1, 0);
+        }
+        let bit = 1u64 << (index % 64);
+        let was = self.ended[index / 64] & bit != 0;
+        self.ended[index / 64] |= bit;
+        !was
+    }
+}
+
+/// Reads complete lines of a spool; a last line without its newline (torn
+/// by a crash) is dropped.
+struct Lines {
+    path: String,
+    reader: BufReader<File>,
+    buf: Vec<u8>,
+    number: usize,
+    bytes: u64,
+}
+
+impl Lines {
+    fn open(path: &Path) -> Result<Lines, SpoolError> {
+        let shown = path.display().to_string();
+        let file = File::open(path).map_err(|source| SpoolError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Ok(Lines {
+            path: shown,
+            reader: BufReader::with_capacity(1 << 16, file),
+            buf: Vec::new(),
+            number: 0,
+            bytes: 0,
+        })
+    }
+
+    fn bad(&self, message: impl Into<String>) -> SpoolError {
+        SpoolError::Bad {
+            path: self.path.clone(),
+            line: self.number,
+            message: message.into(),
+        }
+    }
+
+    /// The next complete line, or `None` at the end.
+    fn next_line(&mut self) -> Result<Option<&[u8]>, SpoolError> {
+        self.buf.clear();
+        let n = self
+            .reader
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|source| SpoolError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        if n == 0 || self.buf.last() != Some(&b'\n') {
+            return Ok(None);
+        }
+        self.number += 1;
+        self.bytes += n as u64;
+        Ok(Some(&self.buf[..n - 1]))
+    }
+
+    fn header(&mut self) -> Result<Header, SpoolError> {
+        let Some(line) = self.next_line()?.map(<[u8]>::to_vec) else {
+            return Err(SpoolError::Bad {
+                path: self.path.clone(),
+                line: 1,
+                message: "the spool has no complete header line".into(),
+            });
+        };
+        let header: Header = serde_json::from_slice(&line)
+            .map_err(|e| self.bad(format!("not a spool header: {e}")))?;
+        if header.spool != SPOOL_SCHEMA {
+            return Err(self.bad(format!(
+                "spool format `{}`, expected `{SPOOL_SCHEMA}`",
+                header.spool
+            )));
+        }
+        Ok(header)
+    }
+
+    fn next(&mut self) -> Result<Option<Line>, SpoolError> {
+        let Some(line) = self.next_line()? else {
+            return Ok(None);
+        };
+        match serde_json::from_slice(line) {
+            Ok(parsed) => Ok(Some(parsed)),
+            Err(e) => Err(self.bad(format!("not a spool line: {e}"))),
+        }
+    }
+}
+
+/// Reads a whole spool once: header, token mode, which requests ended, the
+/// marks. Refuses a request that ends twice and a line it cannot read,
+/// naming the line.
+pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
+    let mut lines = Lines::open(path)?;
+    let header = lines.header()?;
+    let mut scan = Scan {
+        header,
+        tokens: TokenCount::Usage,
+        last_mark: None,
+        marks: Vec::new(),
+        last_instant_ms: 0.0,
+        ended_count: 0,
+        end_index: 0,
+        complete_bytes: 0,
+        ended: Vec::new(),
+    };
+    let mut all_usage = true;
+    while let Some(line) = lines.next()? {
+        match line {
+            Line::Ended(row) => {
+                if !scan.set_ended(row.index) {
+                    return Err(lines.bad(format!("request {} ends a second time", row.index)));
+                }
+                if matches!(row.ending, SpoolEnding::Completed { .. })
+                    && row.usage_output_tokens.is_none()
+                {
+                    all_usage = false;
+                }
+                if let SpoolEnding::Failed { reason, .. } = &row.ending {
+                    if parse_reason(reason).is_none() {
+                        return Err(lines.bad(format!("unknown failure reason `{reason}`")));
+                    }
+                }
+                scan.last_instant_ms = scan.last_instant_ms.max(row.last_instant_ms());
+                scan.ended_count += 1;
+                scan.end_index = scan.end_index.max(row.index + 1);
+            }
+            Line::Mark { at_ms, dispatched } => {
+                scan.last_instant_ms = scan.last_instant_ms.max(at_ms);
+                scan.last_mark = Some((at_ms, dispatched));
+                scan.marks.push((at_ms, dispatched));
+            }
+        }
+    }
+    scan.tokens = if all_usage {
+        TokenCount::Usage
+    } else {
+        TokenCount::Chunks
+    };
+    scan.complete_bytes = lines.bytes;
+    Ok(scan)
+}
+
+/// The rows of a scanned spool in index order, `0..rows`: a request with an
+/// ending gets its row as the recorder assembles it; any other gets the row
+/// `unended` makes (not sent, or in flight when recovering). One pass over
+/// the file; memory holds only the rows read ahead of their turn.
+pub fn rows<'a>(
+    path: &Path,
+    scan: &'a Scan,
+    rows: usize,
+    unended: impl Fn(usize) -> TraceRow + 'a,
+) -> Result<impl Iterator<Item = io::Result<TraceRow>> + 'a, SpoolError> {
+    let mut lines = Lines::open(path)?;
+    lines.header()?;
+    let frame = &scan.header.frame;
+    let mut ahead: BTreeMap<usize, Finished> = BTreeMap::new();
+    let mut next = 0usize;
+    Ok(std::iter::from_fn(move || {
+        if next >= rows {
+            return None;
+        }
+        let index = next;
+        next += 1;
+        if !scan.ended(index) {
+            return Some(Ok(unended(index)));
+        }
+        loop {
+            if let Some(f) = ahead.remove(&index) {
+                return Some(Ok(frame.ended_row(index, &f, scan.tokens)));
+            }
+            match lines.next() {
+                Ok(Some(Line::Ended(row))) => match row.finished() {
+                    Ok((i, f)) if i >= index && i < rows => {
+                        ahead.insert(i, f);
+                    }
+                    Ok(_) => {}
+                    Err(message) => return Some(Err(io::Error::other(lines.bad(message)))),
+                },
+                Ok(Some(Line::Mark { .. })) => {}
+                Ok(None) => {
+                    return Some(Err(io::Error::other(format!(
+                        "{}: request {index} ended but its line is gone (the spool changed while it was read)",
+                        lines.path
+                    ))))
+                }
+                Err(e) => return Some(Err(io::Error::other(e))),
+            }
+        }
+    }))
+}
+
+/// The spool header of a plan: its frame, schedule and prompts' meta.
+pub fn header(plan: &Plan) -> Header {
+    Header {
+        spool: SPOOL_SCHEMA.to_owned(),
+        frame: Frame::of(plan),
+        arrivals_ms: match &plan.run.load {
+            Load::Open { arrivals_ms } => arrivals_ms.as_ref().clone(),
+            Load::Closed { .. } | Load::Sessions { .. } => Vec::new(),
+        },
+        prompts: Prompts::of(&plan.run.prompts),
+        sessions: match &plan.run.load {
+            Load::Sessions { set } => Some(SessionLayout {
+                starts_ms: set.starts_ms.as_ref().clone(),
+                offsets: set.offsets.clone(),
+            }),
+            _ => None,
+        },
+    }
+}
+
+/// What a trace written from a spool holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Built {
+    /// Rows and bytes of the trace.
+    pub written: Written,
+    /// The summary's figures, counted while the rows were written.
+    pub figures: Figures,
+    /// What the trace's `outputTokens` count.
+    pub tokens: TokenCount,
+}
+
+/// Writes the trace of a run from its spool: the document of `frame` and
+/// `stop`, `rows` rows, each ended request's row as spooled, every other
+/// one's row from `unended` (not sent, or in flight when recovering). The
+/// trace is written atomically; the spool is left in place (the caller
+/// removes it once the trace is safe). `extra` joins the workload: what is
+/// only known once the run has ended (the metrics sidecar's sha256).
+pub fn write_trace(
+    spool: &Path,
+    scan: &Scan,
+    stop: &Stop,
+    rows: usize,
+    unended: impl Fn(usize) -> TraceRow,
+    out: &Path,
+    extra: &Labels,
+) -> Result<Built, RecordError> {
+    let mut doc = scan.header.frame.envelope(stop, rows, scan.tokens);
+    doc.workload
+        .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut tally = Tally::default();
+    let stream = self::rows(spool, scan, rows, unended)?.inspect(|row| {
+        if let Ok(row) = row {
+            tally.add(row);
+        }
+    });
+    let bytes = doc
+        .write_streamed_atomic(stream, out)
+        .map_err(|source| RecordError::Write {
+            path: out.display().to_string(),
+            source,
+        })?;
+    let figures = tally.figures(scan.header.frame.open_loop);
+    Ok(Built {
+        written: Written {
+            rows: figures.rows,
+            bytes,
+        },
+        figures,
+        tokens: scan.tokens,
+    })
+}
+
+/// The trace of a finished run, from its spool (the path `record` takes;
+/// the in-memory [`build_trace`](crate::build_trace) writes the same bytes
+/// for the same rows).
+pub fn finish_run(
+    plan: &Plan,
+    outcome: &RunOutcome,
+    spool: &Path,
+    stop: &Stop,
+    extra: &Labels,
+) -> Result<Built, RecordError> {
+    let scan = scan(spool)?;
+    let frame = &scan.header.frame;
+    let unsent = |index: usize| {
+        frame.unsent_row(
+            index,
+            outcome.arrivals_ms.get(index).copied().unwrap_or(0.0),
+            &PromptMeta::of(&plan.run.prompts.prompt(index)),
+        )
+    };
+    write_trace(spool, &scan, stop, outcome.rows, unsent, &plan.out, extra)
+}

@@ -1,0 +1,448 @@
+//! The closing summary's figures: what the run did and whether the client
+//! kept up. Pure: rows in, figures out (the text is `render::record`).
+//!
+//! The client distorted the measurement ([`Figures::client_conditions`]) when
+//! any of three conditions holds, each named with its figure:
+//! - the achieved arrival rate is under 99 % of the scheduled one, where
+//!   achieved is `(sent − 1) / (last send − first scheduled arrival)` and
+//!   scheduled is `(rows − 1) / (last scheduled arrival − first scheduled
+//!   arrival)` over the same rows. Comparing against the schedule actually
+//!   drawn (not the nominal `--request-rate`) keeps a Poisson draw that
+//!   happened to run a little slow from being blamed on the client;
+//! - some due request was never sent;
+//! - p99 send lag (actual send − scheduled instant) is over
+//!   `max(1 ms, 1 % of the smallest declared TTFT or E2E gate)`: latency
+//!   counts from the scheduled instant, so lag is charged to the server's
+//!   TTFT and E2E (never to TPOT, a difference of token times), and it
+//!   matters only when it is large against what those gates judge.
+//!
+//! When more than half of the rows failed for the same reason (a dead
+//! server, a wrong key, an untrusted certificate), the first line says so,
+//! with the server's most frequent error text for that reason, so the
+//! failure cannot hide among the figures.
+
+use std::collections::BTreeMap;
+
+use goodput_core::stats::nearest_rank;
+use goodput_core::trace::Scalar;
+
+use goodput_core::trace::write::{RowStatus, TraceRow};
+
+/// The p99 send lag above which the client is called the bottleneck, ms,
+/// when no gate is declared or 1 % of the smallest gate is less.
+pub const MAX_P99_SEND_LAG_MS: f64 = 1.0;
+/// The share of the smallest declared gate that p99 send lag may reach.
+pub const SEND_LAG_GATE_SHARE: f64 = 0.01;
+/// The achieved/scheduled arrival-rate ratio below which the client is called the bottleneck.
+pub const MIN_ARRIVAL_RATIO: f64 = 0.99;
+
+/// Figures of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figures {
+    /// Rows in the trace.
+    pub rows: usize,
+    /// Requests handed to the transport.
+    pub sent: usize,
+    /// Completed rows.
+    pub completed: usize,
+    /// Failed rows by reason.
+    pub failed: BTreeMap<String, usize>,
+    /// In-flight rows (sent or not).
+    pub in_flight: usize,
+    /// Due requests never sent.
+    pub not_sent: usize,
+    /// Output tokens (or chunks) of completed rows.
+    pub output_tokens: u64,
+    /// Send lag p50 / p99 / max, ms (open loop with at least one send).
+    pub send_lag_ms: Option<(f64, f64, f64)>,
+    /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows,
+    /// arrivals in row order: not for sessions, whose later turns arrive
+    /// when earlier answers end).
+    pub arrival_rates_per_s: Option<(f64, f64)>,
+    /// Client vs server prompt tokens, and outputs short of their request.
+    pub tokens: crate::workload::accounting::TokenAccounting,
+    /// The failure reason of more than half of the rows, if there is one.
+    pub dominant_failure: Option<DominantFailure>,
+}
+
+/// One failure reason that most rows share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DominantFailure {
+    /// The reason (`connect_refused`, `http_401`…).
+    pub reason: String,
+    /// Rows failed with it.
+    pub rows: usize,
+    /// The most frequent `errorText` among them (ties: the first in order).
+    pub text: Option<String>,
+}
+
+/// Distinct `errorText`s counted per failure reason: past this many, new
+/// texts are not counted (a server that puts a request id in every error
+/// would otherwise make the tally grow with the run; the line names the most
+/// frequent of the texts counted).
+pub const MAX_TEXTS_PER_REASON: usize = 256;
+
+fn number(row: &TraceRow, key: &str) -> Option<f64> {
+    match row.labels.get(key) {
+        Some(Scalar::Number(x)) => Some(*x),
+        _ => None,
+    }
+}
+
+/// Computes the figures from the rows written.
+pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
+    let mut tally = Tally::default();
+    rows.iter().for_each(|row| tally.add(row));
+    tally.figures(open_loop)
+}
+
+/// The figures accumulated one row at a time, for a trace streamed from the
+/// spool (only the send lags are kept, one number per row, for their
+/// percentiles, and the error texts of failed rows, at most
+/// [`MAX_TEXTS_PER_REASON`] distinct ones per reason).
+#[derive(Debug, Default)]
+pub struct Tally {
+    f: Option<Figures>,
+    lags: Vec<f64>,
+    last_send: Option<f64>,
+    first_arrival: Option<f64>,
+    last_arrival: Option<f64>,
+    out_of_order: bool,
+    texts: BTreeMap<String, BTreeMap<String, usize>>,
+    tokens: crate::workload::accounting::TokenTally,
+}
+
+impl Tally {
+    /// Counts one row (rows come in trace order).
+    pub fn add(&mut self, row: &TraceRow) {
+        let f = self.f.get_or_insert_with(Figures::empty);
+        f.rows += 1;
+        self.first_arrival.get_or_insert(row.arrival_ms);
+        // Session turns arrive when they became eligible, not in row order:
+        // then no arrival rate is read from the first and last rows.
+        if self.last_arrival.is_some_and(|last| row.arrival_ms < last) {
+            self.out_of_order = true;
+        }
+        self.last_arrival = Some(row.arrival_ms);
+        self.tokens.add(row);
+        let unsent = matches!(row.labels.get("notSent"), Some(Scalar::Bool(true)));
+        // A session turn after a failure, or not yet eligible at the stop,
+        // was never due to be sent: neither sent nor a client shortfall.
+        let never_due = matches!(row.labels.get("notEligible"), Some(Scalar::Bool(true)))
+            || row.reason.as_deref() == Some("session_aborted");
+        if unsent {
+            f.not_sent += 1;
+        } else if !never_due {
+            f.sent += 1;
+        }
+        match row.status {
+            RowStatus::Completed => {
+                f.completed += 1;
+                f.output_tokens += row.output_tokens.unwrap_or(0);
+            }
+            RowStatus::Failed => {
+                let reason = row.reason.clone().unwrap_or_default();
+                if let Some(Scalar::String(t)) = row.labels.get(crate::transport::error_text::LABEL)
+                {
+                    let texts = self.texts.entry(reason.clone()).or_default();
+                    if let Some(n) = texts.get_mut(t) {
+                        *n += 1;
+                    } else if texts.len() < MAX_TEXTS_PER_REASON {
+                        texts.insert(t.clone(), 1);
+                    }
+                }
+                *f.failed.entry(reason).or_default() += 1;
+            }
+            RowStatus::InFlight => f.in_flight += 1,
+        }
+        if let Some(lag) = number(row, "sendLagMs") {
+            self.lags.push(lag);
+            let sent_at = row.arrival_ms + lag;
+            self.last_send = Some(self.last_send.map_or(sent_at, |t: f64| t.max(sent_at)));
+        }
+    }
+
+    /// The figures of the rows counted.
+    pub fn figures(mut self, open_loop: bool) -> Figures {
+        let mut f = self.f.take().unwrap_or_else(Figures::empty);
+        let lags = &mut self.lags;
+        if open_loop && !lags.is_empty() {
+            lags.sort_by(f64::total_cmp);
+            let p = |q| nearest_rank(lags, q).unwrap_or(0.0);
+            f.send_lag_ms = Some((p(50), p(99), lags[lags.len() - 1]));
+        }
+        if let (true, Some(first), Some(last), Some(last_send)) = (
+            open_loop,
+            self.first_arrival,
+            self.last_arrival,
+            self.last_send,
+        ) {
+            let scheduled_span = last - first;
+            let achieved_span = last_send - first;
+            if !self.out_of_order && f.rows >= 2 && scheduled_span > 0.0 && achieved_span > 0.0 {
+                let scheduled = (f.rows - 1) as f64 * 1000.0 / scheduled_span;
+                let achieved = (f.sent.saturating_sub(1)) as f64 * 1000.0 / achieved_span;
+                f.arrival_rates_per_s = Some((achieved, scheduled));
+            }
+        }
+        f.tokens = self.tokens.figures();
+        f.dominant_failure = dominant_failure(f.rows, &f.failed, &self.texts);
+        f
+    }
+}
+
+fn dominant_failure(
+    rows: usize,
+    failed: &BTreeMap<String, usize>,
+    texts: &BTreeMap<String, BTreeMap<String, usize>>,
+) -> Option<DominantFailure> {
+    let (reason, &count) = failed
+        .iter()
+        .max_by_key(|(r, n)| (**n, std::cmp::Reverse(*r)))?;
+    if count * 2 <= rows {
+        return None;
+    }
+    let text = texts
+        .get(reason)
+        .and_then(|t| t.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(*t))))
+        .map(|(t, _)| t.clone());
+    Some(DominantFailure {
+        reason: reason.clone(),
+        rows: count,
+        text,
+    })
+}
+
+/// One way the client distorted a measurement, with its figure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClientCondition {
+    /// Achieved arrivals fell under 99 % of the schedule.
+    SlowArrivals {
+        /// Achieved rate, per s.
+        achieved_per_s: f64,
+        /// Scheduled rate, per s.
+        scheduled_per_s: f64,
+    },
+    /// Due requests were never sent.
+    NotSent {
+        /// How many.
+        count: usize,
+    },
+    /// p99 send lag was over its limit.
+    SendLag {
+        /// p99 send lag, ms.
+        p99_ms: f64,
+        /// The limit, ms: max(1, 1 % of the smallest gate).
+        limit_ms: f64,
+    },
+}
+
+/// The p99 send lag a run may have before the client is blamed:
+/// `max(1 ms, 1 % of the smallest declared gate)`.
+pub fn send_lag_limit_ms(smallest_gate_ms: Option<f64>) -> f64 {
+    smallest_gate_ms.map_or(MAX_P99_SEND_LAG_MS, |g| {
+        (SEND_LAG_GATE_SHARE * g).max(MAX_P99_SEND_LAG_MS)
+    })
+}
+
+/// The smallest TTFT or E2E gate of any class, ms, if any is declared (send
+/// lag shifts those two measurements; TPOT is a difference of token times).
+pub fn smallest_gate_ms<'a>(
+    gates: impl IntoIterator<Item = &'a goodput_core::trace::Gates>,
+) -> Option<f64> {
+    gates
+        .into_iter()
+        .flat_map(|g| [g.ttft_ms, g.e2e_ms])
+        .flatten()
+        .min_by(f64::total_cmp)
+}
+
+impl Figures {
+    fn empty() -> Figures {
+        Figures {
+            rows: 0,
+            sent: 0,
+            completed: 0,
+            failed: BTreeMap::new(),
+            in_flight: 0,
+            not_sent: 0,
+            output_tokens: 0,
+            send_lag_ms: None,
+            tokens: Default::default(),
+            arrival_rates_per_s: None,
+            dominant_failure: None,
+        }
+    }
+
+    /// The conditions under which the client, not the server, distorted the
+    /// run (module docs give the rule), in a fixed order; empty when the
+    /// client kept its schedule.
+    pub fn client_conditions(&self, smallest_gate_ms: Option<f64>) -> Vec<ClientCondition> {
+        let mut out = Vec::new();
+        if let Some((achieved, scheduled)) = self.arrival_rates_per_s {
+            if achieved < MIN_ARRIVAL_RATIO * scheduled {
+                out.push(ClientCondition::SlowArrivals {
+                    achieved_per_s: achieved,
+                    scheduled_per_s: scheduled,
+                });
+            }
+        }
+        if self.not_sent > 0 {
+            out.push(ClientCondition::NotSent {
+                count: self.not_sent,
+            });
+        }
+        let limit_ms = send_lag_limit_ms(smallest_gate_ms);
+        if let Some((_, p99, _)) = self.send_lag_ms.filter(|(_, p99, _)| *p99 > limit_ms) {
+            out.push(ClientCondition::SendLag {
+                p99_ms: p99,
+                limit_ms,
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::trace::Labels;
+
+    fn row(arrival: f64, status: RowStatus, lag: Option<f64>) -> TraceRow {
+        let mut labels = Labels::new();
+        if let Some(l) = lag {
+            labels.insert("sendLagMs".into(), Scalar::Number(l));
+        } else {
+            labels.insert("notSent".into(), Scalar::Bool(true));
+        }
+        TraceRow {
+            output_tokens: (status == RowStatus::Completed).then_some(10),
+            reason: (status == RowStatus::Failed).then(|| "timeout".into()),
+            ..TraceRow::new("r".into(), arrival, status, labels)
+        }
+    }
+
+    #[test]
+    fn a_punctual_client_is_not_blamed() {
+        let rows: Vec<TraceRow> = (0..101)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.1)))
+            .collect();
+        let f = figures(&rows, true);
+        assert_eq!((f.sent, f.completed, f.output_tokens), (101, 101, 1010));
+        let (achieved, scheduled) = f.arrival_rates_per_s.unwrap();
+        assert!((scheduled - 100.0).abs() < 1e-9);
+        // 100 gaps over 1000.1 ms.
+        assert!((achieved - 100_000.0 / 1000.1).abs() < 1e-9);
+        assert_eq!(f.client_conditions(None), vec![]);
+    }
+
+    #[test]
+    fn lag_over_a_millisecond_or_unsent_requests_blame_the_client() {
+        let mut rows: Vec<TraceRow> = (0..100)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.1)))
+            .collect();
+        rows[98]
+            .labels
+            .insert("sendLagMs".into(), Scalar::Number(2.0));
+        rows[99]
+            .labels
+            .insert("sendLagMs".into(), Scalar::Number(2.0));
+        let f = figures(&rows, true);
+        assert_eq!(f.send_lag_ms.map(|l| l.1), Some(2.0));
+        // No gate, or a 100 ms gate: the limit is 1 ms and 2 ms is over it.
+        let lagging = vec![ClientCondition::SendLag {
+            p99_ms: 2.0,
+            limit_ms: 1.0,
+        }];
+        assert_eq!(f.client_conditions(None), lagging);
+        assert_eq!(f.client_conditions(Some(100.0)), lagging);
+        // A 1,000 ms gate allows 10 ms: 2 ms of lag distorts nothing.
+        assert_eq!(f.client_conditions(Some(1000.0)), vec![]);
+        let mut rows: Vec<TraceRow> = (0..10)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.0)))
+            .collect();
+        rows.push(row(100.0, RowStatus::InFlight, None));
+        let f = figures(&rows, true);
+        assert_eq!((f.not_sent, f.in_flight), (1, 1));
+        assert_eq!(
+            f.client_conditions(Some(1000.0)),
+            vec![ClientCondition::NotSent { count: 1 }]
+        );
+    }
+
+    #[test]
+    fn slow_arrivals_are_named_with_both_rates() {
+        // 11 rows scheduled 10 ms apart (100/s); the last sent 100 ms late:
+        // achieved = 10 gaps / 200 ms = 50/s, under 99 % of 100/s.
+        let mut rows: Vec<TraceRow> = (0..11)
+            .map(|i| row(i as f64 * 10.0, RowStatus::Completed, Some(0.0)))
+            .collect();
+        rows[10]
+            .labels
+            .insert("sendLagMs".into(), Scalar::Number(100.0));
+        let f = figures(&rows, true);
+        let conditions = f.client_conditions(Some(20_000.0));
+        assert_eq!(
+            conditions,
+            vec![ClientCondition::SlowArrivals {
+                achieved_per_s: 50.0,
+                scheduled_per_s: 100.0,
+            }]
+        );
+    }
+
+    #[test]
+    fn the_lag_limit_is_a_millisecond_or_a_hundredth_of_the_smallest_gate() {
+        assert_eq!(send_lag_limit_ms(None), 1.0);
+        assert_eq!(send_lag_limit_ms(Some(50.0)), 1.0);
+        assert_eq!(send_lag_limit_ms(Some(1000.0)), 10.0);
+        let gates = [
+            goodput_core::trace::Gates {
+                ttft_ms: Some(1000.0),
+                tpot_ms: Some(50.0),
+                e2e_ms: None,
+            },
+            goodput_core::trace::Gates {
+                ttft_ms: None,
+                tpot_ms: Some(20.0),
+                e2e_ms: Some(300.0),
+            },
+        ];
+        // TPOT gates (50, 20) do not count: send lag never shifts TPOT.
+        assert_eq!(smallest_gate_ms(&gates), Some(300.0));
+        assert_eq!(smallest_gate_ms(&[]), None);
+    }
+
+    #[test]
+    fn the_first_line_names_a_reason_shared_by_most_rows() {
+        let failed = |reason: &str, text: Option<&str>| {
+            let mut r = row(0.0, RowStatus::Failed, Some(0.0));
+            r.reason = Some(reason.into());
+            if let Some(t) = text {
+                r.labels
+                    .insert("errorText".into(), Scalar::String(t.into()));
+            }
+            r
+        };
+        // 3 of 5 rows are http_401: more than half.
+        let rows = vec![
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("bad key")),
+            failed("http_401", Some("expired key")),
+            failed("timeout", None),
+            row(0.0, RowStatus::Completed, Some(0.0)),
+        ];
+        let f = figures(&rows, true);
+        assert_eq!(
+            f.dominant_failure,
+            Some(DominantFailure {
+                reason: "http_401".into(),
+                rows: 3,
+                text: Some("bad key".into())
+            })
+        );
+        // 2 of 4: not more than half.
+        let f = figures(&rows[1..], true);
+        assert_eq!(f.dominant_failure, None);
+    }
+}

@@ -1,0 +1,620 @@
+//! The run loop: who sends what when, and when observation stops.
+//!
+//! Open loop: a task on the event loop walks the precomputed schedule,
+//! sleeping on a [`Pacer`] (a `timerfd` on Linux: microsecond precision,
+//! where tokio's timer wheel has 1 ms ticks) until each instant
+//! `t0 + arrival_i`, then spawns request `i` beside it. It never waits for
+//! an earlier request, and there is no connection cap.
+//!
+//! Closed loop: `C` workers wait for t0, then each sends (stamped with the
+//! instant it sends), waits for the ending, and sends again, until the
+//! window ends.
+//!
+//! Observation stops at the horizon (window end + grace) or at an interrupt:
+//! the cancellation signal goes out, every request still running reports
+//! itself in flight, and the loop ends when every spawned request has reported.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use crate::exchange::{run_one, Clock, Ending, Observation};
+use crate::schedule::pacer::Pacer;
+use crate::transport::client::Transport;
+use crate::transport::error_text::Secrets;
+use crate::workload::body::{
+    echoes_prompt, prompt_hash, BodyTemplate, PromptSource, WITHHELD_ERROR_TEXT,
+};
+
+/// How load is offered.
+#[derive(Debug, Clone)]
+pub enum Load {
+    /// Sends at precomputed instants (ms since t0), whatever the server does.
+    Open {
+        /// The schedule.
+        arrivals_ms: Arc<Vec<f64>>,
+    },
+    /// `concurrency` workers, each sending when its previous request ended.
+    Closed {
+        /// Number of workers.
+        concurrency: u32,
+    },
+    /// Multi-turn sessions started at precomputed instants (open loop); each
+    /// session's later turns wait for its earlier answers.
+    Sessions {
+        /// The sessions, their starts and their row layout.
+        set: Arc<crate::workload::sessions::SessionSet>,
+    },
+}
+
+/// What one run needs, already validated.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// How load is offered.
+    pub load: Load,
+    /// End of the window (no arrival at or after it), ms since t0.
+    pub window_end_ms: f64,
+    /// Observation stops at `window_end_ms + grace_ms`.
+    pub grace_ms: f64,
+    /// Per-request timeout, from the (scheduled) arrival.
+    pub timeout: Duration,
+    /// Prompts.
+    pub prompts: PromptSource,
+    /// Request bodies.
+    pub template: BodyTemplate,
+    /// The most bytes one SSE line or event (or a 2xx body that is not a
+    /// stream) may hold before the request fails.
+    pub max_event_bytes: usize,
+    /// Header values and the API key: redacted from every `errorText`.
+    pub secrets: Secrets,
+    /// Event loops (threads) that send an open-loop schedule, each every
+    /// `loops`-th request with connections of its own; 1: the run's own
+    /// loop does it all. Sessions and closed loops always use one.
+    pub loops: usize,
+}
+
+/// A request that was sent (or started): what the row needs.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// Arrival, ms since t0 (scheduled, or actual in closed loop).
+    pub arrival_ms: f64,
+    /// What was observed.
+    pub obs: Observation,
+    /// How it ended.
+    pub ending: Ending,
+    /// The prompt's class.
+    pub class: Option<String>,
+    /// Characters in the prompt.
+    pub prompt_chars: u64,
+    /// Short prompt hash.
+    pub prompt_hash: String,
+    /// Labels of the workload (`promptTokens`, `prefixGroup`, `session`…).
+    pub labels: goodput_core::trace::Labels,
+}
+
+/// The result of a run, before it becomes a trace.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// One slot per request in the trace, by index; `None` = due but never sent.
+    pub results: Vec<Option<Finished>>,
+    /// Scheduled arrivals of the rows (open loop), for rows never sent.
+    pub arrivals_ms: Vec<f64>,
+    /// When an interrupt stopped the run, ms since t0.
+    pub interrupted_at_ms: Option<f64>,
+    /// Requests the full schedule held (open loop), or were issued (closed loop).
+    pub planned: usize,
+    /// Requests the transport sent a second time after the keep-alive race
+    /// (filled in by the caller that owns the transport; 0 here).
+    pub keep_alive_retries: u64,
+    /// Rows the trace gets (`results.len()` when the results were kept in
+    /// memory; with a spool, `results` is empty and this counts).
+    pub rows: usize,
+    /// A run started at a shared instant (`--start-at`): its clock figures
+    /// (filled in by the caller that placed t0; `None` here).
+    pub shard_clock: Option<ShardClock>,
+}
+
+/// A shard's clock as it measured itself (`docs/recorder.md`, "Shards").
+/// Clock disagreement between machines cannot be seen from inside one: it
+/// is the hosts' wall-clock offset (NTP's business), and shifts every time
+/// of that shard alike.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardClock {
+    /// At the end of the run, (wall clock − start instant) − (monotonic time
+    /// since t0), ms: how far the monotonic timeline every time is measured
+    /// on drifted from the shard's wall clock over the run.
+    pub offset_ms: f64,
+    /// That drift per elapsed time, parts per million.
+    pub skew_ppm: f64,
+    /// The shard's wall clock when it was ready to send, minus the start
+    /// instant, ms: negative when early (as it should be); positive when
+    /// late, and then its first requests carry that lag.
+    pub start_late_ms: f64,
+}
+
+/// Where a run's requests go as they end. The in-memory collector is a
+/// `Vec<Option<Finished>>` indexed by request; the spool
+/// (`record::spool`) appends each to a file instead, so memory does not
+/// grow with the length of the run.
+pub trait Collector {
+    /// Request `index` ended (or was cut off in flight).
+    fn ended(&mut self, index: usize, finished: Finished);
+    /// Every ending handed to the collector so far, and the first
+    /// `dispatched` requests' dispatch, happened by `at_ms` (called every
+    /// [`MARK_EVERY`] and once at the end; the spool flushes here).
+    fn mark(&mut self, _at_ms: f64, _dispatched: usize) {}
+}
+
+/// How often a run tells its collector how far it got.
+pub const MARK_EVERY: Duration = Duration::from_millis(250);
+
+impl Collector for Vec<Option<Finished>> {
+    fn ended(&mut self, index: usize, finished: Finished) {
+        if self.len() <= index {
+            self.resize_with(index + 1, || None);
+        }
+        self[index] = Some(finished);
+    }
+}
+
+/// Live counters for the progress line.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Requests handed to the transport.
+    pub sent: AtomicU64,
+    /// Requests completed.
+    pub completed: AtomicU64,
+    /// Requests failed.
+    pub failed: AtomicU64,
+    /// Send lag of the latest request, µs.
+    pub last_lag_us: AtomicU64,
+}
+
+/// A future that resolves on an interrupt (Ctrl-C in the CLI).
+pub type Interrupt = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// What every request task shares (the session loop uses it too).
+pub(crate) struct Shared<T> {
+    pub(crate) transport: Arc<T>,
+    pub(crate) config: Arc<RunConfig>,
+    pub(crate) clock: Clock,
+    pub(crate) cancel: watch::Receiver<Option<f64>>,
+    pub(crate) results: mpsc::UnboundedSender<(usize, Finished)>,
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl<T> Shared<T> {
+    /// Counts a send; in open loop, `due_ms` is its scheduled instant and
+    /// the send lag is kept for the progress line.
+    pub(crate) fn note_send(&self, due_ms: Option<f64>) {
+        self.counters.sent.fetch_add(1, Ordering::Relaxed);
+        if let Some(due) = due_ms {
+            let lag_us = ((self.clock.now_ms() - due).max(0.0) * 1000.0) as u64;
+            self.counters.last_lag_us.store(lag_us, Ordering::Relaxed);
+        }
+    }
+
+    /// Makes the row's `errorText` from the bounded error head: the one
+    /// place the label is made (secrets redacted, at most 200 characters,
+    /// withheld when it repeats any of `prompts`, the texts sent). The raw
+    /// bytes are not kept past here.
+    pub(crate) fn label_error(&self, obs: &mut Observation, prompts: &[&str]) {
+        obs.error_text = obs
+            .error_head
+            .take()
+            .and_then(|head| head.label(&self.config.secrets))
+            .map(|text| {
+                if prompts.iter().any(|p| echoes_prompt(&text, p)) {
+                    WITHHELD_ERROR_TEXT.to_owned()
+                } else {
+                    text
+                }
+            });
+    }
+
+    /// Counts an ending.
+    pub(crate) fn note_ending(&self, ending: &Ending) {
+        match ending {
+            Ending::Completed { .. } => self.counters.completed.fetch_add(1, Ordering::Relaxed),
+            Ending::Failed { .. } => self.counters.failed.fetch_add(1, Ordering::Relaxed),
+            Ending::InFlight => 0,
+        };
+    }
+}
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared {
+            transport: self.transport.clone(),
+            config: self.config.clone(),
+            clock: self.clock,
+            cancel: self.cancel.clone(),
+            results: self.results.clone(),
+            counters: self.counters.clone(),
+        }
+    }
+}
+
+async fn one_request<T: Transport>(
+    shared: &Shared<T>,
+    index: usize,
+    arrival_ms: f64,
+    open_loop: bool,
+) {
+    let prompt = shared.config.prompts.prompt(index);
+    let extras = shared.config.prompts.extras(index);
+    let body = shared
+        .config
+        .template
+        .body_with(&prompt.text, extras.max_tokens);
+    shared.note_send(open_loop.then_some(arrival_ms));
+    let (mut obs, ending) = run_one(
+        &*shared.transport,
+        body,
+        &shared.clock,
+        arrival_ms,
+        shared.config.timeout,
+        shared.cancel.clone(),
+        shared.config.max_event_bytes,
+    )
+    .await;
+    shared.label_error(&mut obs, &[&prompt.text]);
+    shared.note_ending(&ending);
+    let finished = Finished {
+        arrival_ms,
+        obs,
+        ending,
+        prompt_chars: prompt.text.chars().count() as u64,
+        prompt_hash: prompt_hash(&prompt.text),
+        class: prompt.class,
+        labels: extras.labels,
+    };
+    // The receiver lives until every sender is gone.
+    let _ = shared.results.send((index, finished));
+}
+
+/// Runs the load to its end (horizon or interrupt), keeping every result in
+/// memory. `t0` is the zero of every timestamp; it should be a little in the
+/// future so request 0 is not born late.
+pub async fn run<T: Transport>(
+    transport: Arc<T>,
+    config: Arc<RunConfig>,
+    t0: Instant,
+    counters: Arc<Counters>,
+    interrupt: Interrupt,
+) -> RunOutcome {
+    let mut results: Vec<Option<Finished>> = Vec::new();
+    let mut outcome = run_into(transport, config, t0, counters, interrupt, &mut results).await;
+    results.resize_with(outcome.rows, || None);
+    outcome.results = results;
+    outcome
+}
+
+/// Runs the load to its end, handing each ending to `collector` as it
+/// comes; the outcome's `results` are empty.
+pub async fn run_into<T: Transport>(
+    transport: Arc<T>,
+    config: Arc<RunConfig>,
+    t0: Instant,
+    counters: Arc<Counters>,
+    interrupt: Interrupt,
+    collector: &mut dyn Collector,
+) -> RunOutcome {
+    let clock = Clock::new(t0);
+    let (cancel_tx, cancel_rx) = watch::channel(None);
+    let (res_tx, mut res_rx) = mpsc::unbounded_channel();
+    let shared = Shared {
+        transport,
+        config: config.clone(),
+        clock,
+        cancel: cancel_rx,
+        results: res_tx,
+        counters,
+    };
+    let stopped = Arc::new(AtomicBool::new(false));
+    let loops = match &config.load {
+        Load::Open { .. } => config.loops.max(1),
+        _ => 1,
+    };
+    let issued = Arc::new(Dispatched::new(loops));
+    let mut dispatcher = match &config.load {
+        Load::Open { arrivals_ms } if loops > 1 => {
+            let threads = (0..loops)
+                .map(|lane| {
+                    let arrivals = arrivals_ms.clone();
+                    let issued = issued.clone();
+                    let mut shared = shared.clone();
+                    if let Some(own) = shared.transport.for_another_loop() {
+                        shared.transport = Arc::new(own);
+                    }
+                    // A lane whose thread cannot start sends nothing: its
+                    // requests stay due and unsent, and the trace says so.
+                    std::thread::Builder::new()
+                        .name(format!("goodput-loop-{lane}"))
+                        .spawn(move || lane_on_its_own_loop(&arrivals, lane, &issued, shared))
+                        .ok()
+                })
+                .collect::<Vec<_>>();
+            // Each lane holds its own results sender; this one goes.
+            drop(shared);
+            tokio::task::spawn_blocking(move || {
+                for thread in threads.into_iter().flatten() {
+                    let _ = thread.join();
+                }
+            })
+        }
+        Load::Open { arrivals_ms } => {
+            let arrivals = arrivals_ms.clone();
+            let issued = issued.clone();
+            tokio::spawn(async move { send_lane(&arrivals, 0, &issued, shared).await })
+        }
+        Load::Sessions { set } => {
+            let set = set.clone();
+            let issued = issued.clone();
+            let cancel = shared.cancel.clone();
+            tokio::spawn(async move {
+                let starts = set.starts_ms.clone();
+                pace(&starts, 0, clock, cancel, &issued, |s, _| {
+                    let shared = shared.clone();
+                    let set = set.clone();
+                    tokio::spawn(crate::workload::sessions::run_session(shared, set, s));
+                })
+                .await;
+            })
+        }
+        Load::Closed { concurrency } => {
+            for _ in 0..*concurrency {
+                let shared = shared.clone();
+                let issued = issued.clone();
+                let stopped = stopped.clone();
+                tokio::spawn(async move {
+                    // Every timestamp counts from t0, and the clock reads 0
+                    // before it: a worker that sent early would be stamped
+                    // later than its real send. So the workers start at t0.
+                    tokio::time::sleep_until(shared.clock.at(0.0)).await;
+                    loop {
+                        let now = shared.clock.now_ms();
+                        if stopped.load(Ordering::Relaxed)
+                            || shared.cancel.borrow().is_some()
+                            || now >= shared.config.window_end_ms
+                        {
+                            break;
+                        }
+                        let index = issued.lanes[0].fetch_add(1, Ordering::Relaxed);
+                        one_request(&shared, index, now, false).await;
+                    }
+                });
+            }
+            drop(shared);
+            tokio::spawn(async {})
+        }
+    };
+
+    let horizon_ms = config.window_end_ms + config.grace_ms;
+    let horizon = tokio::time::sleep_until(clock.at(horizon_ms));
+    tokio::pin!(horizon);
+    let mut interrupt = interrupt;
+    let mut interrupted_at_ms = None;
+    let mut dispatcher_done = false;
+    let mut horizon_passed = false;
+    let mut marks = tokio::time::interval_at(clock.at(0.0) + MARK_EVERY, MARK_EVERY);
+    marks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            message = res_rx.recv() => match message {
+                Some((index, finished)) => collector.ended(index, finished),
+                None => break,
+            },
+            _ = marks.tick() => {
+                // Hand over what has already ended, so the mark covers it.
+                while let Ok((index, finished)) = res_rx.try_recv() {
+                    collector.ended(index, finished);
+                }
+                collector.mark(clock.now_ms(), issued.count());
+            }
+            _ = &mut dispatcher, if !dispatcher_done => dispatcher_done = true,
+            () = &mut horizon, if !horizon_passed && interrupted_at_ms.is_none() => {
+                horizon_passed = true;
+                stopped.store(true, Ordering::Relaxed);
+                cancel_tx.send_replace(Some(horizon_ms));
+            }
+            () = &mut interrupt, if interrupted_at_ms.is_none() && !horizon_passed => {
+                let now = clock.now_ms();
+                interrupted_at_ms = Some(now);
+                stopped.store(true, Ordering::Relaxed);
+                cancel_tx.send_replace(Some(now));
+            }
+        }
+    }
+    if !dispatcher_done {
+        let _ = dispatcher.await;
+    }
+    let issued = issued.count();
+    let (arrivals_ms, planned, rows) = match &config.load {
+        Load::Open { arrivals_ms } => {
+            let due = match interrupted_at_ms {
+                Some(t) => arrivals_ms.partition_point(|&a| a < t),
+                None => arrivals_ms.len(),
+            };
+            let rows = due.max(issued).min(arrivals_ms.len());
+            (arrivals_ms[..rows].to_vec(), arrivals_ms.len(), rows)
+        }
+        Load::Sessions { set } => {
+            let starts = &set.starts_ms;
+            let due = match interrupted_at_ms {
+                Some(t) => starts.partition_point(|&a| a < t),
+                None => starts.len(),
+            };
+            let sessions = due.max(issued).min(starts.len());
+            let stop_ms = interrupted_at_ms.unwrap_or(horizon_ms);
+            // A session due but never started has its first turn due at its
+            // start (a row never sent, like any open-loop request); its later
+            // turns never became eligible before the stop.
+            let rows = set.rows_of(sessions);
+            for s in issued.min(sessions)..sessions {
+                for index in set.offsets[s] + 1..set.offsets[s + 1] {
+                    collector.ended(
+                        index,
+                        crate::workload::sessions::not_eligible_row(set, index, stop_ms),
+                    );
+                }
+            }
+            let arrivals = (0..rows)
+                .map(|i| match set.locate(i) {
+                    Some((s, 0)) => starts[s],
+                    _ => stop_ms,
+                })
+                .collect();
+            (arrivals, set.rows_of(starts.len()), rows)
+        }
+        Load::Closed { .. } => (Vec::new(), issued, issued),
+    };
+    collector.mark(clock.now_ms(), issued);
+    RunOutcome {
+        results: Vec::new(),
+        arrivals_ms,
+        interrupted_at_ms,
+        planned,
+        keep_alive_retries: 0,
+        rows,
+        shard_clock: None,
+    }
+}
+
+/// How far the pacers got: the first [`Dispatched::count`] requests of the
+/// schedule have all been handed to the transport. One lane per event loop;
+/// lane `k` of `n` sends requests `k, k + n, k + 2n, …` and holds the index
+/// of the next one it will send (closed loop: one lane, the next index).
+#[derive(Debug)]
+struct Dispatched {
+    lanes: Vec<AtomicUsize>,
+}
+
+impl Dispatched {
+    fn new(lanes: usize) -> Dispatched {
+        Dispatched {
+            lanes: (0..lanes).map(AtomicUsize::new).collect(),
+        }
+    }
+
+    /// Every request below this index has been dispatched: the smallest
+    /// next index over the lanes.
+    fn count(&self) -> usize {
+        self.lanes
+            .iter()
+            .map(|lane| lane.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(0)
+    }
+}
+
+/// [`send_lane`] on an event loop of its own (a current-thread runtime on
+/// this thread).
+fn lane_on_its_own_loop<T: Transport>(
+    arrivals_ms: &[f64],
+    lane: usize,
+    issued: &Dispatched,
+    shared: Shared<T>,
+) {
+    // Without a runtime nothing of this lane is sent; its requests stay due
+    // and unsent, and the trace says so (rows never sent are in flight,
+    // `notSent`).
+    if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        runtime.block_on(send_lane(arrivals_ms, lane, issued, shared));
+    }
+}
+
+/// One lane of an open-loop schedule on the current event loop: its share
+/// of the requests at their instants, then every one of them to its ending.
+/// `shared` (and its results sender) is dropped when the last has ended.
+async fn send_lane<T: Transport>(
+    arrivals_ms: &[f64],
+    lane: usize,
+    issued: &Dispatched,
+    shared: Shared<T>,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    let cancel = shared.cancel.clone();
+    let clock = shared.clock;
+    pace(
+        arrivals_ms,
+        lane,
+        clock,
+        cancel,
+        issued,
+        |index, arrival| {
+            let shared = shared.clone();
+            tasks.spawn(async move { one_request(&shared, index, arrival, true).await });
+            // Reap what has ended, so the set holds only running requests.
+            while tasks.try_join_next().is_some() {}
+        },
+    )
+    .await;
+    drop(shared);
+    while tasks.join_next().await.is_some() {}
+}
+
+/// Walks lane `lane` of the schedule on the current event loop (requests
+/// `lane, lane + n, …` for `n` lanes of `issued`), spawning
+/// `spawn(i, arrival_i)` at each instant `t0 + arrival_i` ([`Pacer`]:
+/// microsecond precision, where tokio's own timer has 1 ms ticks); returns
+/// when it is done or the run is cancelled. It never waits for an earlier
+/// request.
+async fn pace(
+    arrivals_ms: &[f64],
+    lane: usize,
+    clock: Clock,
+    mut cancel: watch::Receiver<Option<f64>>,
+    issued: &Dispatched,
+    mut spawn: impl FnMut(usize, f64),
+) {
+    let pacer = Pacer::new();
+    let stride = issued.lanes.len();
+    let progress = &issued.lanes[lane];
+    for index in (lane..arrivals_ms.len()).step_by(stride) {
+        if cancel.borrow().is_some() {
+            return;
+        }
+        let arrival = arrivals_ms[index];
+        let due = clock.at(arrival);
+        if Instant::now() < due {
+            tokio::select! {
+                biased;
+                // A cancellation, or the run gone (the sender dropped).
+                _ = cancel.changed() => return,
+                () = pacer.sleep_until(due) => {}
+            }
+        }
+        progress.store(index + stride, Ordering::Relaxed);
+        spawn(index, arrival);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dispatched_counts_the_requests_below_every_lanes_next_one() {
+        // Three lanes: lane k sends k, k + 3, k + 6, …
+        let d = Dispatched::new(3);
+        // Nothing sent: lane 0's next is 0.
+        assert_eq!(d.count(), 0);
+        // Lanes 0 and 2 sent 0, 3 and 2; lane 1 has not sent 1 yet.
+        d.lanes[0].store(6, Ordering::Relaxed);
+        d.lanes[2].store(5, Ordering::Relaxed);
+        assert_eq!(d.count(), 1);
+        // Lane 1 sent 1 and 4: 0 … 4 are all out, 5 (lane 2's next) is not.
+        d.lanes[1].store(7, Ordering::Relaxed);
+        assert_eq!(d.count(), 5);
+    }
+}

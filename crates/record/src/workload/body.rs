@@ -1,0 +1,522 @@
+//! What is sent: prompt sources, request bodies, prompt hashes.
+//!
+//! Prompts never reach the trace. A row carries the prompt's length and the
+//! first 12 hex digits of its sha256, enough to group rows by prompt or to
+//! check two runs used the same prompts without storing the text.
+//!
+//! Sources:
+//! - `--random-input-len N` (the default, N = 128): N words drawn from a fixed
+//!   vocabulary by ChaCha8 seeded with `--seed`, stream `index + 1`, so prompt
+//!   `i` is the same on every run and differs from prompt `j` (no accidental
+//!   prefix-cache hits).
+//! - `--prompts FILE.jsonl`: one JSON value per line, either a string or an
+//!   object `{"prompt": "…", "class": "…"}` (`class` optional, must be one of
+//!   the `--slo` classes). Request `i` uses line `i mod lines`.
+//! - prepared prompts (`--tokenizer`, `--input-tokens`, `--prefix-tokens`,
+//!   `--replay`) and multi-turn sessions (`--dataset`): see `workload`.
+
+pub use crate::workload::prompt::{prompt_hash, Prompt};
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use goodput_core::trace::Scalar;
+
+/// Which OpenAI endpoint family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// `/v1/chat/completions` (messages in, `delta.content` out).
+    Chat,
+    /// `/v1/completions` (prompt in, `text` out).
+    Completions,
+}
+
+impl Api {
+    /// The name written into `workload.api`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        }
+    }
+
+    /// The default path appended to a bare base URL.
+    pub fn default_path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+        }
+    }
+}
+
+/// Where prompts come from.
+#[derive(Debug, Clone)]
+pub enum PromptSource {
+    /// Seeded random words.
+    Random {
+        /// Words per prompt.
+        words: u32,
+        /// The run's seed.
+        seed: u64,
+    },
+    /// A list, used cyclically.
+    List(Arc<Vec<Prompt>>),
+    /// Prepared prompts, one per scheduled request (token-accurate lengths,
+    /// shared prefixes, replay); see `workload`.
+    Recipes(Arc<crate::workload::RecipeSet>),
+    /// Multi-turn sessions; row `i` is one turn (see `workload::sessions`).
+    Sessions(Arc<crate::workload::sessions::SessionSet>),
+    /// Another source's prompts for every `stride`-th request from `offset`:
+    /// a shard's `i`-th request is request `i·N + K` of the whole schedule,
+    /// and gets that request's prompt.
+    Strided {
+        /// The whole schedule's source.
+        inner: Box<PromptSource>,
+        /// N, the number of shards.
+        stride: usize,
+        /// K, this shard.
+        offset: usize,
+    },
+}
+
+/// The filler words of random prompts (also the word pool of `workload`).
+pub const VOCABULARY: [&str; 64] = [
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
+    "been", "if", "more", "when", "will", "would", "who", "so", "no", "time", "sun", "river",
+    "stone", "light", "green", "model", "token", "queue", "batch", "cloud", "paper", "glass",
+    "music", "north", "seven",
+];
+
+impl PromptSource {
+    /// The prompt of request `index`.
+    pub fn prompt(&self, index: usize) -> Prompt {
+        match self {
+            PromptSource::Random { words, seed } => {
+                let mut rng = ChaCha8Rng::seed_from_u64(*seed);
+                rng.set_stream(index as u64 + 1);
+                let mut text = String::with_capacity(*words as usize * 6);
+                for w in 0..*words {
+                    if w > 0 {
+                        text.push(' ');
+                    }
+                    text.push_str(VOCABULARY[rng.random_range(0..VOCABULARY.len())]);
+                }
+                Prompt {
+                    text,
+                    class: None,
+                    tokens: None,
+                }
+            }
+            PromptSource::List(list) => list[index % list.len()].clone(),
+            PromptSource::Recipes(set) => Prompt {
+                text: set.text(index),
+                class: None,
+                tokens: None,
+            },
+            PromptSource::Sessions(set) => Prompt {
+                text: set.turn_text(index).to_owned(),
+                class: None,
+                tokens: None,
+            },
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => inner.prompt(index * stride + offset),
+        }
+    }
+
+    /// What request `index` carries besides its text (`max_tokens`, labels).
+    pub fn extras(&self, index: usize) -> crate::workload::Extras {
+        match self {
+            PromptSource::Random { .. } => Default::default(),
+            PromptSource::List(list) => {
+                let mut extras = crate::workload::Extras::default();
+                if let Some(n) = list[index % list.len()].tokens {
+                    extras
+                        .labels
+                        .insert("promptTokens".into(), Scalar::Number(f64::from(n)));
+                }
+                extras
+            }
+            PromptSource::Recipes(set) => set.extras(index),
+            PromptSource::Sessions(set) => crate::workload::Extras {
+                max_tokens: set.max_tokens.get(index).copied().flatten(),
+                labels: set.labels(index),
+            },
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => inner.extras(index * stride + offset),
+        }
+    }
+
+    /// The same prompts in the order drawn by `seed`: a list is permuted
+    /// (Fisher–Yates over ChaCha8 seeded with `seed`, stream 0) and then used
+    /// cyclically as before; random prompts are already drawn per request
+    /// from their own seed and are returned unchanged, and so are prepared
+    /// prompts (drawn per request from the seed); multi-turn sessions play
+    /// their conversations in a seeded order. A rate sweep gives
+    /// each point its own seed, so no two points send a list in the same
+    /// order and a prefix cache cannot carry one point into the next.
+    pub fn in_seeded_order(&self, seed: u64) -> PromptSource {
+        match self {
+            PromptSource::Random { .. } => self.clone(),
+            PromptSource::List(list) => {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let mut order: Vec<Prompt> = list.as_ref().clone();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, rng.random_range(0..=i));
+                }
+                PromptSource::List(Arc::new(order))
+            }
+            // Prepared prompts are drawn per request from the point's seed.
+            PromptSource::Recipes(_) => self.clone(),
+            PromptSource::Sessions(set) => {
+                PromptSource::Sessions(Arc::new(set.in_seeded_order(seed)))
+            }
+            PromptSource::Strided {
+                inner,
+                stride,
+                offset,
+            } => PromptSource::Strided {
+                inner: Box::new(inner.in_seeded_order(seed)),
+                stride: *stride,
+                offset: *offset,
+            },
+        }
+    }
+
+    /// A short description for `workload.prompts` (never a path or the text).
+    pub fn describe(&self) -> String {
+        match self {
+            PromptSource::Random { words, .. } => format!("random:{words}"),
+            PromptSource::List(list) => format!("list:{}", list.len()),
+            PromptSource::Recipes(set) => format!("prepared:{}", set.recipes.len()),
+            PromptSource::Sessions(set) => format!(
+                "sessions:{}:{}",
+                set.dataset.kind,
+                set.dataset.conversations.len()
+            ),
+            PromptSource::Strided { inner, .. } => inner.describe(),
+        }
+    }
+}
+
+/// Why a prompt file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The path as given.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line or entry is not what the format says.
+    #[error("{path}:{line}: {message}")]
+    Bad {
+        /// The path as given.
+        path: String,
+        /// 1-based line (JSONL) or entry index (ShareGPT).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// No usable prompt at all.
+    #[error("{0} holds no usable prompt")]
+    Empty(String),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum JsonlLine {
+    Text(String),
+    Object {
+        prompt: String,
+        #[serde(default)]
+        class: Option<String>,
+    },
+}
+
+/// Reads a JSONL prompt file.
+pub fn load_jsonl(path: &Path) -> Result<Vec<Prompt>, PromptError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| PromptError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: JsonlLine = serde_json::from_str(line).map_err(|e| PromptError::Bad {
+            path: shown.clone(),
+            line: i + 1,
+            message: format!("expected a JSON string or {{\"prompt\": \"…\"}} ({e})"),
+        })?;
+        out.push(match parsed {
+            JsonlLine::Text(text) => Prompt {
+                text,
+                class: None,
+                tokens: None,
+            },
+            JsonlLine::Object { prompt, class } => Prompt {
+                text: prompt,
+                class,
+                tokens: None,
+            },
+        });
+    }
+    if out.is_empty() {
+        return Err(PromptError::Empty(shown));
+    }
+    Ok(out)
+}
+
+/// What a row's error text becomes when it repeats the prompt.
+pub const WITHHELD_ERROR_TEXT: &str = "(withheld: it repeats the prompt)";
+
+/// Characters compared at a time by [`echoes_prompt`]: any run of at least
+/// `2 × ECHO_WINDOW_CHARS − 1` characters of the prompt is caught.
+const ECHO_WINDOW_CHARS: usize = 12;
+
+/// Whether a server's error text repeats part of the prompt, as sent or
+/// JSON-escaped (validation errors often echo the request body). Prompts
+/// never reach the trace, so such a text is withheld from the row. Checks
+/// the text's windows of [`ECHO_WINDOW_CHARS`] characters that start at
+/// multiples of it: a few substring searches for a 200-character text.
+pub fn echoes_prompt(text: &str, prompt: &str) -> bool {
+    let escaped = serde_json::to_string(prompt).unwrap_or_default();
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks_exact(ECHO_WINDOW_CHARS)
+        .map(|w| w.iter().collect::<String>())
+        .any(|w| prompt.contains(&w) || escaped.contains(&w))
+}
+
+/// The fixed part of every request body.
+#[derive(Debug, Clone)]
+pub struct BodyTemplate {
+    /// Endpoint family.
+    pub api: Api,
+    /// `model`.
+    pub model: String,
+    /// `max_tokens`, when set.
+    pub max_tokens: Option<u32>,
+    /// `ignore_eos` (a vLLM extension), sent only when set.
+    pub ignore_eos: bool,
+    /// `--extra-body` members, merged into every body.
+    pub extra: crate::workload::extra_body::ExtraBody,
+}
+
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages: Option<Vec<Message<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    ignore_eos: bool,
+}
+
+impl BodyTemplate {
+    /// The JSON body for one prompt: always streaming, always asking for usage.
+    pub fn body(&self, prompt: &str) -> Bytes {
+        self.body_with(prompt, self.max_tokens)
+    }
+
+    /// [`BodyTemplate::body`] with this request's own `max_tokens` (a drawn
+    /// or replayed output length), or the template's when `None`.
+    pub fn body_with(&self, prompt: &str, max_tokens: Option<u32>) -> Bytes {
+        match self.api {
+            Api::Chat => self.serialize(
+                Some(vec![Message {
+                    role: "user",
+                    content: prompt,
+                }]),
+                None,
+                max_tokens,
+            ),
+            Api::Completions => self.serialize(None, Some(prompt), max_tokens),
+        }
+    }
+
+    /// A chat body carrying a whole conversation (`(role, content)` pairs in
+    /// order), for multi-turn sessions.
+    pub fn body_messages(
+        &self,
+        messages: &[(&'static str, String)],
+        max_tokens: Option<u32>,
+    ) -> Bytes {
+        let messages: Vec<Message<'_>> = messages
+            .iter()
+            .map(|(role, content)| Message {
+                role,
+                content: content.as_str(),
+            })
+            .collect();
+        self.serialize(Some(messages), None, max_tokens)
+    }
+
+    fn serialize(
+        &self,
+        messages: Option<Vec<Message<'_>>>,
+        prompt: Option<&str>,
+        max_tokens: Option<u32>,
+    ) -> Bytes {
+        let body = Body {
+            model: &self.model,
+            messages,
+            prompt,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            max_tokens: max_tokens.or(self.max_tokens),
+            ignore_eos: self.ignore_eos,
+        };
+        // Serializing strings and integers into a Vec cannot fail.
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        Bytes::from(self.extra.merge_into(body))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_text_repeating_23_characters_of_the_prompt_is_caught() {
+        let prompt = "Summarize: \"the quick brown fox\" jumps over the lazy dog";
+        // Any 23-character run of the prompt holds a whole aligned window.
+        for start in 0..prompt.len() - 23 {
+            let pad = "x".repeat(start % ECHO_WINDOW_CHARS);
+            let text = format!("{pad}{}!", &prompt[start..start + 23]);
+            assert!(echoes_prompt(&text, prompt), "{text}");
+        }
+        // JSON-escaped, as a validation error would show it.
+        let echoed =
+            r#"{"detail":[{"input":{"messages":[{"content":"Summarize: \"the quick brown fox\""#;
+        assert!(echoes_prompt(echoed, prompt));
+        assert!(!echoes_prompt(
+            "maximum context length is 4096 tokens",
+            prompt
+        ));
+        assert!(!echoes_prompt("", prompt));
+    }
+
+    #[test]
+    fn random_prompts_are_reproducible_distinct_and_of_the_asked_length() {
+        let src = PromptSource::Random { words: 50, seed: 9 };
+        let a = src.prompt(3);
+        assert_eq!(a, src.prompt(3));
+        assert_ne!(a, src.prompt(4));
+        assert_eq!(a.text.split_whitespace().count(), 50);
+        assert_ne!(
+            a,
+            PromptSource::Random {
+                words: 50,
+                seed: 10
+            }
+            .prompt(3)
+        );
+    }
+
+    #[test]
+    fn chat_and_completion_bodies_stream_and_ask_for_usage() {
+        let t = BodyTemplate {
+            api: Api::Chat,
+            model: "m".into(),
+            max_tokens: Some(64),
+            ignore_eos: true,
+            extra: Default::default(),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&t.body("hi \"there\"")).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi \"there\""}],
+                "stream": true, "stream_options": {"include_usage": true}, "max_tokens": 64, "ignore_eos": true})
+        );
+        let t = BodyTemplate {
+            api: Api::Completions,
+            model: "m".into(),
+            max_tokens: None,
+            ignore_eos: false,
+            extra: crate::workload::extra_body::ExtraBody::parse(
+                r#"{"temperature":0.5}"#,
+                None,
+                None,
+            )
+            .unwrap(),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&t.body("x")).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true},
+                "temperature": 0.5})
+        );
+    }
+
+    #[test]
+    fn prompt_hash_is_twelve_hex_digits_of_sha256() {
+        // sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
+        assert_eq!(prompt_hash("abc"), "ba7816bf8f01");
+    }
+
+    #[test]
+    fn jsonl_takes_strings_and_objects_and_names_the_bad_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p.jsonl");
+        std::fs::write(
+            &p,
+            "\"one\"\n\n{\"prompt\": \"two\", \"class\": \"batch\"}\n",
+        )
+        .unwrap();
+        let got = load_jsonl(&p).unwrap();
+        assert_eq!(
+            got[0],
+            Prompt {
+                text: "one".into(),
+                class: None,
+                tokens: None
+            }
+        );
+        assert_eq!(
+            got[1],
+            Prompt {
+                text: "two".into(),
+                class: Some("batch".into()),
+                tokens: None
+            }
+        );
+        std::fs::write(&p, "\"ok\"\n{\"nope\": 1}\n").unwrap();
+        let err = load_jsonl(&p).unwrap_err().to_string();
+        assert!(err.contains(":2:"), "{err}");
+    }
+}

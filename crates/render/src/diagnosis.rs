@@ -1,0 +1,222 @@
+//! The release-gate figures for a person: one diagnosis line per class
+//! (counts first, then the reading), the recovery after the burst with its
+//! p95 TTFT time bins, and the per-GPU and cost figures. Shared by
+//! `analyze`'s text, `gate` and (as HTML) the report.
+
+use std::fmt::Write;
+
+use goodput_core::receipt::cost::{Cost, ResourcesInfo};
+use goodput_core::receipt::recovery::{ClassRecovery, Recovery};
+use goodput_core::receipt::Receipt;
+use goodput_core::review::diagnosis::{diagnose, ClassDiagnosis};
+
+/// Formats a number for people: integers plainly, others with `decimals`.
+fn num(x: f64, decimals: usize) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
+/// A money or rate figure: four significant decimals past the leading
+/// digits, trailing zeros trimmed (`0.02`, `10`, `0.005556`).
+fn figure(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let magnitude = if x == 0.0 {
+        0
+    } else {
+        x.abs().log10().floor() as i32
+    };
+    let decimals = (3 - magnitude).clamp(0, 12) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
+/// A diagnosis's counts, in the order of the table in `review::diagnosis`.
+pub fn counts(d: &ClassDiagnosis) -> String {
+    let mut parts = vec![format!(
+        "{} of {} cohort rows not passed: missed TTFT {}, TPOT {}, E2E {} (E2E only: at least {})",
+        d.not_passed, d.cohort, d.ttft_misses, d.tpot_misses, d.e2e_misses, d.e2e_only_at_least
+    )];
+    if d.failed > 0 {
+        let reasons: Vec<String> = d
+            .failure_reasons
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        parts.push(format!("failed {} ({})", d.failed, reasons.join(", ")));
+    } else {
+        parts.push("failed 0".to_owned());
+    }
+    if d.unfinished > 0 {
+        parts.push(format!(
+            "unfinished {} ({} in flight at the horizon, {} already late)",
+            d.unfinished, d.in_flight, d.known_late
+        ));
+    } else {
+        parts.push("unfinished 0".to_owned());
+    }
+    parts.join("; ")
+}
+
+/// One line: `diagnosis CLASS: counts → reading`.
+pub fn line(d: &ClassDiagnosis) -> String {
+    format!("diagnosis {}: {} → {}", d.class, counts(d), d.reading())
+}
+
+/// Every class's line, or nothing when no class lost a request.
+pub fn render(diagnoses: &[ClassDiagnosis]) -> String {
+    let mut o = String::new();
+    for d in diagnoses {
+        let _ = writeln!(o, "{}", line(d));
+    }
+    o
+}
+
+/// A class's recovery in words: the time, or why there is none.
+pub fn recovery_figure(c: &ClassRecovery) -> String {
+    match (c.recovery_s, c.recovered_at_ms) {
+        (Some(s), Some(at)) => format!(
+            "recovered {} s after the burst (arrivals from {} ms on; {} of {} windows after the burst missed)",
+            num(s, 3),
+            num(at, 3),
+            c.windows_missed,
+            c.windows
+        ),
+        _ => format!(
+            "not recovered: {}",
+            c.reason.as_deref().unwrap_or("no reason recorded")
+        ),
+    }
+}
+
+/// The recovery block: one line per class, then its p95 TTFT bins.
+pub fn recovery(r: &Recovery) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "recovery  after phase {:?} [{}, {}) ms; rolling window of {} consecutive arrivals of a class, \
+         p95 TTFT and p95 E2E within the class's gates",
+        r.burst_phase,
+        num(r.burst_start_ms, 3),
+        num(r.burst_end_ms, 3),
+        r.window_arrivals
+    );
+    for (name, c) in &r.classes {
+        let _ = writeln!(o, "  {name}: {}", recovery_figure(c));
+        if let (Some(first), Some(last)) = (c.ttft_bins.first(), c.ttft_bins.last()) {
+            let width = first.end_ms - first.start_ms;
+            let cells: Vec<String> = c
+                .ttft_bins
+                .iter()
+                .map(|b| {
+                    b.p95_ttft_ms
+                        .map_or_else(|| "—".to_owned(), |v| num(v.round(), 0))
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "    p95 TTFT ms by arrival, {} bins of {} ms from {} ms to {} ms (— = no completion): {}",
+                c.ttft_bins.len(),
+                num(width, 3),
+                num(first.start_ms, 3),
+                num(last.end_ms, 3),
+                cells.join(" ")
+            );
+        }
+    }
+    o
+}
+
+/// The per-GPU and cost figures.
+pub fn cost(c: &Cost, basis: Option<&ResourcesInfo>) -> String {
+    let mut o = String::new();
+    let source = basis.map_or(String::new(), |b| format!(", from {}", b.source));
+    let _ = writeln!(
+        o,
+        "per GPU   {} GPUs{source}: goodput {} req/s, good output tokens {} tok/s, \
+         all output tokens {} tok/s (raw)",
+        num(c.gpus, 3),
+        figure(c.goodput_per_s_per_gpu),
+        figure(c.good_tokens_per_s_per_gpu),
+        figure(c.output_tokens_per_s_per_gpu)
+    );
+    if let (Some(price), Some(total)) = (c.gpu_hour_cost, c.window_cost) {
+        {
+            let money = |x: Option<f64>| x.map_or_else(|| "—".to_owned(), figure);
+            let _ = writeln!(
+                o,
+                "cost      {} per GPU-hour × {} GPU-hours = {} over the window: \
+                 1,000 good requests {}, 1,000,000 good output tokens {}, 1,000,000 output tokens (raw) {}",
+                figure(price),
+                figure(c.gpu_hours),
+                figure(total),
+                money(c.cost_per_1k_good_requests),
+                money(c.cost_per_1m_good_tokens),
+                money(c.cost_per_1m_output_tokens)
+            );
+        }
+    }
+    if let Some(note) = &c.note {
+        let _ = writeln!(o, "          ({note})");
+    }
+    o
+}
+
+/// Every line of `text` wrapped at spaces to 100 columns; a line keeps its
+/// own indentation and its continuations are indented six spaces.
+fn wrapped(text: &str) -> String {
+    const WIDTH: usize = 100;
+    let mut o = String::new();
+    for line in text.lines() {
+        let body = line.trim_start_matches(' ');
+        let mut current = line[..line.len() - body.len()].to_owned();
+        let mut empty = true;
+        for word in body.split(' ') {
+            let fits = current.chars().count() + 1 + word.chars().count() <= WIDTH;
+            if !empty && !fits {
+                let _ = writeln!(o, "{current}");
+                current = "      ".to_owned();
+                empty = true;
+            }
+            if !empty {
+                current.push(' ');
+            }
+            current.push_str(word);
+            empty = false;
+        }
+        let _ = writeln!(o, "{current}");
+    }
+    o
+}
+
+/// The sections the text receipt ends with, wrapped to 100 columns: the diagnosis (when a class lost
+/// requests), the recovery (when the trace has a burst phase), the per-GPU
+/// and cost figures (when resources are in force). Empty when none applies.
+pub fn sections(receipt: &Receipt) -> String {
+    let mut o = String::new();
+    let diagnoses = diagnose(receipt);
+    if !diagnoses.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nDIAGNOSIS (from the counts above; a reading, not a measurement)"
+        );
+        o.push_str(&wrapped(&render(&diagnoses)));
+    }
+    if let Some(r) = &receipt.recovery {
+        let _ = writeln!(o);
+        o.push_str(&wrapped(&recovery(r)));
+    }
+    if let Some(c) = &receipt.cost {
+        let _ = writeln!(o);
+        o.push_str(&wrapped(&cost(c, receipt.contract.resources.as_ref())));
+    }
+    o
+}

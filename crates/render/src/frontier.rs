@@ -1,0 +1,857 @@
+//! A frontier for people: a text table (at most 100 columns), a Markdown
+//! table, and an SVG chart. All pure: they return Strings; the JSON form is
+//! the [`Frontier`] itself through `render::json::to_canonical_json`.
+//!
+//! **Why a hand-written SVG.** The chart is two panels of polylines, points,
+//! ticks and a few labels. `plotters` could draw it, but it would be a new
+//! dependency tree to build on every machine, and its text layout estimates
+//! glyph sizes from font metrics (a bundled heuristic without the `ttf`
+//! feature) that a snapshot would then depend on. Writing the ~40 elements
+//! ourselves keeps the output byte-stable: coordinates are printed with one
+//! decimal, numbers on ticks with [`short`], no clock, no random ids — the
+//! same frontier always gives the same bytes, so the snapshot test is exact.
+
+use std::fmt::Write;
+
+use crate::sensitivity::short;
+use goodput_core::frontier::{Capacity, Frontier, FrontierPoint, Knee};
+use goodput_util::figures::{percent, percent_beside, percent_or_dash, percent_short};
+
+/// The widest line the text table may print (the trace label is cut from the left).
+pub const MAX_TEXT_COLUMNS: usize = 100;
+
+fn fixed(x: Option<f64>, decimals: usize) -> String {
+    x.map_or_else(|| "—".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+fn scope(f: &Frontier) -> String {
+    match &f.class {
+        None => "all rows".to_owned(),
+        Some(c) => format!("class {c:?}"),
+    }
+}
+
+/// The knee in one sentence.
+pub fn knee_sentence(knee: &Knee) -> String {
+    match knee {
+        Knee::Found {
+            offered_per_s,
+            goodput_per_s,
+            next_offered_per_s,
+            at_lowest_rate,
+            signals,
+        } => {
+            let why: Vec<&str> = signals.iter().map(|s| s.describe()).collect();
+            let why = why.join(", ");
+            if *at_lowest_rate {
+                format!(
+                    "at or below {}/s, the lowest rate tested (goodput {}/s); past it goodput \
+                     stops rising — at {}/s: {why}; test lower rates to place it",
+                    short(*offered_per_s),
+                    short(*goodput_per_s),
+                    short(*next_offered_per_s)
+                )
+            } else {
+                format!(
+                    "{}/s (goodput {}/s); past it goodput stops rising — at {}/s: {why}",
+                    short(*offered_per_s),
+                    short(*goodput_per_s),
+                    short(*next_offered_per_s)
+                )
+            }
+        }
+        Knee::NotReached {
+            highest_offered_per_s,
+        } => format!(
+            "not reached: goodput kept rising up to the highest rate tested ({}/s) — test higher rates",
+            short(*highest_offered_per_s)
+        ),
+        Knee::TooFewPoints { steps } => format!(
+            "cannot be named: {steps} distinct offered rate{} with a cohort; a knee needs at least two",
+            if *steps == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// The capacity in one sentence (and a warning line when pass share was not monotone).
+/// Shares compared with the target are shown with the digits that keep them
+/// on their side of it (`best 89.96 %`, never `best 90 %` below a 90 % target).
+pub fn capacity_sentences(capacity: &Capacity, attainment: f64) -> Vec<String> {
+    let target = percent_short(attainment, None);
+    let share_text = |x: f64| percent_short(x, Some(attainment));
+    let warn = |below: &[f64]| {
+        (!below.is_empty()).then(|| {
+            let list: Vec<String> = below.iter().map(|x| format!("{}/s", short(*x))).collect();
+            format!(
+                "warning: pass share was already below {target} at {} — it is not monotone in \
+                 load; repeat those points before trusting the capacity",
+                list.join(", ")
+            )
+        })
+    };
+    match capacity {
+        Capacity::Interpolated {
+            offered_per_s,
+            meets,
+            misses,
+            below_target_under_capacity,
+        } => {
+            let how = if *offered_per_s == meets.offered_per_s {
+                format!(
+                    "met exactly at {}/s ({}); {}/s is below ({})",
+                    short(meets.offered_per_s),
+                    share_text(meets.pass_share),
+                    short(misses.offered_per_s),
+                    share_text(misses.pass_share)
+                )
+            } else {
+                format!(
+                    "interpolated between {}/s ({}) and {}/s ({})",
+                    short(meets.offered_per_s),
+                    share_text(meets.pass_share),
+                    short(misses.offered_per_s),
+                    share_text(misses.pass_share)
+                )
+            };
+            let mut v = vec![format!(
+                "{}/s at pass share ≥ {target}, {how}",
+                short(*offered_per_s)
+            )];
+            v.extend(warn(below_target_under_capacity));
+            v
+        }
+        Capacity::AtLeast {
+            offered_per_s,
+            below_target_under_capacity,
+        } => {
+            let mut v = vec![format!(
+                "never fell below the target ({target}); capacity ≥ {}/s, the highest rate tested",
+                short(*offered_per_s)
+            )];
+            v.extend(warn(below_target_under_capacity));
+            v
+        }
+        Capacity::NoneMeets {
+            best_pass_share,
+            lowest_offered_per_s,
+        } => match (best_pass_share, lowest_offered_per_s) {
+            (Some(best), Some(low)) => vec![format!(
+                "no rate tested met pass share ≥ {target} (best {}); the capacity is below \
+                 {}/s, the lowest rate tested, if anywhere — test lower rates",
+                share_text(*best),
+                short(*low)
+            )],
+            _ => vec![format!(
+                "no trace had a cohort: no pass share to compare with {target}"
+            )],
+        },
+    }
+}
+
+/// Cuts `label` from the left to at most `width` characters.
+fn fit(label: &str, width: usize) -> String {
+    let n = label.chars().count();
+    if n <= width {
+        label.to_owned()
+    } else {
+        let tail: String = label.chars().skip(n - (width - 1)).collect();
+        format!("…{tail}")
+    }
+}
+
+const TEXT_HEAD: [&str; 9] = [
+    "offered/s",
+    "served/s",
+    "goodput/s",
+    "pass",
+    "failed",
+    "cens",
+    "p95 TTFT ms",
+    "p95 TPOT ms",
+    "λW",
+];
+const TEXT_WIDTHS: [usize; 9] = [9, 9, 9, 7, 7, 7, 11, 11, 7];
+
+/// One point's cells. The pass share is shown beside the attainment target
+/// it is compared with, so it never rounds onto or across it.
+fn text_cells(p: &FrontierPoint, attainment: f64) -> [String; 9] {
+    [
+        format!("{:.2}", p.offered_per_s),
+        fixed(p.served_per_s, 2),
+        format!("{:.2}", p.goodput_per_s),
+        p.pass_share
+            .map_or_else(|| "—".to_owned(), |s| percent_beside(s, attainment, 1)),
+        percent_or_dash(p.failure_share, 1),
+        percent_or_dash(p.censored_share, 1),
+        fixed(p.p95_ttft_ms, 1),
+        fixed(p.p95_tpot_ms, 1),
+        fixed(p.littles_in_flight, 2),
+    ]
+}
+
+/// Goodput/s with its interval, e.g. `4.50 (3.60–5.56)`.
+fn goodput_with_interval(p: &FrontierPoint) -> String {
+    let i = p.goodput_interval;
+    format!("{:.2} ({:.2}–{:.2})", p.goodput_per_s, i.lower, i.upper)
+}
+
+/// The pass share with its interval, e.g. `58.5 % (49.1 %–67.3 %)`: the
+/// share beside the attainment target it is compared with, and each bound
+/// with the digits that keep it off 0 % and 100 % unless it is exact.
+fn pass_share_with_interval(p: &FrontierPoint, attainment: f64) -> String {
+    match (p.pass_share, p.pass_share_interval) {
+        (Some(share), Some(i)) => format!(
+            "{} ({}–{})",
+            percent_beside(share, attainment, 1),
+            percent(i.lower, 1),
+            percent(i.upper, 1)
+        ),
+        (Some(share), None) => percent_beside(share, attainment, 1),
+        (None, _) => "—".to_owned(),
+    }
+}
+
+/// The text table with the knee and capacity sentences below it.
+/// Per point, the peak queue and KV use the server reported (points whose
+/// trace has a `record --metrics` sidecar only).
+fn server_peaks(o: &mut String, f: &Frontier) {
+    let with: Vec<String> = f
+        .points
+        .iter()
+        .filter(|p| p.peak_waiting.is_some() || p.peak_kv_usage.is_some())
+        .map(|p| {
+            let waiting = p.peak_waiting.map_or_else(|| "—".to_owned(), short);
+            let kv = p.peak_kv_usage.map_or_else(
+                || "—".to_owned(),
+                |k| goodput_util::figures::percent_short(k.clamp(0.0, 1.0), None),
+            );
+            format!(
+                "{}/s: peak queue {waiting}, peak KV use {kv}",
+                short(p.offered_per_s)
+            )
+        })
+        .collect();
+    if !with.is_empty() {
+        wrap(o, "server", &with.join("; "));
+    }
+}
+
+/// The frontier as a text table.
+pub fn text(f: &Frontier) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "FRONTIER  {} · {} trace{} · sorted by offered load (cohort / window s)",
+        scope(f),
+        f.points.len(),
+        if f.points.len() == 1 { "" } else { "s" }
+    );
+    let fixed_width: usize = TEXT_WIDTHS.iter().map(|w| w + 1).sum();
+    let label_width = MAX_TEXT_COLUMNS - fixed_width - 1;
+    let mut line = |cells: &[String; 9], label: &str| {
+        let mut l = String::new();
+        for (cell, w) in cells.iter().zip(TEXT_WIDTHS) {
+            let _ = write!(l, "{cell:>w$} ");
+        }
+        let _ = write!(l, " {}", fit(label, label_width));
+        let _ = writeln!(o, "{}", l.trim_end());
+    };
+    line(&TEXT_HEAD.map(str::to_owned), "trace");
+    for p in &f.points {
+        line(&text_cells(p, f.attainment), &p.label);
+    }
+    let _ = writeln!(o);
+    wrap(&mut o, "knee", &knee_sentence(&f.knee));
+    for (i, s) in capacity_sentences(&f.capacity, f.attainment)
+        .iter()
+        .enumerate()
+    {
+        wrap(&mut o, if i == 0 { "capacity" } else { "" }, s);
+    }
+    if f.points.iter().any(|p| p.tpot_label == "chunk_cadence") {
+        wrap(
+            &mut o,
+            "note",
+            "some traces counted stream chunks: their p95 TPOT is chunk cadence",
+        );
+    }
+    if f.points
+        .iter()
+        .any(|p| p.tpot_label == "tpot_client_tokens")
+    {
+        wrap(
+            &mut o,
+            "note",
+            "some traces' tokens were counted by a client-side tokenizer: their p95 TPOT is per \
+             client token, not necessarily per model token",
+        );
+    }
+    server_peaks(&mut o, f);
+    wrap(
+        &mut o,
+        "",
+        "served/s = completions per second from the first to the last completion (what the \
+         server kept up with, whatever the grace); goodput/s per window second; shares are of the \
+         cohort; λW = completed/s × mean E2E (Little's law)",
+    );
+    o
+}
+
+/// Writes `text` after a 10-column `head`, wrapped at [`MAX_TEXT_COLUMNS`]
+/// with a hanging indent (a word longer than a line gets a line of its own).
+fn wrap(o: &mut String, head: &str, text: &str) {
+    let indent = 10;
+    let mut line = format!("{head:<indent$}");
+    let mut fresh = true;
+    for word in text.split(' ') {
+        let len = line.chars().count();
+        if !fresh && len + 1 + word.chars().count() > MAX_TEXT_COLUMNS {
+            let _ = writeln!(o, "{line}");
+            line = " ".repeat(indent);
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+        fresh = false;
+    }
+    let _ = writeln!(o, "{line}");
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The Markdown table with the knee and capacity below it.
+pub fn markdown(f: &Frontier) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Frontier of {} over {} trace{}, sorted by offered load (cohort / window s).\n",
+        scope(f),
+        f.points.len(),
+        if f.points.len() == 1 { "" } else { "s" }
+    );
+    let _ = writeln!(
+        o,
+        "| offered/s | served/s | completed/s | goodput/s | pass share | failure share \
+         | censored share | p95 TTFT (ms) | p95 TPOT (ms) | in flight (λW) | trace |"
+    );
+    let _ = writeln!(
+        o,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"
+    );
+    for p in &f.points {
+        let c = text_cells(p, f.attainment);
+        let _ = writeln!(
+            o,
+            "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
+            c[0],
+            c[1],
+            p.completed_per_s,
+            goodput_with_interval(p),
+            pass_share_with_interval(p, f.attainment),
+            c[4],
+            c[5],
+            c[6],
+            c[7],
+            c[8],
+            md_escape(&p.label)
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "- **Knee:** {}", knee_sentence(&f.knee));
+    let caps = capacity_sentences(&f.capacity, f.attainment);
+    if let Some((first, rest)) = caps.split_first() {
+        let _ = writeln!(
+            o,
+            "- **Capacity at {} attainment:** {first}",
+            percent_short(f.attainment, None)
+        );
+        for s in rest {
+            let _ = writeln!(o, "- {s}");
+        }
+    }
+    o
+}
+
+// ---------------------------------------------------------------- SVG ----
+
+const SVG_W: f64 = 720.0;
+const SVG_H: f64 = 790.0;
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 700.0;
+/// (top, bottom) of each panel's plot area: throughput, pass share, p95 TTFT.
+const TOP_PANEL: (f64, f64) = (50.0, 300.0);
+const SHARE_PANEL: (f64, f64) = (360.0, 510.0);
+const BOTTOM_PANEL: (f64, f64) = (580.0, 740.0);
+const SHARE_COLOUR: &str = "#762a83";
+const GOODPUT_COLOUR: &str = "#1b7837";
+const SERVED_COLOUR: &str = "#2166ac";
+const DIAGONAL_COLOUR: &str = "#999999";
+const TTFT_COLOUR: &str = "#b2182b";
+const KNEE_COLOUR: &str = "#555555";
+
+/// A "nice" axis: from 0 to a multiple of a 1-2-5 step, about five ticks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Axis {
+    max: f64,
+    step: f64,
+}
+
+impl Axis {
+    fn for_max(data_max: f64) -> Axis {
+        let m = if data_max.is_finite() && data_max > 0.0 {
+            data_max
+        } else {
+            1.0
+        };
+        let raw = m / 5.0;
+        let mag = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .map(|k| k * mag)
+            .find(|s| *s >= raw)
+            .unwrap_or(10.0 * mag);
+        Axis {
+            max: (m / step).ceil() * step,
+            step,
+        }
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        let n = (self.max / self.step).round() as usize;
+        (0..=n).map(|i| i as f64 * self.step).collect()
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+struct Panel {
+    top: f64,
+    bottom: f64,
+    x: Axis,
+    y: Axis,
+}
+
+impl Panel {
+    fn px(&self, x: f64) -> f64 {
+        LEFT + (RIGHT - LEFT) * x / self.x.max
+    }
+    fn py(&self, y: f64) -> f64 {
+        self.bottom - (self.bottom - self.top) * y / self.y.max
+    }
+
+    /// Frame, grid, ticks and axis titles.
+    fn axes(&self, o: &mut String, y_title: &str, x_title: &str) {
+        let _ = writeln!(o, "  <g class=\"axes\" stroke=\"#000\" fill=\"none\">");
+        let _ = writeln!(
+            o,
+            "    <rect x=\"{LEFT:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"/>",
+            self.top,
+            RIGHT - LEFT,
+            self.bottom - self.top
+        );
+        let _ = writeln!(o, "  </g>");
+        let _ = writeln!(
+            o,
+            "  <g class=\"grid\" stroke=\"#ddd\" stroke-width=\"0.5\">"
+        );
+        for t in self.y.ticks().iter().skip(1) {
+            let y = self.py(*t);
+            let _ = writeln!(
+                o,
+                "    <line x1=\"{LEFT:.1}\" y1=\"{y:.1}\" x2=\"{RIGHT:.1}\" y2=\"{y:.1}\"/>"
+            );
+        }
+        let _ = writeln!(o, "  </g>");
+        let _ = writeln!(o, "  <g class=\"ticks\" text-anchor=\"middle\">");
+        for t in self.x.ticks() {
+            let x = self.px(t);
+            let _ = writeln!(
+                o,
+                "    <text x=\"{x:.1}\" y=\"{:.1}\">{}</text>",
+                self.bottom + 16.0,
+                short(t)
+            );
+        }
+        let _ = writeln!(o, "  </g>");
+        let _ = writeln!(o, "  <g class=\"ticks\" text-anchor=\"end\">");
+        for t in self.y.ticks() {
+            let y = self.py(t);
+            let _ = writeln!(
+                o,
+                "    <text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                LEFT - 6.0,
+                y + 4.0,
+                short(t)
+            );
+        }
+        let _ = writeln!(o, "  </g>");
+        let _ = writeln!(
+            o,
+            "  <text class=\"axis-title\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            (LEFT + RIGHT) / 2.0,
+            self.bottom + 34.0,
+            esc(x_title)
+        );
+        let cy = (self.top + self.bottom) / 2.0;
+        let _ = writeln!(
+            o,
+            "  <text class=\"axis-title\" x=\"20.0\" y=\"{cy:.1}\" text-anchor=\"middle\" \
+             transform=\"rotate(-90 20.0 {cy:.1})\">{}</text>",
+            esc(y_title)
+        );
+    }
+
+    /// The line served = offered: a server that keeps up lies on it, and the
+    /// served curve leaves it at the knee.
+    fn diagonal(&self, o: &mut String) {
+        let end = self.x.max.min(self.y.max);
+        let _ = writeln!(
+            o,
+            "  <line class=\"diagonal\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
+             stroke=\"{DIAGONAL_COLOUR}\" stroke-dasharray=\"4 3\"/>",
+            self.px(0.0),
+            self.py(0.0),
+            self.px(end),
+            self.py(end)
+        );
+    }
+
+    /// Interval bars: a vertical line from lower to upper at each x, with
+    /// short caps, so a step that sits inside the noise shows as overlapping bars.
+    fn bars(&self, o: &mut String, name: &str, colour: &str, bars: &[(f64, f64, f64)]) {
+        let _ = writeln!(
+            o,
+            "  <g class=\"interval-bars\" data-name=\"{}\" stroke=\"{colour}\" stroke-width=\"1\">",
+            esc(name)
+        );
+        for (x, lower, upper) in bars {
+            let (px, y0, y1) = (self.px(*x), self.py(*lower), self.py(*upper));
+            let _ = writeln!(
+                o,
+                "    <path d=\"M{px:.1},{y0:.1}V{y1:.1}M{:.1},{y0:.1}H{:.1}M{:.1},{y1:.1}H{:.1}\"/>",
+                px - 3.0,
+                px + 3.0,
+                px - 3.0,
+                px + 3.0
+            );
+        }
+        let _ = writeln!(o, "  </g>");
+    }
+
+    /// A horizontal reference line across the panel (the attainment target),
+    /// labelled at its right end.
+    fn target(&self, o: &mut String, y: f64, label: &str) {
+        let py = self.py(y);
+        let _ = writeln!(
+            o,
+            "  <g class=\"target\"><line x1=\"{LEFT:.1}\" y1=\"{py:.1}\" x2=\"{RIGHT:.1}\" y2=\"{py:.1}\" \
+             stroke=\"{KNEE_COLOUR}\" stroke-dasharray=\"6 2 1 2\"/><text x=\"{:.1}\" y=\"{:.1}\" \
+             text-anchor=\"end\" fill=\"{KNEE_COLOUR}\">{}</text></g>",
+            RIGHT - 4.0,
+            py - 4.0,
+            esc(label)
+        );
+    }
+
+    /// One series: a polyline through the points and a circle on each.
+    fn series(&self, o: &mut String, name: &str, colour: &str, pts: &[(f64, f64)]) {
+        if pts.is_empty() {
+            return;
+        }
+        let path: Vec<String> = pts
+            .iter()
+            .map(|(x, y)| format!("{:.1},{:.1}", self.px(*x), self.py(*y)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  <g class=\"series\" data-name=\"{}\" stroke=\"{colour}\" fill=\"{colour}\">",
+            esc(name)
+        );
+        let _ = writeln!(
+            o,
+            "    <polyline fill=\"none\" stroke-width=\"2\" points=\"{}\"/>",
+            path.join(" ")
+        );
+        for (x, y) in pts {
+            let _ = writeln!(
+                o,
+                "    <circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\"/>",
+                self.px(*x),
+                self.py(*y)
+            );
+        }
+        let _ = writeln!(o, "  </g>");
+    }
+}
+
+/// The chart: served/s and goodput/s against offered/s on top, with the
+/// served = offered diagonal (where served leaves it, the server stopped
+/// keeping up: the knee, whatever the grace period); the pass share with its
+/// interval bars and the attainment target in the middle, so a knee or a
+/// capacity that sits inside the noise is visibly so; p95 TTFT below. The knee
+/// is a dashed vertical line through every panel, the capacity a dotted one.
+pub fn svg(f: &Frontier) -> String {
+    let pts = &f.points;
+    let x_max = pts.iter().map(|p| p.offered_per_s).fold(0.0, f64::max);
+    // The top panel holds the offered = served diagonal too, so it is as
+    // tall as the highest offered rate.
+    let y_max = pts
+        .iter()
+        .map(|p| {
+            p.served_per_s
+                .unwrap_or(0.0)
+                .max(p.goodput_per_s)
+                .max(p.offered_per_s)
+                .max(p.goodput_interval.upper)
+        })
+        .fold(0.0, f64::max);
+    let t_max = pts.iter().filter_map(|p| p.p95_ttft_ms).fold(0.0, f64::max);
+    let x = Axis::for_max(x_max);
+    let top = Panel {
+        top: TOP_PANEL.0,
+        bottom: TOP_PANEL.1,
+        x,
+        y: Axis::for_max(y_max),
+    };
+    let share = Panel {
+        top: SHARE_PANEL.0,
+        bottom: SHARE_PANEL.1,
+        x,
+        y: Axis {
+            max: 100.0,
+            step: 20.0,
+        },
+    };
+    let bottom = Panel {
+        top: BOTTOM_PANEL.0,
+        bottom: BOTTOM_PANEL.1,
+        x,
+        y: Axis::for_max(t_max),
+    };
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{SVG_W}\" height=\"{SVG_H}\" \
+         viewBox=\"0 0 {SVG_W} {SVG_H}\" font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(
+        o,
+        "  <title>goodput frontier: {} over {} traces</title>",
+        esc(&scope(f)),
+        pts.len()
+    );
+    let _ = writeln!(
+        o,
+        "  <rect width=\"{SVG_W}\" height=\"{SVG_H}\" fill=\"#fff\"/>"
+    );
+    let _ = writeln!(
+        o,
+        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"30.0\" font-size=\"14\">Served throughput and goodput vs offered load ({})</text>",
+        esc(&scope(f))
+    );
+    top.axes(&mut o, "requests/s", "offered load (requests/s)");
+    top.diagonal(&mut o);
+    top.series(
+        &mut o,
+        "served/s",
+        SERVED_COLOUR,
+        &pts.iter()
+            .filter_map(|p| p.served_per_s.map(|s| (p.offered_per_s, s)))
+            .collect::<Vec<_>>(),
+    );
+    top.bars(
+        &mut o,
+        "goodput/s interval",
+        GOODPUT_COLOUR,
+        &pts.iter()
+            .map(|p| {
+                let i = p.goodput_interval;
+                (p.offered_per_s, i.lower, i.upper)
+            })
+            .collect::<Vec<_>>(),
+    );
+    top.series(
+        &mut o,
+        "goodput/s",
+        GOODPUT_COLOUR,
+        &pts.iter()
+            .map(|p| (p.offered_per_s, p.goodput_per_s))
+            .collect::<Vec<_>>(),
+    );
+    let _ = writeln!(
+        o,
+        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"{:.1}\" font-size=\"14\">Pass share vs offered load (bars: Wilson score interval)</text>",
+        SHARE_PANEL.0 - 12.0
+    );
+    share.axes(&mut o, "pass share (%)", "offered load (requests/s)");
+    share.target(
+        &mut o,
+        f.attainment * 100.0,
+        &format!("target {}", percent_short(f.attainment, None)),
+    );
+    share.bars(
+        &mut o,
+        "pass share interval",
+        SHARE_COLOUR,
+        &pts.iter()
+            .filter_map(|p| {
+                p.pass_share_interval
+                    .map(|i| (p.offered_per_s, i.lower * 100.0, i.upper * 100.0))
+            })
+            .collect::<Vec<_>>(),
+    );
+    share.series(
+        &mut o,
+        "pass share",
+        SHARE_COLOUR,
+        &pts.iter()
+            .filter_map(|p| p.pass_share.map(|v| (p.offered_per_s, v * 100.0)))
+            .collect::<Vec<_>>(),
+    );
+    let _ = writeln!(
+        o,
+        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"{:.1}\" font-size=\"14\">p95 time to first token vs offered load</text>",
+        BOTTOM_PANEL.0 - 12.0
+    );
+    bottom.axes(&mut o, "p95 TTFT (ms)", "offered load (requests/s)");
+    bottom.series(
+        &mut o,
+        "p95 TTFT (ms)",
+        TTFT_COLOUR,
+        &pts.iter()
+            .filter_map(|p| p.p95_ttft_ms.map(|t| (p.offered_per_s, t)))
+            .collect::<Vec<_>>(),
+    );
+    let mut marker = |rate: f64, label: String, dash: &str, class: &str| {
+        let px = top.px(rate);
+        let _ = writeln!(
+            o,
+            "  <g class=\"{class}\" stroke=\"{KNEE_COLOUR}\" stroke-dasharray=\"{dash}\">"
+        );
+        for p in [&top, &share, &bottom] {
+            let _ = writeln!(
+                o,
+                "    <line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\"/>",
+                p.top, p.bottom
+            );
+        }
+        let _ = writeln!(o, "  </g>");
+        // Labels to the right of the line, or to its left near the right edge.
+        let (tx, anchor) = if px > RIGHT - 120.0 {
+            (px - 4.0, "end")
+        } else {
+            (px + 4.0, "start")
+        };
+        let ty = if class == "knee" {
+            TOP_PANEL.1 - 8.0
+        } else {
+            TOP_PANEL.1 - 24.0
+        };
+        let _ = writeln!(
+            o,
+            "  <text class=\"{class}-label\" x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"{anchor}\" \
+             fill=\"{KNEE_COLOUR}\">{}</text>",
+            esc(&label)
+        );
+    };
+    if let Knee::Found {
+        offered_per_s,
+        at_lowest_rate,
+        ..
+    } = &f.knee
+    {
+        let label = if *at_lowest_rate {
+            format!("knee ≤ {}/s", short(*offered_per_s))
+        } else {
+            format!("knee {}/s", short(*offered_per_s))
+        };
+        marker(*offered_per_s, label, "6 4", "knee");
+    }
+    if let Capacity::Interpolated { offered_per_s, .. } = &f.capacity {
+        let label = format!(
+            "capacity {}/s @ {}",
+            short(*offered_per_s),
+            percent_short(f.attainment, None)
+        );
+        marker(*offered_per_s, label, "2 3", "capacity");
+    }
+    // Legend, top-left inside the panel, drawn last (on a white card) so
+    // the knee and capacity lines never cross its text.
+    let _ = writeln!(
+        o,
+        "  <rect class=\"legend-card\" x=\"{:.1}\" y=\"{:.1}\" width=\"250.0\" height=\"56.0\" \
+         fill=\"#fff\" fill-opacity=\"0.9\"/>",
+        LEFT + 4.0,
+        TOP_PANEL.0 + 2.0
+    );
+    for (i, (name, colour)) in [
+        ("served/s (completions over their span)", SERVED_COLOUR),
+        ("goodput/s (met every gate)", GOODPUT_COLOUR),
+        ("served = offered", DIAGONAL_COLOUR),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let y = TOP_PANEL.0 + 16.0 + 16.0 * i as f64;
+        let _ = writeln!(
+            o,
+            "  <g class=\"legend\"><line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" \
+             stroke=\"{colour}\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
+            LEFT + 10.0,
+            y - 4.0,
+            LEFT + 30.0,
+            y - 4.0,
+            LEFT + 36.0,
+            y,
+            esc(name)
+        );
+    }
+    let _ = writeln!(o, "</svg>");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_round_up_to_a_one_two_five_step() {
+        assert_eq!(
+            Axis::for_max(42.0),
+            Axis {
+                max: 50.0,
+                step: 10.0
+            }
+        );
+        assert_eq!(
+            Axis::for_max(0.0),
+            Axis {
+                max: 1.0,
+                step: 0.2
+            }
+        );
+        assert_eq!(
+            Axis::for_max(900.0),
+            Axis {
+                max: 1000.0,
+                step: 200.0
+            }
+        );
+        assert_eq!(Axis::for_max(7.0).ticks().len(), 5); // 0, 2, 4, 6, 8
+    }
+
+    #[test]
+    fn long_labels_are_cut_from_the_left() {
+        assert_eq!(fit("abcdef", 4), "…def");
+        assert_eq!(fit("abc", 4), "abc");
+    }
+}

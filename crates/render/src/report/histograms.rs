@@ -1,0 +1,295 @@
+//! The latency distributions: per class, one histogram per metric with the
+//! class's gate drawn on it.
+
+use std::fmt::Write;
+
+use crate::report::html::{escape, tpot_name};
+use crate::report::svg::{nice_step, px, ticks};
+use crate::sensitivity::short;
+use crate::text::opt;
+use goodput_core::analyze::Analysis;
+use goodput_core::receipt::LatencySummary;
+
+/// Most bars in one latency histogram.
+pub const HISTOGRAM_BINS: usize = 40;
+
+/// Geometry of one histogram.
+const HIST_W: f64 = 420.0;
+const HIST_H: f64 = 190.0;
+const HIST_LEFT: f64 = 40.0;
+const HIST_RIGHT: f64 = 24.0;
+const HIST_TOP: f64 = 22.0;
+const HIST_BOTTOM: f64 = 36.0;
+
+/// The distributions section.
+pub(super) fn section(o: &mut String, a: &Analysis) {
+    let r = &a.receipt;
+    let contract = &a.trace.contract;
+    let rule = if contract.equality.as_str() == "strict" {
+        "<"
+    } else {
+        "≤"
+    };
+    let _ = writeln!(
+        o,
+        "<section id=\"distributions\">\n<h2>Latency distributions</h2>\n\
+         <p class=\"note\">Histograms of completed cohort rows (pass and miss) of each class, at most {HISTOGRAM_BINS} bars from 0 ms; \
+         the black line is the class's gate ({rule} under <b>{}</b> equality). {} is over rows with more than one output token.</p>",
+        escape(contract.equality.as_str()),
+        tpot_name(r)
+    );
+    for (c, (name, gates)) in contract.classes.iter().enumerate() {
+        let Some(block) = r.results.classes.get(name) else {
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "<h3>class {}</h3>\n<div class=\"charts\" data-class=\"{}\">",
+            escape(name),
+            escape(name)
+        );
+        let metrics = [
+            Metric {
+                key: "ttft",
+                label: "TTFT",
+                gate: gates.ttft_ms,
+                summary: &block.latency.ttft_ms,
+                missed: block.reasons.miss.ttft,
+            },
+            Metric {
+                key: "tpot",
+                label: tpot_name(r),
+                gate: gates.tpot_ms,
+                summary: &block.latency.tpot_ms,
+                missed: block.reasons.miss.tpot,
+            },
+            Metric {
+                key: "e2e",
+                label: "E2E",
+                gate: gates.e2e_ms,
+                summary: &block.latency.e2e_ms,
+                missed: block.reasons.miss.e2e,
+            },
+        ];
+        for metric in metrics {
+            let values: Vec<f64> = a
+                .judgements
+                .iter()
+                .filter(|j| j.class == Some(c))
+                .filter_map(|j| j.verdict.measured())
+                .filter_map(|m| match metric.key {
+                    "ttft" => Some(m.ttft_ms),
+                    "tpot" => m.tpot_ms,
+                    _ => Some(m.e2e_ms),
+                })
+                .collect();
+            histogram(o, name, &metric, rule, &values);
+        }
+        let _ = writeln!(o, "</div>");
+    }
+    let _ = writeln!(o, "</section>");
+}
+
+/// One metric of one class: what its histogram shows and says.
+struct Metric<'a> {
+    /// `ttft`, `tpot` or `e2e` (the figure's `data-metric`).
+    key: &'a str,
+    /// The name shown.
+    label: &'a str,
+    /// The class's gate on this metric.
+    gate: Option<f64>,
+    summary: &'a LatencySummary,
+    /// Rows of the class that missed this gate.
+    missed: u64,
+}
+
+/// The x scale of one histogram: 0 ms to `top` ms (a round number at or
+/// above the largest value and the gate) over the plot's width.
+struct Scale {
+    top: f64,
+    x0: f64,
+    x1: f64,
+    y0: f64,
+}
+
+impl Scale {
+    fn of(values: &[f64], gate: Option<f64>) -> Scale {
+        let vmax = values.iter().copied().fold(0.0f64, f64::max);
+        let top_raw = vmax.max(gate.unwrap_or(0.0));
+        let step = nice_step(top_raw / 5.0);
+        let mut top = if top_raw > 0.0 {
+            (top_raw / step).ceil() * step
+        } else {
+            1.0
+        };
+        if top <= 0.0 || !top.is_finite() {
+            top = 1.0;
+        }
+        Scale {
+            top,
+            x0: HIST_LEFT,
+            x1: HIST_W - HIST_RIGHT,
+            y0: HIST_H - HIST_BOTTOM,
+        }
+    }
+
+    fn x_of(&self, v: f64) -> f64 {
+        self.x0 + (v / self.top).clamp(0.0, 1.0) * (self.x1 - self.x0)
+    }
+}
+
+/// One histogram figure: bars, axes, the gate line and the caption.
+fn histogram(o: &mut String, class: &str, metric: &Metric, rule: &str, values: &[f64]) {
+    let scale = Scale::of(values, metric.gate);
+    let (x0, x1) = (scale.x0, scale.x1);
+    let _ = writeln!(
+        o,
+        "<figure class=\"dist\" data-class=\"{}\" data-metric=\"{}\">\n\
+         <svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" \
+         aria-label=\"{} histogram\" data-ms0=\"0\" data-ms1=\"{}\" data-x0=\"{}\" data-x1=\"{}\">",
+        escape(class),
+        metric.key,
+        metric.label,
+        short(scale.top),
+        px(x0),
+        px(x1),
+        w = px(HIST_W),
+        h = px(HIST_H),
+    );
+    let _ = writeln!(
+        o,
+        "<text x=\"{}\" y=\"14\" font-weight=\"600\">{} (ms)</text>",
+        px(x0),
+        metric.label
+    );
+    if values.is_empty() {
+        let _ = writeln!(
+            o,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"no-gate\">no completed rows</text>",
+            px((x0 + x1) / 2.0),
+            px((HIST_TOP + scale.y0) / 2.0)
+        );
+    }
+    let cmax = bars(o, &scale, values);
+    axes(o, &scale, cmax);
+    gate_line(o, &scale, metric.gate, rule);
+    let _ = writeln!(
+        o,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">ms</text>\n</svg>",
+        px((x0 + x1) / 2.0),
+        px(HIST_H - 4.0)
+    );
+    caption(o, metric);
+}
+
+/// The bars: `values` counted into [`HISTOGRAM_BINS`] equal bins from 0 ms
+/// (a value past the top goes into the last). Returns the tallest count.
+fn bars(o: &mut String, scale: &Scale, values: &[f64]) -> u64 {
+    let bins = HISTOGRAM_BINS;
+    let width = scale.top / bins as f64;
+    let mut counts = vec![0u64; bins];
+    for &v in values {
+        let b = ((v.max(0.0) / width).floor() as usize).min(bins - 1);
+        counts[b] += 1;
+    }
+    let cmax = counts.iter().copied().max().unwrap_or(0);
+    let plot_h = scale.y0 - HIST_TOP;
+    for (b, &n) in counts.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let h = n as f64 / cmax.max(1) as f64 * plot_h;
+        let (lo, hi) = (b as f64 * width, (b + 1) as f64 * width);
+        let _ = writeln!(
+            o,
+            "<rect class=\"bar\" data-count=\"{n}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>[{}, {}) ms: {n} rows</title></rect>",
+            px(scale.x_of(lo) + 0.5),
+            px(scale.y0 - h),
+            px((scale.x_of(hi) - scale.x_of(lo) - 1.0).max(0.5)),
+            px(h),
+            short(lo),
+            short(hi)
+        );
+    }
+    cmax
+}
+
+/// Axes: x ticks in ms, the tallest bar's count on y.
+fn axes(o: &mut String, scale: &Scale, cmax: u64) {
+    let (x0, x1, y0) = (scale.x0, scale.x1, scale.y0);
+    let _ = writeln!(
+        o,
+        "<line class=\"axis\" x1=\"{}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\"/>\
+         <line class=\"axis\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{y}\"/>\
+         <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{cmax}</text><text x=\"{}\" y=\"{y}\" text-anchor=\"end\">0</text>",
+        px(x0),
+        px(x1),
+        px(HIST_TOP),
+        px(x0 - 4.0),
+        px(HIST_TOP + 4.0),
+        px(x0 - 4.0),
+        x = px(x0),
+        y = px(y0),
+    );
+    for v in ticks(0.0, scale.top, 5.0) {
+        let x = scale.x_of(v);
+        let _ = writeln!(
+            o,
+            "<line class=\"axis\" x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\"/><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            px(y0),
+            px(y0 + 4.0),
+            px(y0 + 15.0),
+            short(v),
+            x = px(x)
+        );
+    }
+}
+
+/// The gate as a black line with its value, or "no gate".
+fn gate_line(o: &mut String, scale: &Scale, gate: Option<f64>, rule: &str) {
+    let (x0, x1, y0) = (scale.x0, scale.x1, scale.y0);
+    match gate {
+        Some(g) => {
+            let x = x0 + (g / scale.top).clamp(0.0, 1.0) * (x1 - x0);
+            let right_half = x > (x0 + x1) / 2.0;
+            let _ = writeln!(
+                o,
+                "<line class=\"gate\" data-gate-ms=\"{}\" x1=\"{x:.2}\" y1=\"{}\" x2=\"{x:.2}\" y2=\"{}\"/>\
+                 <text class=\"gate-label\" x=\"{}\" y=\"{}\" text-anchor=\"{}\">gate {rule} {}</text>",
+                short(g),
+                px(HIST_TOP - 4.0),
+                px(y0),
+                px(if right_half { x - 4.0 } else { x + 4.0 }),
+                px(HIST_TOP + 8.0),
+                if right_half { "end" } else { "start" },
+                short(g)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "<text class=\"no-gate\" x=\"{}\" y=\"{}\" text-anchor=\"end\">no gate</text>",
+                px(x1),
+                px(HIST_TOP + 8.0)
+            );
+        }
+    }
+}
+
+/// The caption: count, percentiles, max, and how many rows were over the gate.
+fn caption(o: &mut String, metric: &Metric) {
+    let summary = metric.summary;
+    let gate_part = match metric.gate {
+        Some(_) => format!(" · over the gate: {}", metric.missed),
+        None => " · no gate".to_owned(),
+    };
+    let _ = writeln!(
+        o,
+        "<figcaption>n {} · p50 {} · p95 {} · p99 {} · max {} ms{gate_part}</figcaption>\n</figure>",
+        summary.n,
+        opt(summary.p50, 1),
+        opt(summary.p95, 1),
+        opt(summary.p99, 1),
+        opt(summary.max, 1)
+    );
+}

@@ -1,0 +1,53 @@
+//! Why rows did not pass: misses per metric, failure reasons, censoring,
+//! exclusions and invalid reasons, per block.
+
+use std::fmt::Write;
+
+use crate::report::html::{block_row_start, blocks, escape, tpot_name};
+use goodput_core::receipt::Receipt;
+
+/// Top reasons of a map, largest first (ties by name), escaped.
+fn reason_list(map: &std::collections::BTreeMap<String, u64>) -> String {
+    let mut v: Vec<(&String, &u64)> = map.iter().filter(|(_, c)| **c > 0).collect();
+    if v.is_empty() {
+        return "none".to_owned();
+    }
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(k, c)| format!("{} {c}", escape(k)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The reasons section.
+pub(super) fn section(o: &mut String, r: &Receipt) {
+    let tp = tpot_name(r);
+    let _ = writeln!(
+        o,
+        "<section id=\"reasons-section\">\n<h2>Why rows did not pass</h2>\n<div class=\"scroll\">\n<table id=\"reasons\">\n<thead><tr>\
+         <th class=\"name\">block</th><th>miss: TTFT</th><th>miss: {tp}</th><th>miss: E2E</th><th class=\"name\">failures</th>\
+         <th>in flight</th><th>done after horizon</th><th>failed after horizon</th><th>known late</th>\
+         <th>warm-up</th><th>outside window</th><th class=\"name\">invalid</th></tr></thead>\n<tbody>"
+    );
+    for (name, b) in blocks(r) {
+        let s = &b.reasons;
+        let _ = writeln!(
+            o,
+            "{}<td>{}</td><td>{}</td><td>{}</td><td class=\"name\">{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"name\">{}</td></tr>",
+            block_row_start(name),
+            s.miss.ttft,
+            s.miss.tpot,
+            s.miss.e2e,
+            reason_list(&s.failure),
+            s.censored.in_flight,
+            s.censored.completed_after_horizon,
+            s.censored.failed_after_horizon,
+            s.censored.known_late,
+            s.exclusion.warmup,
+            s.exclusion.outside_window,
+            reason_list(&s.invalid),
+        );
+    }
+    let _ = writeln!(o, "</tbody>\n</table>\n</div>\n</section>");
+}

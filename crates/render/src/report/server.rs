@@ -1,0 +1,171 @@
+//! The server panels: what the server said about itself while the run lasted
+//! (the `record --metrics` sidecar), drawn under the verdict lanes on the
+//! same time axis: requests waiting, requests running and KV-cache use, one
+//! panel each, with the peak of each series named. A failed scrape (a gap)
+//! breaks the line; nothing is interpolated across it.
+
+use std::fmt::Write;
+
+use crate::report::lanes::{time_axis_of, TimeAxis, CHART_WIDTH};
+use crate::report::svg::{px, ticks};
+use crate::sensitivity::short;
+use goodput_core::analyze::Analysis;
+use goodput_core::server_metrics::{peaks, MetricsLine};
+use goodput_util::number::count;
+
+/// Height of one panel's plot, SVG pixels.
+const PANEL_H: f64 = 60.0;
+/// Vertical room per panel (plot, label and gap).
+const PANEL_STEP: f64 = 84.0;
+
+/// One series: its title, how to read a value, and its unit.
+struct Series {
+    title: &'static str,
+    pick: fn(&MetricsLine) -> Option<f64>,
+    percent: bool,
+}
+
+const SERIES: [Series; 3] = [
+    Series {
+        title: "requests waiting (queue)",
+        pick: |l| l.mapped.waiting,
+        percent: false,
+    },
+    Series {
+        title: "requests running",
+        pick: |l| l.mapped.running,
+        percent: false,
+    },
+    Series {
+        title: "KV-cache use",
+        pick: |l| l.mapped.kv_usage,
+        percent: true,
+    },
+];
+
+/// The section, or nothing without a sidecar. The SVG has the lanes'
+/// width and plot edges, so the two scale alike and a time lines up.
+pub(super) fn section(o: &mut String, a: &Analysis, lines: Option<&[MetricsLine]>) {
+    let Some(lines) = lines else {
+        return;
+    };
+    let p = peaks(lines);
+    let _ = writeln!(
+        o,
+        "<section id=\"server\">\n<h2>Server metrics</h2>\n<p class=\"note\">What the server reported \
+         while the run lasted ({}, {} shown as breaks), on the verdict lanes' \
+         time axis. {}</p>",
+        count(p.snapshots as u64, "snapshot"),
+        count(p.gaps as u64, "failed scrape"),
+        peak_text(&p)
+    );
+    let axis = time_axis_of(a);
+    let height = 20.0 + PANEL_STEP * SERIES.len() as f64 + 30.0;
+    let _ = writeln!(
+        o,
+        "<svg id=\"server-metrics\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"server metrics over time\">",
+        w = px(CHART_WIDTH),
+        h = px(height)
+    );
+    for (k, series) in SERIES.iter().enumerate() {
+        panel(o, lines, series, &axis, 20.0 + PANEL_STEP * k as f64);
+    }
+    let bottom = 20.0 + PANEL_STEP * SERIES.len() as f64 - 24.0 + 4.0;
+    for v in ticks(
+        (axis.lo - axis.start_ms) / 1000.0,
+        (axis.hi - axis.start_ms) / 1000.0,
+        10.0,
+    ) {
+        let x = px(axis.x_of(axis.start_ms + v * 1000.0));
+        let _ = writeln!(
+            o,
+            "<text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            px(bottom + 12.0),
+            short(v)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">s from the window start</text>\n</svg>\n</section>",
+        px(axis.plot_left + axis.plot_w / 2.0),
+        px(bottom + 28.0)
+    );
+}
+
+/// "Peak waiting 212, running 4, KV use 100 %." (series the server lacks are left out).
+pub fn peak_text(p: &goodput_core::server_metrics::Peaks) -> String {
+    let mut parts = Vec::new();
+    if let Some(w) = p.waiting {
+        parts.push(format!("waiting {}", short(w)));
+    }
+    if let Some(r) = p.running {
+        parts.push(format!("running {}", short(r)));
+    }
+    if let Some(k) = p.kv_usage {
+        // Never `100 %` for a use that is not full (the shared display rule).
+        parts.push(format!(
+            "KV use {}",
+            goodput_util::figures::percent_short(k.clamp(0.0, 1.0), None)
+        ));
+    }
+    if parts.is_empty() {
+        "The server exposed none of the mapped series.".to_owned()
+    } else {
+        format!("Peak {}.", parts.join(", "))
+    }
+}
+
+/// One panel: label, frame, the series as polylines broken at gaps.
+fn panel(o: &mut String, lines: &[MetricsLine], s: &Series, axis: &TimeAxis, top: f64) {
+    let values: Vec<f64> = lines.iter().filter_map(s.pick).collect();
+    let max = if s.percent {
+        1.0
+    } else {
+        values.iter().copied().fold(1.0_f64, f64::max)
+    };
+    let y_of = |v: f64| top + PANEL_H - (v.clamp(0.0, max) / max) * PANEL_H;
+    let label_max = if s.percent {
+        "100 %".to_owned()
+    } else {
+        short(max)
+    };
+    let _ = writeln!(
+        o,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{label_max}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text>",
+        px(axis.plot_left - 40.0),
+        px(top + PANEL_H / 2.0 + 4.0),
+        s.title,
+        px(axis.plot_left - 4.0),
+        px(top + 10.0),
+        px(axis.plot_left - 4.0),
+        px(top + PANEL_H)
+    );
+    let _ = writeln!(
+        o,
+        "<rect class=\"band\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>",
+        px(axis.plot_left),
+        px(top),
+        px(axis.plot_w),
+        px(PANEL_H)
+    );
+    let mut run: Vec<String> = Vec::new();
+    let flush = |o: &mut String, run: &mut Vec<String>| {
+        if !run.is_empty() {
+            let _ = writeln!(
+                o,
+                "<polyline fill=\"none\" stroke=\"#0072B2\" stroke-width=\"1.5\" points=\"{}\"/>",
+                run.join(" ")
+            );
+            run.clear();
+        }
+    };
+    for line in lines {
+        match (line.error.is_none(), (s.pick)(line)) {
+            (true, Some(v)) if v.is_finite() => {
+                run.push(format!("{},{}", px(axis.x_of(line.t_ms)), px(y_of(v))));
+            }
+            _ => flush(o, &mut run),
+        }
+    }
+    flush(o, &mut run);
+}

@@ -1,0 +1,178 @@
+//! A sweep for a person: the declared line first, one line per alternative,
+//! then how fragile the declared result is. The JSON array is the record; this
+//! is a view of it.
+
+use std::fmt::Write;
+
+use goodput_core::review::sensitivity::{Fragility, SweepEntry, TippingMetric, TippingPoint};
+use goodput_core::trace::{Equality, Gates};
+
+/// Formats a number for people: integers plainly, others with `decimals`
+/// (trailing zeros kept so columns line up).
+pub(crate) fn num(x: f64, decimals: usize) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
+/// A change with its sign; zero is plain `0`.
+fn signed(x: f64, decimals: usize) -> String {
+    if x == 0.0 {
+        "0".to_owned()
+    } else {
+        format!("{x:+.decimals$}")
+    }
+}
+
+/// The changes from the declared line (pass, goodput/s, pass share in
+/// percentage points) as table cells; dashes on the declared line itself.
+pub(crate) fn delta_cells(e: &SweepEntry) -> (String, String, String) {
+    if !e.hypothetical {
+        return ("—".to_owned(), "—".to_owned(), "—".to_owned());
+    }
+    (
+        signed(e.delta_pass as f64, 0),
+        signed(e.delta_goodput_per_s, 3),
+        e.delta_pass_share.map_or_else(
+            || "—".to_owned(),
+            |d| format!("{} pp", signed(d * 100.0, 1)),
+        ),
+    )
+}
+
+/// Up to three decimals, trailing zeros dropped: `0.5`, `62.5`, `55`
+/// (50 × 1.1 is 55.00000000000001 in binary; the JSON keeps every digit).
+pub fn short(x: f64) -> String {
+    let s = format!("{x:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".to_owned()
+    } else {
+        s.to_owned()
+    }
+}
+
+fn share(x: Option<f64>) -> String {
+    goodput_util::figures::percent_or_dash(x, 1)
+}
+
+fn gate(g: Option<f64>) -> String {
+    g.map_or_else(|| "-".to_owned(), short)
+}
+
+fn gates(g: &Gates) -> String {
+    format!("{}/{}/{}", gate(g.ttft_ms), gate(g.tpot_ms), gate(g.e2e_ms))
+}
+
+/// Renders a sweep (declared entry first, as [`goodput_core::review::sensitivity::sweep`] returns it).
+pub fn render(entries: &[SweepEntry]) -> String {
+    let mut o = String::new();
+    let Some(first) = entries.first() else {
+        return o;
+    };
+    let scope = match &first.class {
+        None => "all rows; every class's gates move together".to_owned(),
+        Some(c) => format!("class {c:?} alone; other classes keep their gates"),
+    };
+    let _ = writeln!(o, "SWEEP     scope: {scope}");
+    let _ = writeln!(
+        o,
+        "          cohort {} rows; gates scaled by plain multiplication (gate × factor); \
+         only the first line is the declared result",
+        first.cohort
+    );
+    let _ = writeln!(
+        o,
+        "\n{:<13} {:<17} {:>7} {:>10} {:>10} {:>7} {:>11} {:>9}  gates in force (ttft/tpot/e2e ms)",
+        "", "factors t/p/e", "pass", "goodput/s", "pass share", "Δpass", "Δgoodput/s", "Δshare"
+    );
+    for e in entries {
+        let label = if e.hypothetical {
+            "hypothetical"
+        } else {
+            "declared"
+        };
+        let f = &e.factors;
+        let factors = format!("{} / {} / {}", short(f.ttft), short(f.tpot), short(f.e2e));
+        let (dp, dg, ds) = delta_cells(e);
+        let in_force: Vec<String> = e
+            .classes
+            .iter()
+            .map(|(name, g)| format!("{name} {}", gates(g)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "{label:<13} {factors:<17} {:>7} {:>10} {:>10} {dp:>7} {dg:>11} {ds:>9}  {}",
+            e.pass,
+            format!("{:.3}", e.goodput_per_s),
+            share(e.pass_share),
+            in_force.join(", ")
+        );
+    }
+    if let Some(fragility) = &first.fragility {
+        render_fragility(&mut o, fragility, first.pass);
+    }
+    o
+}
+
+fn render_fragility(o: &mut String, f: &Fragility, pass: u64) {
+    let n = &f.near_gate;
+    let _ = writeln!(o, "\nFRAGILITY of the declared result");
+    let _ = writeln!(
+        o,
+        "near a gate  {} of {pass} passing rows sit within {} % below a gate \
+         (ttft {}, tpot {}, e2e {})",
+        n.rows,
+        num(n.share * 100.0, 1),
+        n.ttft,
+        n.tpot,
+        n.e2e
+    );
+    let strict = f.equality == Equality::Strict;
+    for (name, t) in [
+        ("ttft", &f.tipping.ttft),
+        ("tpot", &f.tipping.tpot),
+        ("e2e", &f.tipping.e2e),
+    ] {
+        render_tipping(o, name, t, strict);
+    }
+}
+
+fn render_tipping(o: &mut String, name: &str, t: &TippingMetric, strict: bool) {
+    let describe = |p: &TippingPoint, verb: &str, when: &str| {
+        let rows = if p.rows == 1 {
+            "1 row".to_owned()
+        } else {
+            format!("{} rows", p.rows)
+        };
+        let first = p
+            .row_id
+            .as_deref()
+            .map_or_else(String::new, |id| format!(", first {id:?}"));
+        format!(
+            "pass {verb} once the gate is {when} {} ms ({:+.1} % from {} ms; class {:?}: {rows}{first})",
+            short(p.threshold_ms),
+            p.change_pct,
+            short(p.gate_ms),
+            p.class,
+        )
+    };
+    let down = t.down.as_ref().map_or_else(
+        || "no tightening drops a row".to_owned(),
+        |p| {
+            let when = if strict { "at or below" } else { "below" };
+            describe(p, "falls", when)
+        },
+    );
+    let up = t.up.as_ref().map_or_else(
+        || "no loosening adds a row (none misses on this gate alone)".to_owned(),
+        |p| {
+            let when = if strict { "above" } else { "at or above" };
+            describe(p, "rises", when)
+        },
+    );
+    let _ = writeln!(o, "{name:<12} down: {down}");
+    let _ = writeln!(o, "{:<12} up:   {up}", "");
+}

@@ -1,0 +1,353 @@
+//! The receipt for a person: per class and for all rows, readable at 100
+//! columns. The JSON receipt is the record; this is a view of it.
+
+use goodput_core::analyze::InvalidRow;
+use std::fmt::Write;
+
+use goodput_core::receipt::{Block, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE};
+use goodput_core::trace::ArrivalMode;
+use goodput_util::number::count;
+
+/// The summary's second line for a closed-loop trace (docs/contract.md §10.2).
+pub const CLOSED_LOOP_WARNING: &str = "WARNING   closed-loop workload: each request was sent \
+    when an earlier one ended, so the server paced its own load; these figures are not \
+    evidence that an SLA holds at any offered rate (docs/contract.md §10.2)";
+
+/// How many invalid rows the text view lists before summarising the rest.
+pub const MAX_LISTED_INVALID_ROWS: usize = 20;
+
+/// Formats a number for people: integers plainly, others with `decimals`.
+fn num(x: f64, decimals: usize) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
+/// A table cell: always `decimals` places, so columns line up.
+pub(crate) fn fixed(x: f64, decimals: usize) -> String {
+    format!("{x:.decimals$}")
+}
+
+/// A table cell for an optional figure (`—` when there is none).
+pub(crate) fn opt(x: Option<f64>, decimals: usize) -> String {
+    x.map_or_else(|| "—".to_owned(), |v| fixed(v, decimals))
+}
+
+/// A share as a percentage with one decimal, or more when one would read
+/// 100 % or 0 % for a share that is neither (`—` for an empty cohort).
+pub(crate) fn share(x: Option<f64>) -> String {
+    goodput_util::figures::percent_or_dash(x, 1)
+}
+
+fn gate(g: Option<f64>, rule: &str) -> String {
+    g.map_or_else(|| "none".to_owned(), |v| format!("{rule} {}", num(v, 3)))
+}
+
+/// Top `n` entries of a reason map, largest first (ties by name).
+fn top(map: &std::collections::BTreeMap<String, u64>, n: usize) -> String {
+    let mut v: Vec<(&String, &u64)> = map.iter().filter(|(_, c)| **c > 0).collect();
+    if v.is_empty() {
+        return "none".to_owned();
+    }
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut s: Vec<String> = v.iter().take(n).map(|(k, c)| format!("{k} {c}")).collect();
+    if v.len() > n {
+        s.push(format!("+{} more", v.len() - n));
+    }
+    s.join(", ")
+}
+
+/// Wraps `text` at spaces to `width` columns, indenting continuation lines.
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = indent.to_owned();
+        } else if !line.is_empty() && line != indent {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out
+}
+
+/// Quotes an id, cut to 48 characters so a 128-character id keeps the line
+/// within 100 columns.
+fn shorten_id(id: &str) -> String {
+    const KEEP: usize = 48;
+    if id.chars().count() <= KEEP {
+        format!("{id:?}")
+    } else {
+        let head: String = id.chars().take(KEEP - 1).collect();
+        format!("{:?}…", head)
+    }
+}
+
+/// Renders the human-readable receipt.
+pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
+    let mut o = String::new();
+    let c = &receipt.contract;
+    let blocks: Vec<(&str, &Block)> = std::iter::once(("all", &receipt.results.all))
+        .chain(receipt.results.classes.iter().map(|(k, b)| (k.as_str(), b)))
+        .collect();
+    let w = blocks
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(3)
+        .clamp(12, 24);
+    let tpot_name = match c.tpot_label.as_str() {
+        "tpot" => "tpot",
+        "tpot_client_tokens" => "tpot*",
+        _ => "chunk",
+    };
+
+    let _ = writeln!(
+        o,
+        "goodput {} receipt ({})",
+        receipt.generator.version, receipt.schema
+    );
+    if c.arrival_mode == ArrivalMode::ClosedLoop {
+        let _ = writeln!(o, "{}", wrap(CLOSED_LOOP_WARNING, 100, "          "));
+    }
+    let _ = writeln!(o, "trace     sha256 {}", receipt.trace.sha256);
+    let _ = writeln!(
+        o,
+        "          {} bytes, {}; limits {} rows, {} bytes",
+        receipt.trace.bytes,
+        count(receipt.trace.rows, "row"),
+        receipt.limits.max_rows,
+        receipt.limits.max_bytes
+    );
+    let token_note = match c.tpot_label.as_str() {
+        "tpot" => "model tokens (TPOT)",
+        "tpot_client_tokens" => "a client-side tokenizer's count (tpot*: per client token)",
+        _ => "stream chunks (chunk cadence, not TPOT)",
+    };
+    let _ = writeln!(
+        o,
+        "contract  equality {}, {} percentiles, tokens = {}",
+        c.equality, c.percentile_method, token_note
+    );
+    if c.arrivals_unknown.is_some() {
+        let _ = writeln!(o, "          {}", ARRIVALS_UNKNOWN_LINE);
+    }
+    let win = &c.window;
+    let mut window_line = format!(
+        "          window [{}, {}) ms = {} s, horizon {} ms",
+        num(win.start_ms, 3),
+        num(win.end_ms, 3),
+        num(win.duration_ms / 1000.0, 3),
+        num(win.horizon_ms, 3)
+    );
+    if let Some(wu) = &c.warmup {
+        let _ = write!(
+            window_line,
+            ", warm-up [{}, {}) ms",
+            num(wu.start_ms, 3),
+            num(wu.end_ms, 3)
+        );
+    }
+    let _ = writeln!(o, "{window_line}");
+    let rule = if c.equality == "strict" { "<" } else { "<=" };
+    for (i, (name, g)) in c.classes.iter().enumerate() {
+        let head = if i == 0 { "gates" } else { "" };
+        let default = if c.default_class.as_deref() == Some(name) {
+            " (for rows without a class)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "{head:<9} {name}{default}: ttft {}, {tpot_name} {}, e2e {} (ms)",
+            gate(g.ttft_ms, rule),
+            gate(g.tpot_ms, rule),
+            gate(g.e2e_ms, rule)
+        );
+    }
+
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "COUNTS", "arrivals", "cohort", "pass", "miss", "failed", "censored", "excluded", "invalid"
+    );
+    for (name, b) in &blocks {
+        let k = &b.counts;
+        let _ = writeln!(
+            o,
+            "{name:<w$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            k.arrivals, k.cohort, k.pass, k.miss, k.failed, k.censored, k.excluded, k.invalid
+        );
+    }
+
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10} {:>10}",
+        "RATES /s",
+        "goodput",
+        "pass share",
+        "offered",
+        "completed",
+        "output tok",
+        "fail share",
+        "served"
+    );
+    for (name, b) in &blocks {
+        let r = &b.rates;
+        let _ = writeln!(
+            o,
+            "{name:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10} {:>10}",
+            fixed(r.goodput_per_s, 3),
+            share(r.pass_share),
+            fixed(r.offered_per_s, 3),
+            fixed(r.completed_per_s, 3),
+            fixed(r.output_tokens_per_s, 1),
+            share(r.failure_share),
+            opt(r.served_per_s, 3)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{}",
+        wrap(
+            &format!(
+                "goodput, offered, completed and output tok are per window second ({} s; \
+                 completions in the grace period count too); served is completions per second \
+                 from the first to the last completion, what the server kept up with",
+                num(c.window.duration_ms / 1000.0, 3)
+            ),
+            100,
+            "  "
+        )
+    );
+
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:<6} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "LATENCY ms", "metric", "n", "p50", "p95", "p99", "max", "mean"
+    );
+    for (name, b) in &blocks {
+        let rows: [(&str, &LatencySummary); 3] = [
+            ("ttft", &b.latency.ttft_ms),
+            (tpot_name, &b.latency.tpot_ms),
+            ("e2e", &b.latency.e2e_ms),
+        ];
+        for (i, (metric, s)) in rows.iter().enumerate() {
+            let label = if i == 0 { *name } else { "" };
+            let _ = writeln!(
+                o,
+                "{label:<w$} {metric:<6} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
+                s.n,
+                opt(s.p50, 1),
+                opt(s.p95, 1),
+                opt(s.p99, 1),
+                opt(s.max, 1),
+                opt(s.mean, 1)
+            );
+        }
+    }
+
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:>16} {:>16} {:>8} {:>7}",
+        "LITTLE'S LAW", "in flight (avg)", "λ × W", "ratio", "steady"
+    );
+    let mut notes = Vec::new();
+    for (name, b) in &blocks {
+        let l = &b.littles_law;
+        let steady = match l.steady_state {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "—",
+        };
+        let _ = writeln!(
+            o,
+            "{name:<w$} {:>16} {:>16} {:>8} {:>7}",
+            opt(l.in_flight_mean, 3),
+            opt(l.predicted_in_flight, 3),
+            opt(l.ratio, 2),
+            steady
+        );
+        if let Some(note) = &l.note {
+            notes.push(format!("{name}: {note}"));
+        }
+    }
+    for note in notes {
+        let _ = writeln!(o, "{}", wrap(&note, 100, "  "));
+    }
+
+    // docs/contract.md §10.3: did the server keep up, and on what evidence.
+    let _ = writeln!(
+        o,
+        "\n{:<w$} {:<12} {:>9} {:>9}",
+        "SATURATION", "verdict", "offered/s", "served/s"
+    );
+    let mut evidence = Vec::new();
+    for (name, b) in &blocks {
+        let sat = &b.saturation;
+        let _ = writeln!(
+            o,
+            "{name:<w$} {:<12} {:>9} {:>9}",
+            sat.verdict.as_str(),
+            format!("{:.2}", sat.offered_per_s),
+            opt(sat.served_per_s, 2)
+        );
+        evidence.push(format!("{name}: {}", sat.evidence));
+    }
+    for line in evidence {
+        let _ = writeln!(o, "{}", wrap(&line, 100, "  "));
+    }
+
+    let _ = writeln!(o, "\nREASONS");
+    for (name, b) in &blocks {
+        let r = &b.reasons;
+        let _ = writeln!(
+            o,
+            "{name:<w$} miss: ttft {}, {tpot_name} {}, e2e {}",
+            r.miss.ttft, r.miss.tpot, r.miss.e2e
+        );
+        let _ = writeln!(o, "{:<w$} failure: {}", "", top(&r.failure, 3));
+        let _ = writeln!(o, "{:<w$} invalid: {}", "", top(&r.invalid, 3));
+        let _ = writeln!(
+            o,
+            "{:<w$} censored: in_flight {}, completed_after_horizon {}, failed_after_horizon {} \
+             (knownLate {})",
+            "",
+            r.censored.in_flight,
+            r.censored.completed_after_horizon,
+            r.censored.failed_after_horizon,
+            r.censored.known_late
+        );
+        let _ = writeln!(
+            o,
+            "{:<w$} excluded: warmup {}, outside_window {}",
+            "", r.exclusion.warmup, r.exclusion.outside_window
+        );
+    }
+
+    if !invalid_rows.is_empty() {
+        let _ = writeln!(o, "\nINVALID ROWS");
+        for row in invalid_rows.iter().take(MAX_LISTED_INVALID_ROWS) {
+            let id = row
+                .id
+                .as_deref()
+                .map_or_else(|| "(no usable id)".to_owned(), shorten_id);
+            let _ = writeln!(o, "/rows/{:<6} {id}: {}", row.index, row.reasons.join(", "));
+        }
+        if invalid_rows.len() > MAX_LISTED_INVALID_ROWS {
+            let _ = writeln!(
+                o,
+                "… and {} more (all are listed by `--json --rows`)",
+                invalid_rows.len() - MAX_LISTED_INVALID_ROWS
+            );
+        }
+    }
+    o.push_str(&crate::diagnosis::sections(receipt));
+    o
+}

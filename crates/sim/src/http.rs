@@ -1,0 +1,643 @@
+//! The OpenAI-compatible HTTP face of the sim (hyper 1, HTTP/1.1 keep-alive).
+//!
+//! Routes: `POST /v1/chat/completions`, `POST /v1/completions` (streaming or
+//! not; a final usage chunk when `stream_options.include_usage` is true),
+//! `GET /v1/models`, `GET /health`, `GET /metrics` (the batch state under
+//! vLLM's names, [`crate::exposition`]). Prompt length is counted with the
+//! tokenizer given to `goodput sim --tokenizer` (each message's content,
+//! summed, with no chat template), else as whitespace-separated words (the
+//! recorder's prompts without a tokenizer are one word per token, so the
+//! count is exact for them).
+//! The output length is drawn from `--output-tokens MEAN:STD` (at least 1),
+//! capped by `max_tokens`; with `ignore_eos` and `max_tokens` it is exactly
+//! `max_tokens`.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use crate::driver::EngineHandle;
+use crate::engine::{SeqSpec, TokenOut};
+use crate::fault::{pick, Fault, FaultKind};
+use crate::quirks::StreamQuirks;
+
+/// Largest request body accepted.
+const MAX_REQUEST_BYTES: usize = 8 << 20;
+
+/// Counters a test or benchmark can read.
+#[derive(Debug, Default)]
+pub struct SimStats {
+    /// Completion requests received.
+    pub requests: AtomicU64,
+    /// Output tokens handed to response bodies.
+    pub tokens: AtomicU64,
+    /// TCP connections accepted.
+    pub connections: AtomicU64,
+}
+
+/// Everything a request handler needs.
+#[derive(Debug)]
+pub struct AppState {
+    /// The engine.
+    pub engine: EngineHandle,
+    /// Faults and their rates.
+    pub faults: Vec<Fault>,
+    /// Output length distribution: mean and standard deviation, tokens.
+    pub output_tokens: (f64, f64),
+    /// The name listed by `/v1/models`.
+    pub model_name: String,
+    /// How streamed responses are shaped.
+    pub quirks: StreamQuirks,
+    /// Counts prompt tokens, when given (else words are counted).
+    pub tokenizer: Option<Arc<goodput_tokenizer::TokenCounter>>,
+    /// Seeded generator for output lengths and fault draws.
+    pub rng: Mutex<ChaCha8Rng>,
+    /// Sequence ids.
+    pub next_id: AtomicU64,
+    /// Counters.
+    pub stats: Arc<SimStats>,
+    /// A header every request (but `/health`) must carry (`--require-header`).
+    pub require_header: Option<crate::tls::RequiredHeader>,
+}
+
+#[derive(Deserialize)]
+struct CompletionRequest {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    ignore_eos: bool,
+    #[serde(default)]
+    messages: Option<Vec<serde_json::Value>>,
+    #[serde(default)]
+    prompt: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+type SimBody = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+fn full(bytes: impl Into<Bytes>) -> SimBody {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn error_response(status: StatusCode, message: &str) -> Response<SimBody> {
+    let body = serde_json::json!({
+        "object": "error",
+        "error": {"message": message, "type": "sim_error", "code": status.as_u16()},
+        "message": message,
+    });
+    json_response(status, body.to_string())
+}
+
+/// Routes one request. `closer`, when given, is notified when a streamed
+/// body ends (`--close-after-response`: the connection then shuts down).
+pub async fn handle(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+    closer: Option<Arc<tokio::sync::Notify>>,
+) -> Result<Response<SimBody>, Infallible> {
+    if let Some(gate) = &state.require_header {
+        if req.uri().path() != "/health" {
+            if let Some(message) = gate.refuse(req.headers()) {
+                return Ok(error_response(StatusCode::UNAUTHORIZED, &message));
+            }
+        }
+    }
+    let chat = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/health") => return Ok(Response::new(full(Bytes::new()))),
+        (&Method::GET, "/metrics") => {
+            let page = state.engine.gauges.render(&state.model_name);
+            let mut response = Response::new(full(page));
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+            );
+            return Ok(response);
+        }
+        (&Method::GET, "/v1/models") => {
+            let body = serde_json::json!({"object": "list", "data": [
+                {"id": state.model_name, "object": "model", "created": 0, "owned_by": "goodput-sim"}]});
+            return Ok(json_response(StatusCode::OK, body.to_string()));
+        }
+        (&Method::POST, "/v1/chat/completions") => true,
+        (&Method::POST, "/v1/completions") => false,
+        (_, "/health" | "/metrics" | "/v1/models" | "/v1/chat/completions" | "/v1/completions") => {
+            return Ok(error_response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed",
+            ))
+        }
+        _ => return Ok(error_response(StatusCode::NOT_FOUND, "no such route")),
+    };
+    let bytes = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return Ok(error_response(
+                StatusCode::BAD_REQUEST,
+                "unreadable or oversized body",
+            ))
+        }
+    };
+    let request: CompletionRequest = match serde_json::from_slice(&bytes) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(error_response(
+                StatusCode::BAD_REQUEST,
+                &format!("bad JSON: {e}"),
+            ))
+        }
+    };
+    state.stats.requests.fetch_add(1, Ordering::Relaxed);
+    let prompt_tokens = if chat {
+        match &request.messages {
+            Some(messages) => messages
+                .iter()
+                .map(|m| count_prompt(state.tokenizer.as_deref(), m.get("content")))
+                .sum(),
+            None => {
+                return Ok(error_response(
+                    StatusCode::BAD_REQUEST,
+                    "`messages` is required",
+                ))
+            }
+        }
+    } else {
+        match &request.prompt {
+            Some(p) => count_prompt(state.tokenizer.as_deref(), Some(p)),
+            None => {
+                return Ok(error_response(
+                    StatusCode::BAD_REQUEST,
+                    "`prompt` is required",
+                ))
+            }
+        }
+    };
+    let cap = request.max_completion_tokens.or(request.max_tokens);
+    let (fault, natural) = {
+        // A poisoned lock only means another handler panicked mid-draw; the
+        // generator state is still a valid generator state.
+        let mut rng = state.rng.lock().unwrap_or_else(|p| p.into_inner());
+        let u: f64 = rng.random();
+        let (mean, std) = state.output_tokens;
+        let natural = if std > 0.0 {
+            Normal::new(mean, std).map_or(mean, |n| n.sample(&mut *rng))
+        } else {
+            mean
+        };
+        (
+            pick(&state.faults, u),
+            natural.round().clamp(1.0, 1e6) as u32,
+        )
+    };
+    let (output_tokens, by_length) = match cap {
+        Some(cap) if request.ignore_eos => (cap.max(1), true),
+        Some(cap) if natural >= cap => (cap.max(1), true),
+        _ => (natural, false),
+    };
+    match fault {
+        Some(FaultKind::Http500) => {
+            return Ok(error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "injected fault",
+            ))
+        }
+        Some(FaultKind::Http429) => {
+            return Ok(error_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                "injected fault: rate limited",
+            ))
+        }
+        _ => {}
+    }
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let tokens = state.engine.submit(SeqSpec {
+        id,
+        prompt_tokens,
+        output_tokens,
+    });
+    let model = request.model.unwrap_or_else(|| state.model_name.clone());
+    let shape = Shape::new(chat, id, &model);
+    let stream = SimStream {
+        shape,
+        tokens,
+        sent_role: !chat,
+        include_usage: request.stream_options.is_some_and(|o| o.include_usage)
+            && !(request.stream && state.quirks.no_usage),
+        prompt_tokens,
+        output_tokens,
+        finish: if by_length { "length" } else { "stop" },
+        fault,
+        fault_after: (output_tokens / 2).max(1),
+        emitted: 0,
+        state: StreamState::Running,
+        stats: state.stats.clone(),
+        text: String::new(),
+        collect: !request.stream,
+        quirks: if request.stream {
+            state.quirks
+        } else {
+            StreamQuirks::default()
+        },
+        pending: String::new(),
+        pending_tokens: 0,
+        usage_sent: false,
+        closer: if request.stream { closer } else { None },
+    };
+    if request.stream {
+        let mut r = Response::new(stream.boxed());
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        Ok(r)
+    } else {
+        Ok(whole_response(stream).await)
+    }
+}
+
+/// Prompt tokens of one content value: the tokenizer's count of a string
+/// when the sim has one, else [`count_words`].
+fn count_prompt(
+    tokenizer: Option<&goodput_tokenizer::TokenCounter>,
+    v: Option<&serde_json::Value>,
+) -> u32 {
+    match (tokenizer, v) {
+        (Some(t), Some(serde_json::Value::String(s))) => {
+            t.count(s).map_or_else(|_| count_words(v), |n| n as u32)
+        }
+        _ => count_words(v),
+    }
+}
+
+fn count_words(v: Option<&serde_json::Value>) -> u32 {
+    match v {
+        Some(serde_json::Value::String(s)) => s.split_whitespace().count() as u32,
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|i| match i {
+                serde_json::Value::Number(_) => 1, // a token id
+                serde_json::Value::Object(o) => count_words(o.get("text")),
+                other => count_words(Some(other)),
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
+const WORDS: [&str; 8] = [
+    " the", " model", " says", " hello", " to", " a", " queue", " again",
+];
+
+/// Pre-rendered JSON around each token, so a chunk costs two copies.
+#[derive(Debug)]
+struct Shape {
+    chat: bool,
+    head: String,
+    token_prefix: String,
+    token_suffix: &'static str,
+}
+
+impl Shape {
+    fn new(chat: bool, id: u64, model: &str) -> Shape {
+        let model = serde_json::to_string(model).unwrap_or_else(|_| "\"sim\"".into());
+        let head = if chat {
+            format!("{{\"id\":\"chatcmpl-{id}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":{model},")
+        } else {
+            format!("{{\"id\":\"cmpl-{id}\",\"object\":\"text_completion\",\"created\":0,\"model\":{model},")
+        };
+        let (token_prefix, token_suffix) = if chat {
+            (
+                format!("data: {head}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\""),
+                "\"},\"finish_reason\":null}]}\n\n",
+            )
+        } else {
+            (
+                format!("data: {head}\"choices\":[{{\"index\":0,\"text\":\""),
+                "\",\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            )
+        };
+        Shape {
+            chat,
+            head,
+            token_prefix,
+            token_suffix,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamState {
+    Running,
+    Ended,
+    Stalled,
+    BreakNext,
+}
+
+/// A streaming response body fed by the engine's token channel.
+#[derive(Debug)]
+struct SimStream {
+    shape: Shape,
+    tokens: mpsc::UnboundedReceiver<TokenOut>,
+    sent_role: bool,
+    include_usage: bool,
+    prompt_tokens: u32,
+    output_tokens: u32,
+    finish: &'static str,
+    fault: Option<FaultKind>,
+    fault_after: u32,
+    emitted: u32,
+    state: StreamState,
+    stats: Arc<SimStats>,
+    /// For non-streaming responses: the text so far.
+    text: String,
+    collect: bool,
+    /// Stream quirks (the defaults for non-streaming responses).
+    quirks: StreamQuirks,
+    /// Words made but not yet sent (`tokens_per_chunk` > 1).
+    pending: String,
+    /// Tokens in `pending`.
+    pending_tokens: u32,
+    /// The usage chunk already went out (`usage_before_last_token`).
+    usage_sent: bool,
+    /// Notified once when the body ends (`close_after_response`).
+    closer: Option<Arc<tokio::sync::Notify>>,
+}
+
+impl SimStream {
+    /// Takes one token; a content chunk goes into `buf` when
+    /// `tokens_per_chunk` of them are pending (see [`SimStream::flush`]).
+    fn push_token(&mut self, buf: &mut BytesMut, index: u32) {
+        let word = WORDS[index as usize % WORDS.len()];
+        if self.collect {
+            self.text.push_str(word);
+        } else {
+            self.pending.push_str(word);
+            self.pending_tokens += 1;
+            if self.pending_tokens >= self.quirks.tokens_per_chunk.max(1) {
+                self.flush(buf);
+            }
+        }
+        self.emitted += 1;
+        self.stats.tokens.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes the pending tokens as one content chunk.
+    fn flush(&mut self, buf: &mut BytesMut) {
+        if self.pending_tokens == 0 {
+            return;
+        }
+        buf.put_slice(self.shape.token_prefix.as_bytes());
+        buf.put_slice(self.pending.as_bytes());
+        buf.put_slice(self.shape.token_suffix.as_bytes());
+        self.pending.clear();
+        self.pending_tokens = 0;
+    }
+
+    fn push_usage(&mut self, buf: &mut BytesMut) {
+        if self.collect || !self.include_usage || self.usage_sent {
+            return;
+        }
+        self.usage_sent = true;
+        let head = &self.shape.head;
+        let (p, n) = (self.prompt_tokens, self.output_tokens);
+        let usage = format!(
+            "data: {head}\"choices\":[],\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\n",
+            p + n
+        );
+        buf.put_slice(usage.as_bytes());
+    }
+
+    /// The body is over (cleanly or not): let the connection go, once.
+    fn ended(&mut self) {
+        if let Some(closer) = self.closer.take() {
+            closer.notify_one();
+        }
+    }
+
+    fn push_end(&mut self, buf: &mut BytesMut) {
+        if self.collect {
+            return;
+        }
+        self.flush(buf);
+        if !self.quirks.no_finish_reason {
+            let head = &self.shape.head;
+            let finish = self.finish;
+            let end = if self.shape.chat {
+                format!("data: {head}\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish}\"}}]}}\n\n")
+            } else {
+                format!("data: {head}\"choices\":[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish}\"}}]}}\n\n")
+            };
+            buf.put_slice(end.as_bytes());
+        }
+        self.push_usage(buf);
+        if !self.quirks.no_done {
+            buf.put_slice(b"data: [DONE]\n\n");
+        }
+    }
+}
+
+/// What a poll of the stream produced.
+enum Polled {
+    Frame(Bytes),
+    Broken,
+    End,
+    Pending,
+}
+
+impl SimStream {
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Polled {
+        let polled = self.poll_body(cx);
+        if matches!(polled, Polled::End | Polled::Broken) {
+            self.ended();
+        }
+        polled
+    }
+
+    fn poll_body(&mut self, cx: &mut Context<'_>) -> Polled {
+        match self.state {
+            StreamState::Ended => return Polled::End,
+            StreamState::Stalled => return Polled::Pending, // never woken: stalls until the client leaves
+            StreamState::BreakNext => {
+                self.state = StreamState::Ended;
+                return Polled::Broken;
+            }
+            StreamState::Running => {}
+        }
+        let mut buf = BytesMut::new();
+        if !self.sent_role {
+            self.sent_role = true;
+            if !self.collect {
+                let role = format!(
+                    "data: {}\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"finish_reason\":null}}]}}\n\n",
+                    self.shape.head
+                );
+                buf.put_slice(role.as_bytes());
+            }
+        }
+        loop {
+            match self.tokens.poll_recv(cx) {
+                Poll::Ready(Some(token)) => {
+                    let before_last = self.quirks.usage_before_last_token;
+                    if before_last && token.last && token.index == 0 {
+                        // A 1-token output: the usage goes just before it.
+                        self.push_usage(&mut buf);
+                    }
+                    self.push_token(&mut buf, token.index);
+                    if before_last && token.index + 2 == self.output_tokens {
+                        // One token to go: usage now, a step before the last.
+                        self.push_usage(&mut buf);
+                    }
+                    if self.fault.is_some() && self.emitted >= self.fault_after {
+                        if !self.collect {
+                            self.flush(&mut buf);
+                        }
+                        match self.fault {
+                            Some(FaultKind::Disconnect) => {
+                                // Deliver what was made, then break the body.
+                                self.state = StreamState::BreakNext;
+                                return Polled::Frame(buf.freeze());
+                            }
+                            Some(FaultKind::Malformed) => {
+                                if !self.collect {
+                                    buf.put_slice(
+                                        b"data: {\"choices\":[{\"delta\":{\"content\":\n\n",
+                                    );
+                                }
+                                self.state = StreamState::Ended;
+                                return Polled::Frame(buf.freeze());
+                            }
+                            Some(FaultKind::Stall) => {
+                                self.state = StreamState::Stalled;
+                                return Polled::Frame(buf.freeze());
+                            }
+                            _ => {}
+                        }
+                    }
+                    if token.last {
+                        self.push_end(&mut buf);
+                        self.state = StreamState::Ended;
+                        return Polled::Frame(buf.freeze());
+                    }
+                }
+                Poll::Ready(None) => {
+                    // The engine let go of us without a last token.
+                    self.state = StreamState::Ended;
+                    return Polled::Broken;
+                }
+                Poll::Pending => {
+                    return if buf.is_empty() {
+                        Polled::Pending
+                    } else {
+                        Polled::Frame(buf.freeze())
+                    };
+                }
+            }
+        }
+    }
+}
+
+impl Body for SimStream {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let this = self.get_mut();
+        match this.poll_next(cx) {
+            Polled::Frame(bytes) => Poll::Ready(Some(Ok(Frame::data(bytes)))),
+            Polled::Broken => Poll::Ready(Some(Err(std::io::Error::other("stream cut")))),
+            Polled::End => Poll::Ready(None),
+            Polled::Pending => Poll::Pending,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+async fn whole_response(mut stream: SimStream) -> Response<SimBody> {
+    let broken = std::future::poll_fn(|cx| loop {
+        match stream.poll_next(cx) {
+            Polled::Frame(_) => continue,
+            Polled::Broken => return Poll::Ready(true),
+            Polled::End => return Poll::Ready(false),
+            Polled::Pending => return Poll::Pending,
+        }
+    })
+    .await;
+    if broken {
+        // A non-streaming disconnect: the head goes out, the body breaks.
+        return Response::new(BrokenBody.boxed());
+    }
+    if stream.fault == Some(FaultKind::Malformed) && stream.emitted >= stream.fault_after {
+        return json_response(StatusCode::OK, "{\"choices\":[{\"message\":".into());
+    }
+    let (p, n) = (stream.prompt_tokens, stream.output_tokens);
+    let usage =
+        serde_json::json!({"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n});
+    let body = if stream.shape.chat {
+        serde_json::json!({"id": "chatcmpl", "object": "chat.completion", "created": 0,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": stream.text},
+                         "finish_reason": stream.finish}], "usage": usage})
+    } else {
+        serde_json::json!({"id": "cmpl", "object": "text_completion", "created": 0,
+            "choices": [{"index": 0, "text": stream.text, "logprobs": null,
+                         "finish_reason": stream.finish}], "usage": usage})
+    };
+    json_response(StatusCode::OK, body.to_string())
+}
+
+/// A body that fails at once (the connection is closed mid-response).
+#[derive(Debug)]
+struct BrokenBody;
+
+impl Body for BrokenBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        Poll::Ready(Some(Err(std::io::Error::other("response cut"))))
+    }
+}

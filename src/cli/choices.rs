@@ -1,0 +1,69 @@
+//! The library's enums as command-line values. Only this layer depends on
+//! clap, so each enum a flag takes is mirrored here with the same names and
+//! the same help text, and converted into the library's own type.
+
+use clap::ValueEnum;
+
+use goodput_import::Source;
+use goodput_record::schedule::ArrivalProcess;
+use goodput_record::workload::body::Api;
+
+/// Which tool wrote the source file (`import --from`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SourceArg {
+    /// vLLM result JSON: `benchmark_serving.py` or `vllm bench serve` (`--save-result`), any release.
+    Vllm,
+    /// AIPerf `profile_export.jsonl` (one record per request).
+    Aiperf,
+    /// guidellm `benchmarks.json`.
+    Guidellm,
+}
+
+impl From<SourceArg> for Source {
+    fn from(arg: SourceArg) -> Source {
+        match arg {
+            SourceArg::Vllm => Source::Vllm,
+            SourceArg::Aiperf => Source::Aiperf,
+            SourceArg::Guidellm => Source::Guidellm,
+        }
+    }
+}
+
+/// How the open-loop arrival instants are spaced (`record --arrival`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    /// Exponential gaps (memoryless; the default, as in vLLM).
+    Poisson,
+    /// Equal gaps of 1/rate.
+    Constant,
+    /// Gamma gaps with shape = --burstiness (below 1: burstier than Poisson).
+    Gamma,
+}
+
+impl From<ArrivalArg> for ArrivalProcess {
+    fn from(arg: ArrivalArg) -> ArrivalProcess {
+        match arg {
+            ArrivalArg::Poisson => ArrivalProcess::Poisson,
+            ArrivalArg::Constant => ArrivalProcess::Constant,
+            ArrivalArg::Gamma => ArrivalProcess::Gamma,
+        }
+    }
+}
+
+/// Which OpenAI endpoint family (`record --api`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ApiArg {
+    /// `/v1/chat/completions` (messages in, `delta.content` out).
+    Chat,
+    /// `/v1/completions` (prompt in, `text` out).
+    Completions,
+}
+
+impl From<ApiArg> for Api {
+    fn from(arg: ApiArg) -> Api {
+        match arg {
+            ApiArg::Chat => Api::Chat,
+            ApiArg::Completions => Api::Completions,
+        }
+    }
+}

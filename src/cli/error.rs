@@ -1,0 +1,105 @@
+//! Every way a command can end, as one typed error. Each library crate
+//! returns its own error type; the commands convert them into this one
+//! (`From` impls here), and [`crate::cli::exit`] maps each variant to the
+//! line printed on standard error and to an exit status.
+
+use goodput_core::trace::Rejection;
+use goodput_util::io::ReadError;
+
+/// An error that ends a command.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The trace document was rejected (docs/contract.md §4).
+    #[error("rejected: {0}")]
+    Rejected(#[from] Rejection),
+    /// An input could not be read.
+    #[error("{0}")]
+    Read(#[from] ReadError),
+    /// An output could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// Where.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A receipt given to `verify` cannot be used.
+    #[error("cannot verify: {0}")]
+    Receipt(#[from] goodput_core::review::verify::VerifyError),
+    /// The mutation check could not run on this trace.
+    #[error("cannot run the mutation check: {0}")]
+    Mutate(goodput_core::review::mutate::MutateError),
+    /// A flag or argument does not make sense.
+    #[error("usage: {0}")]
+    Usage(String),
+    /// Ctrl-C stopped `record`; the trace was still written.
+    #[error(
+        "interrupted: wrote {} to {path} (unfinished requests are in_flight)",
+        goodput_util::number::count(*rows as u64, "row")
+    )]
+    Interrupted {
+        /// Where the trace went.
+        path: String,
+        /// Rows written.
+        rows: usize,
+    },
+    /// One of several traces (`frontier`) was rejected; names which.
+    #[error("rejected: {path}: {rejection}")]
+    RejectedFile {
+        /// The trace as named on the command line.
+        path: String,
+        /// The first problem.
+        rejection: Rejection,
+    },
+    /// Ctrl-C stopped a `record` rate sweep between two points; every trace
+    /// written so far stays.
+    #[error("interrupted: the rate sweep stopped after writing {}", if written.is_empty() { "no trace".to_owned() } else { written.join(", ") })]
+    InterruptedSweep {
+        /// The traces written before the interrupt.
+        written: Vec<String>,
+    },
+    /// `import` produced no trace: a file is not what `--from` says, or its
+    /// trace was refused (the message names the place).
+    #[error("{0}")]
+    Import(#[from] goodput_import::PipelineError),
+    /// `record`'s preflight found the server unusable; nothing was recorded.
+    #[error("preflight: {0}")]
+    Preflight(#[from] goodput_record::transport::preflight::PreflightError),
+    /// `sim` could not listen where asked.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The recorder's spool could not be written or read (the message names
+    /// the file and, for a bad line, the line).
+    #[error("spool: {0}")]
+    Spool(#[from] goodput_record::output::spool_error::SpoolError),
+    /// The recorder's event loop could not start.
+    #[error("{0}")]
+    Runtime(goodput_record::error::RecordError),
+    /// `merge` refuses the shards given (the message names the file).
+    #[error("cannot merge: {0}")]
+    Merge(#[from] goodput_core::merge::MergeError),
+    /// `compare` refuses two runs judged under different contracts.
+    #[error("cannot compare: {0}")]
+    Compare(#[from] goodput_core::compare::CompareError),
+}
+
+/// The recorder's errors, each as the command line says it: a key that
+/// cannot be a header value was given on the command line (or in its
+/// variable), so it reads as a usage error; the rest keep their own kinds.
+impl From<goodput_record::error::RecordError> for Error {
+    fn from(e: goodput_record::error::RecordError) -> Error {
+        use goodput_record::error::RecordError;
+        match e {
+            RecordError::Transport(t) => Error::Usage(t.to_string()),
+            RecordError::Preflight(p) => Error::Preflight(p),
+            RecordError::Spool(s) => Error::Spool(s),
+            RecordError::Write { path, source } => Error::Write { path, source },
+            runtime @ RecordError::Runtime(_) => Error::Runtime(runtime),
+        }
+    }
+}

@@ -144,18 +144,7 @@ fn peak_rss_kib() -> u64 {
 
 fn main() {
     if let Ok(path) = std::env::var("GOODPUT_BENCH_CHILD") {
-        // Child: one full analysis from the file, then report the high-water mark.
-        let before = peak_rss_kib();
-        // The CLI's path: read the file, analyze it by value (the text is freed
-        // once hashed and parsed), render the receipt.
-        let bytes = std::fs::read(&path).expect("read trace");
-        let options = AnalyzeOptions {
-            limits: limits(&bytes),
-            ..AnalyzeOptions::default()
-        };
-        let analysis = analyze_owned(bytes, options).expect("generated trace is accepted");
-        black_box(to_canonical_json(&analysis.receipt).expect("renders"));
-        println!("{before} {}", peak_rss_kib());
+        child_peak_memory(&path);
         return;
     }
     if std::env::args().any(|a| a == "--list") {
@@ -169,20 +158,43 @@ fn main() {
         "generated {ROWS} rows, {mb:.1} MB, in {:.2} s",
         t.elapsed().as_secs_f64()
     );
+    time_in_process(&bytes, mb);
+    peak_memory(bytes, mb);
+    end_to_end();
+}
 
+/// The child: one full analysis from the file, then the high-water mark
+/// before and after, printed.
+fn child_peak_memory(path: &str) {
+    let before = peak_rss_kib();
+    // The CLI's path: read the file, analyze it by value (the text is freed
+    // once hashed and parsed), render the receipt.
+    let bytes = std::fs::read(path).expect("read trace");
+    let options = AnalyzeOptions {
+        limits: limits(&bytes),
+        ..AnalyzeOptions::default()
+    };
+    let analysis = analyze_owned(bytes, options).expect("generated trace is accepted");
+    black_box(to_canonical_json(&analysis.receipt).expect("renders"));
+    println!("{before} {}", peak_rss_kib());
+}
+
+/// The floor, the context, parse-only and the full analysis, interleaved
+/// `REPS` times (the `Value` parse twice), with their minima and medians.
+fn time_in_process(bytes: &[u8], mb: f64) {
     let (mut parse, mut full, mut ignored, mut value) = (vec![], vec![], vec![], vec![]);
     for _ in 0..REPS {
         ignored.push(time(|| {
-            serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).expect("json")
+            serde_json::from_slice::<serde::de::IgnoredAny>(bytes).expect("json")
         }));
         parse.push(time(|| {
-            goodput_core::trace::parse::parse(&bytes).expect("parses")
+            goodput_core::trace::parse::parse(bytes).expect("parses")
         }));
-        full.push(time(|| full_analysis(&bytes)));
+        full.push(time(|| full_analysis(bytes)));
     }
     for _ in 0..2 {
         value.push(time(|| {
-            serde_json::from_slice::<serde_json::Value>(&bytes).expect("json")
+            serde_json::from_slice::<serde_json::Value>(bytes).expect("json")
         }));
     }
     let (p_min, p_med) = stats(parse);
@@ -204,8 +216,11 @@ fn main() {
         f_min / p_min,
         f_med / p_med
     );
+}
 
-    // Peak memory in a fresh process.
+/// Peak memory of one full analysis, in a fresh process (this binary re-run
+/// as the child) reading the trace from a file.
+fn peak_memory(bytes: Vec<u8>, mb: f64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path: PathBuf = dir.path().join("trace-1m.json");
     std::fs::File::create(&path)
@@ -229,8 +244,10 @@ fn main() {
             before * 1024.0 / 1e6
         );
     }
+}
 
-    // End to end on the bundled fixture: process start to exit.
+/// End to end on the bundled fixture: process start to exit, 30 runs.
+fn end_to_end() {
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/mixed_120.json");
     let mut runs = Vec::new();
     for _ in 0..30 {

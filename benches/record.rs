@@ -376,24 +376,41 @@ fn tls_sim(config: SimConfig, dir: &std::path::Path) -> (SimServer, std::path::P
     (server, cert_path)
 }
 
-fn main() {
-    let rates: Vec<f64> = std::env::var("GOODPUT_BENCH_RATES")
-        .unwrap_or_else(|_| "500,1000,2000,3000,4000".into())
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    let secs: f64 = std::env::var("GOODPUT_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2.0);
-    let with_tls = std::env::var("GOODPUT_BENCH_TLS").map_or(true, |v| v != "0");
-    let tokens: u32 = std::env::var("GOODPUT_BENCH_TOKENS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(64);
-    let binary = std::env::var("GOODPUT_BENCH_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_goodput").to_owned());
-    let config = SimConfig {
+/// The bench's knobs, read from the environment (module docs list them).
+struct BenchEnv {
+    rates: Vec<f64>,
+    secs: f64,
+    with_tls: bool,
+    tokens: u32,
+    binary: String,
+    workload_rate: f64,
+}
+
+impl BenchEnv {
+    fn read() -> BenchEnv {
+        let number = |name: &str| std::env::var(name).ok().and_then(|s| s.parse().ok());
+        BenchEnv {
+            rates: std::env::var("GOODPUT_BENCH_RATES")
+                .unwrap_or_else(|_| "500,1000,2000,3000,4000".into())
+                .split(',')
+                .filter_map(|s| s.trim().parse().ok())
+                .collect(),
+            secs: number("GOODPUT_BENCH_SECS").unwrap_or(2.0),
+            with_tls: std::env::var("GOODPUT_BENCH_TLS").map_or(true, |v| v != "0"),
+            tokens: std::env::var("GOODPUT_BENCH_TOKENS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(64),
+            binary: std::env::var("GOODPUT_BENCH_BIN")
+                .unwrap_or_else(|_| env!("CARGO_BIN_EXE_goodput").to_owned()),
+            workload_rate: number("GOODPUT_BENCH_WORKLOAD_RATE").unwrap_or(1000.0),
+        }
+    }
+}
+
+/// The near-zero-latency sim every run records against.
+fn sim_config(tokens: u32) -> SimConfig {
+    SimConfig {
         engine: EngineParams {
             max_batch: 4096,
             prefill_ms_per_1k_tokens: 0.0,
@@ -406,7 +423,12 @@ fn main() {
         model_name: "sim".into(),
         quirks: Default::default(),
         tokenizer: None,
-    };
+    }
+}
+
+fn main() {
+    let env = BenchEnv::read();
+    let config = sim_config(env.tokens);
     let noise = wakeup_noise_ms();
     println!(
         "machine wake-up noise (0.5 ms sleeps, before the runs): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
@@ -414,18 +436,36 @@ fn main() {
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let server = SimServer::start(config.clone(), 1).expect("start the sim");
-    let tls = with_tls.then(|| tls_sim(config, dir.path()));
+    let tls = env.with_tls.then(|| tls_sim(config, dir.path()));
     let setup = Setup {
-        binary: &binary,
-        secs,
-        tokens,
+        binary: &env.binary,
+        secs: env.secs,
+        tokens: env.tokens,
         dir: dir.path(),
     };
+    print_sweep_header(&setup, &server, tls.as_ref().map(|(s, _)| s));
+    if let Ok(baseline) = std::env::var("GOODPUT_BENCH_BASELINE") {
+        side_by_side(&setup, &baseline, &server, &env.rates);
+        return;
+    }
+    let Some(pairs) = rate_sweep(&setup, &server, tls.as_ref(), &env.rates) else {
+        return;
+    };
+    if tls.is_some() {
+        print_http_vs_https(&pairs);
+    }
+    if env.workload_rate > 0.0 {
+        workload_check(&server.url(), dir.path(), env.workload_rate, env.secs);
+    }
+}
+
+/// What the sweep runs against, and the heading of its table.
+fn print_sweep_header(setup: &Setup, server: &SimServer, tls: Option<&SimServer>) {
+    let (tokens, secs) = (setup.tokens, setup.secs);
     println!(
         "sim at {} (near-zero latency, {tokens} output tokens){}; {secs} s per rate, Poisson arrivals",
         server.url(),
-        tls.as_ref()
-            .map(|(s, _)| format!(" and {}", s.url()))
+        tls.map(|s| format!(" and {}", s.url()))
             .unwrap_or_default()
     );
     println!(
@@ -443,29 +483,34 @@ fn main() {
         "conns",
         "pass"
     );
-    if let Ok(baseline) = std::env::var("GOODPUT_BENCH_BASELINE") {
-        side_by_side(&setup, &baseline, &server, &rates);
-        return;
-    }
+}
+
+/// One rate's http point and, with TLS, its https point.
+type RatePair = (f64, Point, Option<Point>);
+
+/// Every rate over http (and https when `tls` is given) until two in a row
+/// fail, printing each point and the highest passing rate; `None` when a
+/// run failed (the reason is printed).
+fn rate_sweep(
+    setup: &Setup,
+    server: &SimServer,
+    tls: Option<&(SimServer, std::path::PathBuf)>,
+    rates: &[f64],
+) -> Option<Vec<RatePair>> {
     let mut best = None;
     let mut misses = 0;
-    let mut pairs: Vec<(f64, Point, Option<Point>)> = Vec::new();
-    for &rate in &rates {
-        let Some(http) = measure(&setup, &server, &[], rate) else {
-            return;
-        };
+    let mut pairs: Vec<RatePair> = Vec::new();
+    for &rate in rates {
+        let http = measure(setup, server, &[], rate)?;
         print_point(rate, "http", &http);
-        let https = match &tls {
-            Some((tls_server, ca)) => {
-                let extra = vec!["--cacert".to_owned(), ca.display().to_string()];
-                let p = measure(&setup, tls_server, &extra, rate);
-                if let Some(p) = &p {
-                    print_point(rate, "https", p);
-                }
-                p
+        let https = tls.and_then(|(tls_server, ca)| {
+            let extra = vec!["--cacert".to_owned(), ca.display().to_string()];
+            let p = measure(setup, tls_server, &extra, rate);
+            if let Some(p) = &p {
+                print_point(rate, "https", p);
             }
-            None => None,
-        };
+            p
+        });
         let pass = http.pass();
         pairs.push((rate, http, https));
         if pass {
@@ -482,32 +527,28 @@ fn main() {
         Some(rate) => println!("highest passing rate (http): {rate}/s"),
         None => println!("no rate passed (http)"),
     }
-    if tls.is_some() {
-        println!();
-        println!("http vs https (median p99 send lag; recorder CPU per 1,000 tokens)");
+    Some(pairs)
+}
+
+/// The closing table: http and https side by side at every rate both ran.
+fn print_http_vs_https(pairs: &[RatePair]) {
+    println!();
+    println!("http vs https (median p99 send lag; recorder CPU per 1,000 tokens)");
+    println!(
+        "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11}",
+        "rate/s", "http p99", "https p99", "http cpu/1k", "https cpu/1k", "cpu ratio"
+    );
+    for (rate, http, https) in pairs {
+        let Some(https) = https else { continue };
         println!(
-            "{:>8} {:>12} {:>12} {:>14} {:>14} {:>11}",
-            "rate/s", "http p99", "https p99", "http cpu/1k", "https cpu/1k", "cpu ratio"
+            "{:>8} {:>9.3} ms {:>9.3} ms {:>11.3} ms {:>11.3} ms {:>10.2}x",
+            rate,
+            http.median_p99_ms,
+            https.median_p99_ms,
+            http.cpu_ms_per_1k_tokens(),
+            https.cpu_ms_per_1k_tokens(),
+            https.cpu_ms_per_1k_tokens() / http.cpu_ms_per_1k_tokens()
         );
-        for (rate, http, https) in &pairs {
-            let Some(https) = https else { continue };
-            println!(
-                "{:>8} {:>9.3} ms {:>9.3} ms {:>11.3} ms {:>11.3} ms {:>10.2}x",
-                rate,
-                http.median_p99_ms,
-                https.median_p99_ms,
-                http.cpu_ms_per_1k_tokens(),
-                https.cpu_ms_per_1k_tokens(),
-                https.cpu_ms_per_1k_tokens() / http.cpu_ms_per_1k_tokens()
-            );
-        }
-    }
-    let workload_rate: f64 = std::env::var("GOODPUT_BENCH_WORKLOAD_RATE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000.0);
-    if workload_rate > 0.0 {
-        workload_check(&server.url(), dir.path(), workload_rate, secs);
     }
 }
 

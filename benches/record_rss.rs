@@ -14,7 +14,8 @@
 //! `GOODPUT_BENCH_BIN=PATH` (another `goodput` binary, e.g. a build of an
 //! earlier commit, measured against the same sim).
 
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use goodput_sim::engine::EngineParams;
@@ -42,7 +43,38 @@ fn main() {
     let early_s = env_f64("GOODPUT_RSS_EARLY", 60.0).min(secs * 0.5);
     let binary = std::env::var("GOODPUT_BENCH_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_goodput").to_owned());
-    let server = SimServer::start(
+    let server = start_sim();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("long.json");
+    println!(
+        "recorder {binary}\nsim at {}; {rate} req/s for {secs} s ({} requests), 16 output tokens",
+        server.url(),
+        (rate * secs) as u64
+    );
+    let started = Instant::now();
+    let mut child = spawn_recorder(&binary, &server.url(), rate, secs, &out);
+    let (samples, peak_at_end) = sample_rss(child.id(), started, &checkpoints(secs, early_s));
+    let status = child.wait().expect("the recorder ends");
+    let rows = std::fs::read(&out)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v["rows"].as_array().map(Vec::len));
+    println!(
+        "recorder exited {status}; trace rows: {}",
+        rows.map_or_else(|| "none".into(), |n| n.to_string())
+    );
+    if let Some(hwm) = peak_at_end {
+        println!(
+            "peak RSS (VmHWM) at the end of the window: {:.1} MiB",
+            hwm as f64 / 1024.0
+        );
+    }
+    print_verdict(&samples, early_s, secs);
+}
+
+/// The sim the recorder runs against: 16 output tokens at 1 ms a step, batch 512.
+fn start_sim() -> SimServer {
+    SimServer::start(
         SimConfig {
             engine: EngineParams {
                 max_batch: 512,
@@ -59,27 +91,27 @@ fn main() {
         },
         1,
     )
-    .expect("start the sim");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().join("long.json");
-    println!(
-        "recorder {binary}\nsim at {}; {rate} req/s for {secs} s ({} requests), 16 output tokens",
-        server.url(),
-        (rate * secs) as u64
-    );
-    let started = Instant::now();
-    let mut child = Command::new(&binary)
-        .args(["record", "--url", &server.url(), "--model", "sim"])
+    .expect("start the sim")
+}
+
+/// `binary record` against `url` at `rate` for `secs`, writing `out`.
+fn spawn_recorder(binary: &str, url: &str, rate: f64, secs: f64, out: &Path) -> Child {
+    Command::new(binary)
+        .args(["record", "--url", url, "--model", "sim"])
         .args(["--no-progress", "--no-preflight"])
         .args(["--request-rate", &rate.to_string()])
         .args(["--duration", &format!("{secs}s")])
         .args(["--grace", "2s", "--timeout", "5s", "--seed", "1"])
         .arg("--out")
-        .arg(&out)
+        .arg(out)
         .stdout(Stdio::null())
         .spawn()
-        .expect("run goodput record");
-    let pid = child.id();
+        .expect("run goodput record")
+}
+
+/// The instants RSS is read at, s: the fixed ones inside the window, the
+/// early one, and the end of the window.
+fn checkpoints(secs: f64, early_s: f64) -> Vec<f64> {
     let mut checkpoints: Vec<f64> = [10.0, 30.0, early_s, 120.0, 300.0]
         .into_iter()
         .filter(|&t| t < secs * 0.99)
@@ -87,9 +119,15 @@ fn main() {
     checkpoints.sort_by(f64::total_cmp);
     checkpoints.dedup();
     checkpoints.push(secs * 0.99);
+    checkpoints
+}
+
+/// RSS of `pid` at each checkpoint (printed as read), and its peak at the
+/// last one read; stops early when the process has ended.
+fn sample_rss(pid: u32, started: Instant, checkpoints: &[f64]) -> (Vec<(f64, u64)>, Option<u64>) {
     let mut samples: Vec<(f64, u64)> = Vec::new();
     let mut peak_at_end = None;
-    for &t in &checkpoints {
+    for &t in checkpoints {
         while started.elapsed().as_secs_f64() < t {
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -101,21 +139,11 @@ fn main() {
         samples.push((t, rss));
         peak_at_end = status_kib(pid, "VmHWM");
     }
-    let status = child.wait().expect("the recorder ends");
-    let rows = std::fs::read(&out)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v["rows"].as_array().map(Vec::len));
-    println!(
-        "recorder exited {status}; trace rows: {}",
-        rows.map_or_else(|| "none".into(), |n| n.to_string())
-    );
-    if let Some(hwm) = peak_at_end {
-        println!(
-            "peak RSS (VmHWM) at the end of the window: {:.1} MiB",
-            hwm as f64 / 1024.0
-        );
-    }
+    (samples, peak_at_end)
+}
+
+/// RSS at the end of the window against RSS at the early instant: within 10 %.
+fn print_verdict(samples: &[(f64, u64)], early_s: f64, secs: f64) {
     let early = samples.iter().find(|(t, _)| *t == early_s).map(|s| s.1);
     let late = samples
         .last()

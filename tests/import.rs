@@ -26,7 +26,7 @@ fn options(slo: &str) -> ImportOptions {
 fn run_pipeline(source: Source, file: &str, slo: &str, summary: Option<&str>) -> Outcome {
     let summary = summary.map(read);
     pipeline(source, &read(file), &options(slo), summary.as_deref())
-        .unwrap_or_else(|e| panic!("{file}: {}", e.to_string()))
+        .unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
 fn vllm() -> Outcome {

@@ -23,7 +23,7 @@ fn run(source: Source, file: &str, slo: &str, summary: Option<&str>) -> Outcome 
     let options = ImportOptions::with_gates(&name, gates, Equality::Inclusive);
     let summary = summary.map(read);
     pipeline(source, &read(file), &options, summary.as_deref())
-        .unwrap_or_else(|e| panic!("{file}: {}", e.to_string()))
+        .unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
 /// AIPerf 0.13.0 with a 260-token tokenizer against `goodput sim` (whose

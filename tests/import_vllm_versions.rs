@@ -28,7 +28,7 @@ fn options() -> ImportOptions {
 }
 
 fn import(bytes: &[u8]) -> Outcome {
-    pipeline(Source::Vllm, bytes, &options(), None).unwrap_or_else(|e| panic!("{}", e.to_string()))
+    pipeline(Source::Vllm, bytes, &options(), None).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn source() -> Value {
@@ -237,8 +237,7 @@ fn a_length_mismatch_without_send_times_names_ttfts_as_the_reference() {
     assert!(
         e.to_string()
             .contains("/errors: has 1 entries but /ttfts has 2 (one per request)"),
-        "{}",
-        e.to_string()
+        "{e}"
     );
 }
 

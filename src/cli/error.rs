@@ -76,7 +76,7 @@ pub enum Error {
     /// The recorder's spool could not be written or read (the message names
     /// the file and, for a bad line, the line).
     #[error("spool: {0}")]
-    Spool(#[from] goodput_record::output::spool_error::SpoolError),
+    Spool(#[from] goodput_record::error::SpoolError),
     /// The recorder's event loop could not start.
     #[error("{0}")]
     Runtime(goodput_record::error::RecordError),

@@ -148,7 +148,7 @@ pub fn parse_output_tokens(text: &str) -> Result<(f64, f64), String> {
 /// The sim configuration of the flags, validated.
 pub fn config_from(args: &SimArgs) -> Result<SimConfig, Error> {
     let usage = |m: String| Error::Usage(m);
-    check_faults(&args.faults).map_err(usage)?;
+    check_faults(&args.faults).map_err(|e| usage(e.to_string()))?;
     if args.max_batch == 0 {
         return Err(usage("--max-batch must be at least 1".into()));
     }

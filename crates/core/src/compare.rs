@@ -498,10 +498,41 @@ fn compare_blocks(
 struct Sides {
     a: Option<f64>,
     b: Option<f64>,
-    interval: Result<Interval, String>,
+    interval: Result<Interval, NoInterval>,
+}
+
+/// Why a figure has no difference interval; its text is the figure's `note`.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+enum NoInterval {
+    /// A share of an empty cohort.
+    #[error("a cohort is empty")]
+    EmptyCohort,
+    /// The figure is not a percentile (never asked of one that is).
+    #[error("not a percentile")]
+    NotAPercentile,
+    /// A run has too few values for a distribution-free interval of the percentile.
+    #[error(
+        "too few values for a distribution-free {percent}% interval of p{p}: it needs at least {needed} per run"
+    )]
+    TooFewValues {
+        /// The confidence level, in percent as printed.
+        percent: String,
+        /// The percentile.
+        p: u32,
+        /// Requests per run needed before an interval exists at all.
+        needed: u64,
+    },
+}
+
+impl NoInterval {
     /// Requests per run needed before an interval exists at all (percentiles
     /// of runs too small).
-    needed_for_interval: Option<u64>,
+    fn needed_per_run(&self) -> Option<u64> {
+        match self {
+            NoInterval::TooFewValues { needed, .. } => Some(*needed),
+            NoInterval::EmptyCohort | NoInterval::NotAPercentile => None,
+        }
+    }
 }
 
 fn rate_sides(a: &Block, b: &Block) -> Sides {
@@ -513,7 +544,6 @@ fn rate_sides(a: &Block, b: &Block) -> Sides {
         a: Some(a.rates.goodput_per_s),
         b: Some(b.rates.goodput_per_s),
         interval: Ok(mover(est(a), est(b))),
-        needed_for_interval: None,
     }
 }
 
@@ -523,8 +553,7 @@ fn share_sides(xa: u64, a: &Block, xb: u64, b: &Block, confidence: Confidence) -
         a: share(xa, a.counts.cohort),
         b: share(xb, b.counts.cohort),
         interval: newcombe(xa, a.counts.cohort, xb, b.counts.cohort, confidence)
-            .ok_or_else(|| "a cohort is empty".to_owned()),
-        needed_for_interval: None,
+            .ok_or(NoInterval::EmptyCohort),
     }
 }
 
@@ -533,8 +562,7 @@ fn percentile_sides(figure: Figure, a: &Block, b: &Block, confidence: Confidence
         return Sides {
             a: None,
             b: None,
-            interval: Err("not a percentile".to_owned()),
-            needed_for_interval: None,
+            interval: Err(NoInterval::NotAPercentile),
         };
     };
     let pick = |x: &Block| -> (Option<f64>, QuantileInterval) {
@@ -562,18 +590,16 @@ fn percentile_sides(figure: Figure, a: &Block, b: &Block, confidence: Confidence
     };
     let interval = match (estimate(va, &ia), estimate(vb, &ib)) {
         (Some(ea), Some(eb)) => Ok(mover(ea, eb)),
-        _ => Err(format!(
-            "too few values for a distribution-free {}% interval of p{p}: it needs at least {} per run",
-            percent(confidence.level()),
-            min_n_for_quantile(p, confidence)
-        )),
+        _ => Err(NoInterval::TooFewValues {
+            percent: percent(confidence.level()),
+            p,
+            needed: min_n_for_quantile(p, confidence),
+        }),
     };
-    let needed_for_interval = interval.is_err().then(|| min_n_for_quantile(p, confidence));
     Sides {
         a: va,
         b: vb,
         interval,
-        needed_for_interval,
     }
 }
 
@@ -584,9 +610,9 @@ fn figure_comparison(
     confidence: Confidence,
 ) -> FigureComparison {
     let difference = sides.a.zip(sides.b).map(|(a, b)| b - a);
-    let (interval, note) = match sides.interval {
-        Ok(i) => (Some(i), None),
-        Err(why) => (None, Some(why)),
+    let (interval, needed_for_interval, note) = match sides.interval {
+        Ok(i) => (Some(i), None, None),
+        Err(why) => (None, why.needed_per_run(), Some(why.to_string())),
     };
     let verdict = match interval {
         Some(i) if i.lower > 0.0 => higher(figure),
@@ -596,7 +622,7 @@ fn figure_comparison(
     let mdd = interval.map(|i| minimum_detectable(i, confidence));
     let required = match (verdict, mdd, difference) {
         (Verdict::Indistinguishable, Some(m), Some(d)) => required_requests(n_now, m, d),
-        (Verdict::Indistinguishable, None, _) => sides.needed_for_interval,
+        (Verdict::Indistinguishable, None, _) => needed_for_interval,
         _ => None,
     };
     let note = note.or_else(|| match (verdict, difference, required) {

@@ -39,12 +39,56 @@ pub struct Sample {
 
 /// A line the parser could not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("metrics line {line}: {message}")]
+#[error("metrics line {line}: {reason}")]
 pub struct ExpositionError {
     /// 1-based line number.
     pub line: usize,
     /// What was wrong.
-    pub message: String,
+    pub reason: SampleError,
+}
+
+/// What is wrong with one sample line of the exposition format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SampleError {
+    /// The line does not start with a metric name.
+    #[error("a sample must start with a metric name")]
+    NoName,
+    /// The metric has no value.
+    #[error("`{name}` has no value")]
+    NoValue {
+        /// The metric's name.
+        name: String,
+    },
+    /// The value is not a number.
+    #[error("`{value}` is not a number")]
+    NotANumber {
+        /// The value as written.
+        value: String,
+    },
+    /// The timestamp is not an integer.
+    #[error("`{timestamp}` is not a timestamp")]
+    NotATimestamp {
+        /// The timestamp as written.
+        timestamp: String,
+    },
+    /// Something follows the timestamp.
+    #[error("unexpected text after the timestamp")]
+    TrailingText,
+    /// A label without a name.
+    #[error("a label must have a name")]
+    UnnamedLabel,
+    /// A label name not followed by `="`.
+    #[error("label `{key}` must be followed by =\"…\"")]
+    NoLabelValue {
+        /// The label's name.
+        key: String,
+    },
+    /// A label value without its closing quote.
+    #[error("label `{key}`: unterminated value")]
+    UnterminatedLabel {
+        /// The label's name.
+        key: String,
+    },
 }
 
 fn is_name_start(c: char) -> bool {
@@ -63,23 +107,23 @@ pub fn parse_exposition(text: &str) -> Result<Vec<Sample>, ExpositionError> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let fail = |message: &str| ExpositionError {
+        let sample = parse_sample(line).map_err(|reason| ExpositionError {
             line: i + 1,
-            message: message.to_owned(),
-        };
-        out.push(parse_sample(line).map_err(|m| fail(&m))?);
+            reason,
+        })?;
+        out.push(sample);
     }
     Ok(out)
 }
 
-fn parse_sample(line: &str) -> Result<Sample, String> {
+fn parse_sample(line: &str) -> Result<Sample, SampleError> {
     let end = line
         .char_indices()
         .find(|&(_, c)| !is_name_char(c))
         .map_or(line.len(), |(i, _)| i);
     let name = &line[..end];
     if !name.chars().next().is_some_and(is_name_start) {
-        return Err("a sample must start with a metric name".into());
+        return Err(SampleError::NoName);
     }
     let mut rest = &line[end..];
     let mut labels = BTreeMap::new();
@@ -87,16 +131,19 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
         rest = parse_labels(after, &mut labels)?;
     }
     let mut fields = rest.split_whitespace();
-    let value = fields
-        .next()
-        .ok_or_else(|| format!("`{name}` has no value"))?;
-    let value = parse_value(value).ok_or_else(|| format!("`{value}` is not a number"))?;
+    let value = fields.next().ok_or_else(|| SampleError::NoValue {
+        name: name.to_owned(),
+    })?;
+    let value = parse_value(value).ok_or_else(|| SampleError::NotANumber {
+        value: value.to_owned(),
+    })?;
     if let Some(ts) = fields.next() {
-        ts.parse::<i64>()
-            .map_err(|_| format!("`{ts}` is not a timestamp"))?;
+        ts.parse::<i64>().map_err(|_| SampleError::NotATimestamp {
+            timestamp: ts.to_owned(),
+        })?;
     }
     if fields.next().is_some() {
-        return Err("unexpected text after the timestamp".into());
+        return Err(SampleError::TrailingText);
     }
     Ok(Sample {
         name: name.to_owned(),
@@ -109,7 +156,7 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
 fn parse_labels<'a>(
     mut rest: &'a str,
     labels: &mut BTreeMap<String, String>,
-) -> Result<&'a str, String> {
+) -> Result<&'a str, SampleError> {
     loop {
         rest = rest.trim_start();
         if let Some(after) = rest.strip_prefix('}') {
@@ -121,22 +168,24 @@ fn parse_labels<'a>(
             .map_or(rest.len(), |(i, _)| i);
         let key = &rest[..end];
         if key.is_empty() {
-            return Err("a label must have a name".into());
+            return Err(SampleError::UnnamedLabel);
         }
         rest = rest[end..].trim_start();
         rest = rest
             .strip_prefix("=\"")
-            .ok_or_else(|| format!("label `{key}` must be followed by =\"…\""))?;
+            .ok_or_else(|| SampleError::NoLabelValue {
+                key: key.to_owned(),
+            })?;
         let mut value = String::new();
         let mut chars = rest.char_indices();
         let close = loop {
             match chars.next() {
-                None => return Err(format!("label `{key}`: unterminated value")),
+                None => return Err(unterminated(key)),
                 Some((i, '"')) => break i,
                 Some((_, '\\')) => match chars.next() {
                     Some((_, 'n')) => value.push('\n'),
                     Some((_, c)) => value.push(c),
-                    None => return Err(format!("label `{key}`: unterminated value")),
+                    None => return Err(unterminated(key)),
                 },
                 Some((_, c)) => value.push(c),
             }
@@ -144,6 +193,12 @@ fn parse_labels<'a>(
         labels.insert(key.to_owned(), value);
         rest = rest[close + 1..].trim_start();
         rest = rest.strip_prefix(',').unwrap_or(rest);
+    }
+}
+
+fn unterminated(key: &str) -> SampleError {
+    SampleError::UnterminatedLabel {
+        key: key.to_owned(),
     }
 }
 
@@ -403,7 +458,7 @@ odd{l=\"a \\\"q\\\" \\\\ b\\nc\"} NaN
     fn a_malformed_line_is_named_by_number() {
         let err = parse_exposition("ok 1\n\nbad{x=1} 2\n").unwrap_err();
         assert_eq!(err.line, 3);
-        assert!(err.message.contains("label `x`"), "{err}");
+        assert!(err.reason.to_string().contains("label `x`"), "{err}");
         assert_eq!(parse_exposition("9lives 1").unwrap_err().line, 1);
         assert!(parse_exposition("x one").is_err());
         assert!(parse_exposition("x 1 2 3").is_err());

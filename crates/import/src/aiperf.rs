@@ -40,11 +40,12 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::error::ImportError;
 use crate::fidelity::{ConfiguredRate, Process};
 use crate::json::{parse_typed, Within};
-use crate::{failure_reason, ImportError, ImportOptions, Imported, Quantiles, Reported};
+use crate::model::{failure_reason, ImportOptions, Imported, Quantiles, Reported};
 use goodput_core::trace::model::MAX_SPAN_MS;
-use goodput_core::trace::write::{RowStatus, TraceRow};
+use goodput_core::trace::write::{RowStatus, TraceDoc, TraceRow};
 use goodput_core::trace::{Labels, Scalar, Warmup, Window};
 
 #[derive(Debug, Deserialize)]
@@ -105,6 +106,11 @@ struct Line {
 }
 
 impl Line {
+    /// Whether the record is of the measured (`profiling`) phase.
+    fn is_profiling(&self) -> bool {
+        self.record.metadata.benchmark_phase == "profiling"
+    }
+
     fn place(&self, tail: &str) -> String {
         format!("line {} {tail}", self.number)
     }
@@ -171,6 +177,22 @@ fn ns_diff_ms(t_ns: i64, t0_ns: i64) -> f64 {
 
 /// Imports an AIPerf `profile_export.jsonl` (see the module docs).
 pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportError> {
+    let lines = read_records(bytes)?;
+    let t0 = earliest_instant(&lines);
+    let mut tally = Tally::new();
+    let rows = lines
+        .iter()
+        .map(|line| map_row(line, t0, &mut tally))
+        .collect::<Result<Vec<_>, _>>()?;
+    let span = ProfilingSpan::of(&tally, t0)?;
+    let trace = trace_doc(options, &tally, &span, t0, lines.len(), rows);
+    let reported = reported_figures(&tally, span.duration_ms);
+    Ok(Imported { trace, reported })
+}
+
+/// Parses every non-blank line into a [`Record`] of a known phase; the file
+/// must hold at least one record, and one of the `profiling` phase.
+fn read_records(bytes: &[u8]) -> Result<Vec<Line>, ImportError> {
     let mut lines = Vec::new();
     for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
         let trimmed = raw.trim_ascii();
@@ -195,14 +217,18 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             "the file holds no records (expected one JSON object per line)".into(),
         ));
     }
-    let profiling = |l: &&Line| l.record.metadata.benchmark_phase == "profiling";
-    if !lines.iter().any(|l| profiling(&l)) {
+    if !lines.iter().any(Line::is_profiling) {
         return Err(ImportError::Whole(
             "no record of the `profiling` phase: nothing was measured".into(),
         ));
     }
-    // t0 is the earliest instant any record names, so every time is >= 0.
-    let t0 = lines
+    Ok(lines)
+}
+
+/// t0: the earliest instant any record names (send or credit), so every
+/// time is >= 0.
+fn earliest_instant(lines: &[Line]) -> i64 {
+    lines
         .iter()
         .map(|l| {
             let md = &l.record.metadata;
@@ -210,203 +236,321 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
                 .min(md.credit_issued_ns.unwrap_or(md.request_start_ns))
         })
         .min()
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
 
-    let mut rows = Vec::with_capacity(lines.len());
-    let mut window_start_ns = i64::MAX;
-    let mut last_response_ns = i64::MIN;
-    // The latest profiling send: the window must hold every profiling request.
-    let mut last_send_ns = i64::MIN;
-    let mut horizon_ms: f64 = 0.0;
-    let mut warmup_start_ns: Option<i64> = None;
-    let (mut successful, mut failed, mut cancelled, mut in_profiling) = (0u64, 0u64, 0u64, 0u64);
-    // Whether any record carries both counts; whether a successful one had only AIPerf's.
-    let (mut carries_both, mut client_counted) = (false, false);
-    for line in &lines {
-        let md = &line.record.metadata;
-        let is_profiling = md.benchmark_phase == "profiling";
-        if md.request_end_ns < md.request_start_ns {
-            return Err(ImportError::at(
-                line.place("/metadata/request_end_ns"),
-                "is before request_start_ns",
-            ));
+/// What the records add up to, gathered while their rows are mapped: the
+/// profiling phase's extent, the warm-up's start, AIPerf's counts, and
+/// which token count the rows carry.
+struct Tally {
+    /// The earliest profiling credit or send.
+    window_start_ns: i64,
+    /// The latest profiling response (send + `request_latency`).
+    last_response_ns: i64,
+    /// The latest profiling send: the window must hold every profiling request.
+    last_send_ns: i64,
+    /// The latest profiling end, ms since t0.
+    horizon_ms: f64,
+    /// The earliest warm-up send.
+    warmup_start_ns: Option<i64>,
+    successful: u64,
+    failed: u64,
+    cancelled: u64,
+    in_profiling: u64,
+    /// Some record carries both counts (usage and AIPerf's own).
+    carries_both: bool,
+    /// Some successful record had only AIPerf's own count.
+    client_counted: bool,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            window_start_ns: i64::MAX,
+            last_response_ns: i64::MIN,
+            last_send_ns: i64::MIN,
+            horizon_ms: 0.0,
+            warmup_start_ns: None,
+            successful: 0,
+            failed: 0,
+            cancelled: 0,
+            in_profiling: 0,
+            carries_both: false,
+            client_counted: false,
         }
-        let arrival_ms = ns_diff_ms(md.request_start_ns, t0);
-        let ended_ms = ns_diff_ms(md.request_end_ns, t0);
-        let ttft = line.time_ms("time_to_first_token")?;
-        let latency = line.time_ms("request_latency")?;
-        let osl = line.whole_tokens("output_sequence_length")?;
-        let usage = line.whole_tokens("usage_completion_tokens")?;
-        if is_profiling {
-            in_profiling += 1;
+    }
+
+    /// A record's instants: a profiling one widens the phase's extent, a
+    /// warm-up one may move the warm-up's start.
+    fn note_instants(&mut self, md: &Metadata, ended_ms: f64, latency_ms: Option<f64>) {
+        if md.benchmark_phase == "profiling" {
+            self.in_profiling += 1;
             let opened = md.credit_issued_ns.unwrap_or(md.request_start_ns);
-            window_start_ns = window_start_ns.min(md.request_start_ns).min(opened);
-            last_send_ns = last_send_ns.max(md.request_start_ns);
-            horizon_ms = horizon_ms.max(ended_ms);
-            if let Some(l) = latency {
+            self.window_start_ns = self.window_start_ns.min(md.request_start_ns).min(opened);
+            self.last_send_ns = self.last_send_ns.max(md.request_start_ns);
+            self.horizon_ms = self.horizon_ms.max(ended_ms);
+            if let Some(l) = latency_ms {
                 let response_ns = md.request_start_ns.saturating_add((l * 1e6).round() as i64);
-                last_response_ns = last_response_ns.max(response_ns);
+                self.last_response_ns = self.last_response_ns.max(response_ns);
             }
         } else {
-            warmup_start_ns =
-                Some(warmup_start_ns.map_or(md.request_start_ns, |w| w.min(md.request_start_ns)));
-        }
-        let mut labels = Labels::new();
-        labels.insert("phase".into(), Scalar::String(md.benchmark_phase.clone()));
-        if let Some(isl) = line.tokens("input_sequence_length")? {
-            labels.insert("promptTokens".into(), Scalar::Number(isl));
-        }
-        if let (Some(_), Some(client)) = (usage, osl) {
-            carries_both = true;
-            labels.insert(
-                crate::fidelity::CLIENT_TOKENS_LABEL.into(),
-                Scalar::Number(client),
+            self.warmup_start_ns = Some(
+                self.warmup_start_ns
+                    .map_or(md.request_start_ns, |w| w.min(md.request_start_ns)),
             );
         }
-        if let Some(credit) = md.credit_issued_ns {
-            labels.insert(
-                "creditLagMs".into(),
-                Scalar::Number(ns_diff_ms(md.request_start_ns, credit)),
-            );
+    }
+}
+
+/// The metrics of one record that its row is built from.
+struct Measured {
+    ttft_ms: Option<f64>,
+    latency_ms: Option<f64>,
+    /// AIPerf's own output count (`output_sequence_length`).
+    client_tokens: Option<f64>,
+    /// The server's count (`usage_completion_tokens`).
+    usage_tokens: Option<f64>,
+}
+
+/// One record → its trace row: `failed` with a reason for an error or a
+/// cancellation, else `completed` (or `failed` / `no_output` without tokens).
+fn map_row(line: &Line, t0: i64, tally: &mut Tally) -> Result<TraceRow, ImportError> {
+    let md = &line.record.metadata;
+    if md.request_end_ns < md.request_start_ns {
+        return Err(ImportError::at(
+            line.place("/metadata/request_end_ns"),
+            "is before request_start_ns",
+        ));
+    }
+    let arrival_ms = ns_diff_ms(md.request_start_ns, t0);
+    let ended_ms = ns_diff_ms(md.request_end_ns, t0);
+    let measured = Measured {
+        ttft_ms: line.time_ms("time_to_first_token")?,
+        latency_ms: line.time_ms("request_latency")?,
+        client_tokens: line.whole_tokens("output_sequence_length")?,
+        usage_tokens: line.whole_tokens("usage_completion_tokens")?,
+    };
+    tally.note_instants(md, ended_ms, measured.latency_ms);
+    let labels = row_labels(line, &measured, tally)?;
+    let id = crate::model::source_id(md.x_request_id.as_deref())
+        .unwrap_or_else(|| format!("line{}", line.number));
+    let mut row = TraceRow {
+        ended_ms: Some(ended_ms),
+        ..TraceRow::new(id, arrival_ms, RowStatus::Failed, labels)
+    };
+    let first_ms = measured.ttft_ms.map(|t| arrival_ms + t);
+    let is_profiling = line.is_profiling();
+    if let Some(err) = &line.record.error {
+        row.reason = Some(error_reason(err));
+        row.first_token_ms = first_ms;
+        if is_profiling {
+            tally.failed += 1;
         }
-        let id = match &md.x_request_id {
-            Some(x) if !x.is_empty() && x.chars().count() <= 128 => x.clone(),
-            _ => format!("line{}", line.number),
-        };
-        let first_ms = ttft.map(|t| arrival_ms + t);
-        let mut row = TraceRow {
-            ended_ms: Some(ended_ms),
-            ..TraceRow::new(id, arrival_ms, RowStatus::Failed, labels)
-        };
-        if let Some(err) = &line.record.error {
-            row.reason = Some(match err.code {
-                Some(code) if (400..600).contains(&code) => format!("http_{code}"),
-                _ => failure_reason(&format!(
-                    "{} {}",
-                    err.kind.as_deref().unwrap_or(""),
-                    err.message.as_deref().unwrap_or("")
-                )),
-            });
-            row.first_token_ms = first_ms;
-            if is_profiling {
-                failed += 1;
-            }
-        } else if md.was_cancelled {
-            row.reason = Some("cancelled".into());
-            row.first_token_ms = first_ms;
-            if let Some(c) = md.cancellation_time_ns {
-                row.ended_ms = Some(ns_diff_ms(c, t0).max(arrival_ms));
-            }
-            if is_profiling {
-                cancelled += 1;
-            }
+    } else if md.was_cancelled {
+        row.reason = Some("cancelled".into());
+        row.first_token_ms = first_ms;
+        if let Some(c) = md.cancellation_time_ns {
+            row.ended_ms = Some(ns_diff_ms(c, t0).max(arrival_ms));
+        }
+        if is_profiling {
+            tally.cancelled += 1;
+        }
+    } else {
+        complete_row(&mut row, line, &measured, tally)?;
+        if is_profiling {
+            tally.successful += 1;
+        }
+    }
+    Ok(row)
+}
+
+/// A row's labels: the phase, the prompt length, AIPerf's own output count
+/// beside the server's, and the credit's lag.
+fn row_labels(line: &Line, measured: &Measured, tally: &mut Tally) -> Result<Labels, ImportError> {
+    let md = &line.record.metadata;
+    let mut labels = Labels::new();
+    labels.insert("phase".into(), Scalar::String(md.benchmark_phase.clone()));
+    if let Some(isl) = line.tokens("input_sequence_length")? {
+        labels.insert("promptTokens".into(), Scalar::Number(isl));
+    }
+    if let (Some(_), Some(client)) = (measured.usage_tokens, measured.client_tokens) {
+        tally.carries_both = true;
+        labels.insert(
+            crate::fidelity::CLIENT_TOKENS_LABEL.into(),
+            Scalar::Number(client),
+        );
+    }
+    if let Some(credit) = md.credit_issued_ns {
+        labels.insert(
+            "creditLagMs".into(),
+            Scalar::Number(ns_diff_ms(md.request_start_ns, credit)),
+        );
+    }
+    Ok(labels)
+}
+
+/// The failure reason of a record's `error`: `http_<code>` for a 4xx/5xx
+/// code, else read from its type and message.
+fn error_reason(err: &ErrorDetails) -> String {
+    match err.code {
+        Some(code) if (400..600).contains(&code) => format!("http_{code}"),
+        _ => failure_reason(&format!(
+            "{} {}",
+            err.kind.as_deref().unwrap_or(""),
+            err.message.as_deref().unwrap_or("")
+        )),
+    }
+}
+
+/// Fills the row of a successful record: `completed` with its first token,
+/// completion and output count, or `no_output` when it has no tokens.
+fn complete_row(
+    row: &mut TraceRow,
+    line: &Line,
+    measured: &Measured,
+    tally: &mut Tally,
+) -> Result<(), ImportError> {
+    let missing = |tag: &str| {
+        ImportError::at(
+            line.place(&format!("/metrics/{tag}")),
+            "is missing on a successful record (AIPerf needs --streaming for TTFT)",
+        )
+    };
+    let ttft = measured
+        .ttft_ms
+        .ok_or_else(|| missing("time_to_first_token"))?;
+    let latency = measured
+        .latency_ms
+        .ok_or_else(|| missing("request_latency"))?;
+    let tokens = match (measured.usage_tokens, measured.client_tokens) {
+        (Some(u), _) => u,
+        (None, Some(o)) => {
+            tally.client_counted = true;
+            o
+        }
+        (None, None) => return Err(missing("output_sequence_length")),
+    };
+    if latency < ttft {
+        return Err(ImportError::at(
+            line.place("/metrics/request_latency/value"),
+            format!("{latency} ms is shorter than the record's TTFT of {ttft} ms"),
+        ));
+    }
+    let arrival_ms = row.arrival_ms;
+    let first = arrival_ms + ttft;
+    if tokens < 1.0 {
+        row.reason = Some("no_output".into());
+        row.first_token_ms = Some(first);
+    } else {
+        row.status = RowStatus::Completed;
+        row.first_token_ms = Some(first);
+        row.completed_ms = Some((arrival_ms + latency).max(first));
+        row.output_tokens = Some(tokens as u64);
+        row.ended_ms = None;
+    }
+    Ok(())
+}
+
+/// The trace's window over the profiling phase, ms since t0.
+struct ProfilingSpan {
+    start_ms: f64,
+    duration_ms: f64,
+    horizon_ms: f64,
+}
+
+impl ProfilingSpan {
+    /// From the first profiling credit to the last profiling response,
+    /// stretched to hold every profiling request (see the module docs); at
+    /// most a day.
+    fn of(tally: &Tally, t0: i64) -> Result<ProfilingSpan, ImportError> {
+        let start_ms = ns_diff_ms(tally.window_start_ns, t0);
+        let mut duration_ms = if tally.last_response_ns > tally.window_start_ns {
+            ns_diff_ms(tally.last_response_ns, tally.window_start_ns)
         } else {
-            let missing = |tag: &str| {
-                ImportError::at(
-                    line.place(&format!("/metrics/{tag}")),
-                    "is missing on a successful record (AIPerf needs --streaming for TTFT)",
-                )
-            };
-            let ttft = ttft.ok_or_else(|| missing("time_to_first_token"))?;
-            let latency = latency.ok_or_else(|| missing("request_latency"))?;
-            let tokens = match (usage, osl) {
-                (Some(u), _) => u,
-                (None, Some(o)) => {
-                    client_counted = true;
-                    o
-                }
-                (None, None) => return Err(missing("output_sequence_length")),
-            };
-            if latency < ttft {
-                return Err(ImportError::at(
-                    line.place("/metrics/request_latency/value"),
-                    format!("{latency} ms is shorter than the record's TTFT of {ttft} ms"),
-                ));
-            }
-            if is_profiling {
-                successful += 1;
-            }
-            let first = arrival_ms + ttft;
-            if tokens < 1.0 {
-                row.reason = Some("no_output".into());
-                row.first_token_ms = Some(first);
-            } else {
-                row.status = RowStatus::Completed;
-                row.first_token_ms = Some(first);
-                row.completed_ms = Some((arrival_ms + latency).max(first));
-                row.output_tokens = Some(tokens as u64);
-                row.ended_ms = None;
-            }
+            // No profiling record has a latency (all failed): the window spans the
+            // profiling records' ends, at least 1 ms.
+            (tally.horizon_ms - start_ms).max(1.0)
+        };
+        // Every profiling request belongs to the cohort, as AIPerf counts it: a
+        // request sent at or after the last response (one cancelled at the end
+        // of --benchmark-duration) stretches the window to the latest profiling
+        // end, and at least just past its send (the window is half-open).
+        let last_send_ms = ns_diff_ms(tally.last_send_ns, t0);
+        if start_ms + duration_ms <= last_send_ms {
+            let past_send = f64::from_bits(last_send_ms.to_bits() + 1);
+            duration_ms = tally.horizon_ms.max(past_send) - start_ms;
         }
-        rows.push(row);
+        if duration_ms > MAX_SPAN_MS {
+            return Err(ImportError::Whole(format!(
+                "the profiling phase spans {duration_ms} ms, over the trace limit of a day"
+            )));
+        }
+        let end_ms = start_ms + duration_ms;
+        Ok(ProfilingSpan {
+            start_ms,
+            duration_ms,
+            horizon_ms: tally.horizon_ms.max(end_ms).min(start_ms + MAX_SPAN_MS),
+        })
     }
 
-    let start_ms = ns_diff_ms(window_start_ns, t0);
-    let mut duration_ms = if last_response_ns > window_start_ns {
-        ns_diff_ms(last_response_ns, window_start_ns)
-    } else {
-        // No profiling record has a latency (all failed): the window spans the
-        // profiling records' ends, at least 1 ms.
-        (horizon_ms - start_ms).max(1.0)
-    };
-    // Every profiling request belongs to the cohort, as AIPerf counts it: a
-    // request sent at or after the last response (one cancelled at the end
-    // of --benchmark-duration) stretches the window to the latest profiling
-    // end, and at least just past its send (the window is half-open).
-    let last_send_ms = ns_diff_ms(last_send_ns, t0);
-    if start_ms + duration_ms <= last_send_ms {
-        let past_send = f64::from_bits(last_send_ms.to_bits() + 1);
-        duration_ms = horizon_ms.max(past_send) - start_ms;
+    fn window(&self) -> Window {
+        Window {
+            start_ms: self.start_ms,
+            end_ms: self.start_ms + self.duration_ms,
+            horizon_ms: Some(self.horizon_ms),
+        }
     }
-    if duration_ms > MAX_SPAN_MS {
-        return Err(ImportError::Whole(format!(
-            "the profiling phase spans {duration_ms} ms, over the trace limit of a day"
-        )));
-    }
-    let end_ms = start_ms + duration_ms;
-    let horizon = horizon_ms.max(end_ms).min(start_ms + MAX_SPAN_MS);
-    let warmup = warmup_start_ns
+}
+
+/// The trace document: the profiling window, the warm-up before it, the
+/// boundary (arrivals are sends; which token count) and the workload.
+fn trace_doc(
+    options: &ImportOptions,
+    tally: &Tally,
+    span: &ProfilingSpan,
+    t0: i64,
+    records: usize,
+    rows: Vec<TraceRow>,
+) -> TraceDoc {
+    let warmup = tally
+        .warmup_start_ns
         .map(|w| ns_diff_ms(w, t0))
-        .filter(|&w| w < start_ms)
+        .filter(|&w| w < span.start_ms)
         .map(|w| Warmup {
             start_ms: w,
-            end_ms: start_ms,
+            end_ms: span.start_ms,
         });
-    let mut boundary = Labels::new();
-    boundary.insert("arrival".into(), Scalar::String("sent".into()));
-    let token_source = if client_counted {
+    let token_source = if tally.client_counted {
         "aiperf usage_completion_tokens, else output_sequence_length"
     } else {
         "aiperf usage_completion_tokens"
     };
-    boundary.insert("tokens".into(), Scalar::String(token_source.into()));
-    boundary.insert(
-        "source".into(),
-        Scalar::String("aiperf profile_export.jsonl".into()),
-    );
+    let boundary =
+        crate::model::boundary_labels("sent", token_source, "aiperf profile_export.jsonl");
     let mut workload = Labels::new();
     workload.insert("tool".into(), Scalar::String("aiperf".into()));
-    workload.insert("records".into(), Scalar::Number(lines.len() as f64));
+    workload.insert("records".into(), Scalar::Number(records as f64));
     workload.insert(
         "warmupRecords".into(),
-        Scalar::Number((lines.len() as u64 - in_profiling) as f64),
+        Scalar::Number((records as u64 - tally.in_profiling) as f64),
     );
-    let window = Window {
-        start_ms,
-        end_ms,
-        horizon_ms: Some(horizon),
-    };
-    let mut trace = options.trace(window, warmup, boundary, workload, rows);
-    if client_counted {
+    let mut trace = options.trace(span.window(), warmup, boundary, workload, rows);
+    if tally.client_counted {
         trace.tokens = goodput_core::trace::TokenCount::ClientTokenizer;
     }
-    let reported = Reported {
+    trace
+}
+
+/// AIPerf's figures as recomputed from the records (its own come with
+/// [`apply_summary`]), and its rules.
+fn reported_figures(tally: &Tally, duration_ms: f64) -> Reported {
+    Reported {
         tool: "aiperf".into(),
         version: None,
-        requests: Some(in_profiling),
-        successful: Some(successful),
-        failed: Some(failed),
-        incomplete: Some(cancelled),
+        requests: Some(tally.in_profiling),
+        successful: Some(tally.successful),
+        failed: Some(tally.failed),
+        incomplete: Some(tally.cancelled),
         duration_s: Some(duration_ms / 1000.0),
         percentile_method: "AIPerf interpolates linearly between the two nearest ranks \
                             (numpy's default)"
@@ -426,10 +570,11 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         figures_from: "counts and duration recomputed from the records; give --summary \
                        profile_export_aiperf.json for AIPerf's own figures"
             .into(),
-        client_tokens_from: carries_both.then(|| "output_sequence_length".to_owned()),
+        client_tokens_from: tally
+            .carries_both
+            .then(|| "output_sequence_length".to_owned()),
         ..Reported::default()
-    };
-    Ok(Imported { trace, reported })
+    }
 }
 
 /// `{avg, p50, p99, unit}` of one aggregate metric.
@@ -483,7 +628,7 @@ fn configured_rate(phases: &[Phase]) -> Option<ConfiguredRate> {
         process,
         from: format!(
             "--summary /input_config/phases/{i}: {pattern}, rate {}",
-            crate::fmt_num(per_s)
+            crate::model::fmt_num(per_s)
         ),
     })
 }
@@ -581,7 +726,7 @@ pub fn apply_summary(imported: &mut Imported, bytes: &[u8]) -> Result<(), Import
         reported.tool_gates = Some(format!(
             "--goodput '{}'",
             slos.iter()
-                .map(|(k, v)| format!("{k}:{}", crate::fmt_num(*v)))
+                .map(|(k, v)| format!("{k}:{}", crate::model::fmt_num(*v)))
                 .collect::<Vec<_>>()
                 .join(" ")
         ));

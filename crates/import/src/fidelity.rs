@@ -31,7 +31,9 @@
 
 use serde::Serialize;
 
-use crate::{fmt_num, same_figure, Imported, Reported};
+use crate::model::{fmt_num, same_figure};
+pub use crate::model::{ConfiguredRate, Process};
+use crate::model::{Imported, Reported};
 use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
 use goodput_core::receipt::Receipt;
 use goodput_core::trace::write::RowStatus;
@@ -45,32 +47,6 @@ pub const CLIENT_TOKENS_LABEL: &str = "clientOutputTokens";
 /// The share of the Poisson distribution left out on each side of the
 /// interval (central 99.9 %).
 pub const POISSON_TAIL: f64 = 0.0005;
-
-/// The arrival process a tool was configured for, as far as the rate check
-/// needs it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Process {
-    /// Exponential gaps (vLLM burstiness 1, AIPerf and guidellm `poisson`).
-    Poisson,
-    /// Equal gaps (`constant`).
-    Constant,
-    /// Anything else with a rate (vLLM's gamma gaps with burstiness ≠ 1):
-    /// shown, not judged.
-    Other,
-}
-
-/// The rate a tool was asked to offer, read from its export.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ConfiguredRate {
-    /// Requests per second.
-    pub per_s: f64,
-    /// The arrival process.
-    pub process: Process,
-    /// Where in the export the rate was read, in words.
-    pub from: String,
-}
 
 /// The tool's own output-token counts set beside the server's usage counts.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
@@ -228,7 +204,7 @@ fn judge_with_client_counts(imported: &Imported) -> Option<ClientCountJudgement>
         }
     }
     let bytes = to_canonical_json(&trace).ok()?;
-    let limits = crate::limits_for(trace.rows.len(), bytes.len());
+    let limits = crate::model::limits_for(trace.rows.len(), bytes.len());
     let analysis = analyze_bytes(
         &bytes,
         AnalyzeOptions {

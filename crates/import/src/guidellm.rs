@@ -25,11 +25,12 @@
 
 use serde::Deserialize;
 
+use crate::error::ImportError;
 use crate::fidelity::{ConfiguredRate, Process};
 use crate::json::{parse_typed, Within};
-use crate::{
-    failure_reason, fmt_num, ms_since, non_negative, ImportError, ImportOptions, Imported,
-    Quantiles, Reported,
+use crate::model::fmt_num;
+use crate::model::{
+    failure_reason, ms_since, non_negative, ImportOptions, Imported, Quantiles, Reported,
 };
 use goodput_core::trace::model::MAX_SPAN_MS;
 use goodput_core::trace::write::{RowStatus, TraceRow};
@@ -234,127 +235,218 @@ impl Kind {
 /// Imports one benchmark (`options.benchmark`) of a guidellm `benchmarks.json`.
 pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportError> {
     let doc: Doc = parse_typed(bytes, Within::Document)?;
-    let index = options.benchmark;
-    let count = doc.benchmarks.len();
-    let Some(bench) = doc.benchmarks.get(index) else {
-        return Err(ImportError::at(
-            "/benchmarks",
-            format!("has {count} benchmark(s); --benchmark {index} names none"),
-        ));
+    let selected = Selected::of(&doc, options.benchmark)?;
+    let entries = selected.entries();
+    let scheduled = all_scheduled(&entries);
+    let arrivals = entries
+        .iter()
+        .map(|e| selected.arrival_s(e, scheduled))
+        .collect::<Result<Vec<f64>, _>>()?;
+    let t0 = arrivals
+        .iter()
+        .copied()
+        .fold(selected.bench.start_time, f64::min);
+    let mut seen = Seen {
+        latest_s: selected.bench.end_time,
+        delays_ms: Vec::new(),
     };
-    let base = format!("/benchmarks/{index}");
-    non_negative(bench.start_time, format!("{base}/start_time"))?;
-    non_negative(bench.end_time, format!("{base}/end_time"))?;
-    if bench.end_time <= bench.start_time {
-        return Err(ImportError::at(
-            format!("{base}/end_time"),
-            "must be after start_time",
-        ));
+    let mut rows = entries
+        .iter()
+        .zip(&arrivals)
+        .map(|(e, &arrival_s)| selected.map_row(e, arrival_s, t0, &mut seen))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Time order reads best and does not depend on guidellm's grouping.
+    rows.sort_by(|a, b| a.arrival_ms.total_cmp(&b.arrival_ms));
+    let window = selected.window(t0, seen.latest_s)?;
+    let version = doc
+        .metadata
+        .as_ref()
+        .and_then(|m| m.guidellm_version.clone());
+    let reported = selected.reported(version, entries.len(), scheduled, seen.delays_ms, &window);
+    let trace = options.trace(
+        window,
+        None,
+        selected.boundary(scheduled),
+        selected.workload(),
+        rows,
+    );
+    Ok(Imported { trace, reported })
+}
+
+/// Whether arrivals are the scheduled instants: every request (of at least
+/// one) has a `targeted_start`.
+fn all_scheduled(entries: &[Entry]) -> bool {
+    !entries.is_empty()
+        && entries
+            .iter()
+            .all(|e| e.request.info.timings.targeted_start.is_some())
+}
+
+/// The benchmark being imported, and where it sits in the file.
+struct Selected<'a> {
+    bench: &'a Benchmark,
+    /// Its index in `benchmarks`.
+    index: usize,
+    /// How many benchmarks the file holds.
+    count: usize,
+    /// Its JSON pointer, `/benchmarks/<index>`.
+    base: String,
+}
+
+/// One request of the benchmark, with the list it was in.
+struct Entry<'a> {
+    kind: Kind,
+    /// Its index in that list.
+    i: usize,
+    request: &'a Request,
+}
+
+/// What the rows show beside themselves, gathered while they are mapped.
+struct Seen {
+    /// The latest instant any request shows (and at least `end_time`), s.
+    latest_s: f64,
+    /// Each request's `request_start − targeted_start`, ms.
+    delays_ms: Vec<f64>,
+}
+
+impl<'a> Selected<'a> {
+    /// Benchmark `index` of the file; its start and end must be instants,
+    /// the end after the start.
+    fn of(doc: &'a Doc, index: usize) -> Result<Selected<'a>, ImportError> {
+        let count = doc.benchmarks.len();
+        let Some(bench) = doc.benchmarks.get(index) else {
+            return Err(ImportError::at(
+                "/benchmarks",
+                format!("has {count} benchmark(s); --benchmark {index} names none"),
+            ));
+        };
+        let base = format!("/benchmarks/{index}");
+        non_negative(bench.start_time, format!("{base}/start_time"))?;
+        non_negative(bench.end_time, format!("{base}/end_time"))?;
+        if bench.end_time <= bench.start_time {
+            return Err(ImportError::at(
+                format!("{base}/end_time"),
+                "must be after start_time",
+            ));
+        }
+        Ok(Selected {
+            bench,
+            index,
+            count,
+            base,
+        })
     }
 
-    let all: Vec<(Kind, usize, &Request)> = [
-        (Kind::Successful, &bench.requests.successful),
-        (Kind::Incomplete, &bench.requests.incomplete),
-        (Kind::Errored, &bench.requests.errored),
-    ]
-    .into_iter()
-    .flat_map(|(kind, list)| list.iter().enumerate().map(move |(i, r)| (kind, i, r)))
-    .collect();
-    let scheduled = !all.is_empty()
-        && all
-            .iter()
-            .all(|(_, _, r)| r.info.timings.targeted_start.is_some());
-    let place =
-        |kind: Kind, i: usize, tail: &str| format!("{base}/requests/{}/{i}{tail}", kind.key());
+    /// Every request: the successful, then the incomplete, then the errored.
+    fn entries(&self) -> Vec<Entry<'a>> {
+        let requests = &self.bench.requests;
+        [
+            (Kind::Successful, &requests.successful),
+            (Kind::Incomplete, &requests.incomplete),
+            (Kind::Errored, &requests.errored),
+        ]
+        .into_iter()
+        .flat_map(|(kind, list)| {
+            list.iter()
+                .enumerate()
+                .map(move |(i, request)| Entry { kind, i, request })
+        })
+        .collect()
+    }
 
-    // Arrival of each request, checked.
-    let mut arrivals = Vec::with_capacity(all.len());
-    for &(kind, i, r) in &all {
-        let t = &r.info.timings;
+    /// The JSON pointer of a field of a request.
+    fn place(&self, entry: &Entry, tail: &str) -> String {
+        format!(
+            "{}/requests/{}/{}{tail}",
+            self.base,
+            entry.kind.key(),
+            entry.i
+        )
+    }
+
+    /// An instant of `info.timings`, checked, when the request has it.
+    fn timing(
+        &self,
+        entry: &Entry,
+        field: &str,
+        v: Option<f64>,
+    ) -> Result<Option<f64>, ImportError> {
+        v.map(|x| non_negative(x, self.place(entry, &format!("/info/timings/{field}"))))
+            .transpose()
+    }
+
+    /// A request's arrival: `targeted_start` when every request has one
+    /// (`scheduled`), else `request_start`; s.
+    fn arrival_s(&self, entry: &Entry, scheduled: bool) -> Result<f64, ImportError> {
+        let t = &entry.request.info.timings;
         let (value, field) = if scheduled {
             (t.targeted_start, "targeted_start")
         } else {
             (t.request_start, "request_start")
         };
+        let place = self.place(entry, &format!("/info/timings/{field}"));
         let value = value.ok_or_else(|| {
             ImportError::at(
-                place(kind, i, &format!("/info/timings/{field}")),
+                place.clone(),
                 "is missing: a request needs an arrival instant",
             )
         })?;
-        arrivals.push(non_negative(
-            value,
-            place(kind, i, &format!("/info/timings/{field}")),
-        )?);
+        non_negative(value, place)
     }
-    let t0 = arrivals.iter().copied().fold(bench.start_time, f64::min);
 
-    let mut rows = Vec::with_capacity(all.len());
-    let mut latest_s = bench.end_time;
-    let mut delays_ms = Vec::new();
-    for (&(kind, i, r), &arrival_s) in all.iter().zip(&arrivals) {
+    /// One request → its trace row: successful → `completed` (or `failed` /
+    /// `no_output`), incomplete → `in_flight`, errored → `failed` with a reason.
+    fn map_row(
+        &self,
+        entry: &Entry,
+        arrival_s: f64,
+        t0: f64,
+        seen: &mut Seen,
+    ) -> Result<TraceRow, ImportError> {
+        let r = entry.request;
         let t = &r.info.timings;
-        let at = |field: &str, v: Option<f64>| -> Result<Option<f64>, ImportError> {
-            v.map(|x| non_negative(x, place(kind, i, &format!("/info/timings/{field}"))))
-                .transpose()
-        };
-        let request_start = at("request_start", t.request_start)?;
-        let first = at("first_token_iteration", t.first_token_iteration)?;
-        let last = at("last_token_iteration", t.last_token_iteration)?;
-        let end = at("request_end", t.request_end)?;
-        let resolve_end = at("resolve_end", t.resolve_end)?;
+        let request_start = self.timing(entry, "request_start", t.request_start)?;
+        let first = self.timing(entry, "first_token_iteration", t.first_token_iteration)?;
+        let last = self.timing(entry, "last_token_iteration", t.last_token_iteration)?;
+        let end = self.timing(entry, "request_end", t.request_end)?;
+        let resolve_end = self.timing(entry, "resolve_end", t.resolve_end)?;
         for v in [request_start, first, last, end, resolve_end]
             .into_iter()
             .flatten()
         {
-            latest_s = latest_s.max(v);
+            seen.latest_s = seen.latest_s.max(v);
         }
         let mut labels = Labels::new();
         if let Some(p) = r.prompt_tokens {
             labels.insert("promptTokens".into(), Scalar::Number(p));
         }
         if let (Some(sent), Some(target)) = (request_start, t.targeted_start) {
-            let delay = crate::round_us_pub((sent - target) * 1000.0);
+            let delay = crate::model::round_us_pub((sent - target) * 1000.0);
             labels.insert("dispatchDelayMs".into(), Scalar::Number(delay));
-            delays_ms.push(delay);
+            seen.delays_ms.push(delay);
         }
-        let id = match &r.request_id {
-            Some(x) if !x.is_empty() && x.chars().count() <= 128 => x.clone(),
-            _ => format!("b{index}-{}-{i}", kind.key()),
-        };
+        let id = crate::model::source_id(r.request_id.as_deref())
+            .unwrap_or_else(|| format!("b{}-{}-{}", self.index, entry.kind.key(), entry.i));
         let mut row = TraceRow {
             first_token_ms: first.map(|f| ms_since(f, t0)),
             ..TraceRow::new(id, ms_since(arrival_s, t0), RowStatus::Failed, labels)
         };
-        match kind {
+        match entry.kind {
             Kind::Successful => {
                 let first = first.ok_or_else(|| {
                     ImportError::at(
-                        place(kind, i, "/info/timings/first_token_iteration"),
+                        self.place(entry, "/info/timings/first_token_iteration"),
                         "is missing on a successful request (run guidellm with streaming)",
                     )
                 })?;
                 let done = last.or(end).ok_or_else(|| {
                     ImportError::at(
-                        place(kind, i, "/info/timings/last_token_iteration"),
+                        self.place(entry, "/info/timings/last_token_iteration"),
                         "and request_end are both missing on a successful request",
                     )
                 })?;
-                let tokens = r.output_tokens.unwrap_or(0.0);
-                if !(tokens.is_finite() && tokens >= 0.0 && tokens.fract() == 0.0) {
-                    return Err(ImportError::at(
-                        place(kind, i, "/output_tokens"),
-                        format!("{tokens} is not a whole number of tokens"),
-                    ));
-                }
-                if tokens < 1.0 {
-                    row.reason = Some("no_output".into());
-                    row.ended_ms = Some(ms_since(done.max(first), t0));
-                } else {
-                    row.status = RowStatus::Completed;
-                    row.completed_ms = Some(ms_since(done.max(first), t0));
-                    row.output_tokens = Some(tokens as u64);
-                }
+                let done_ms = ms_since(done.max(first), t0);
+                self.complete_row(&mut row, entry, done_ms)?;
             }
             Kind::Incomplete => row.status = RowStatus::InFlight,
             Kind::Errored => {
@@ -362,49 +454,161 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
                 row.ended_ms = end.or(resolve_end).map(|e| ms_since(e.max(arrival_s), t0));
             }
         }
-        rows.push(row);
+        Ok(row)
     }
-    // Time order reads best and does not depend on guidellm's grouping.
-    rows.sort_by(|a, b| a.arrival_ms.total_cmp(&b.arrival_ms));
 
-    let start_ms = ms_since(bench.start_time.min(t0), t0);
-    let end_ms = ms_since(bench.end_time, t0);
-    if end_ms - start_ms > MAX_SPAN_MS {
-        return Err(ImportError::at(
-            format!("{base}/end_time"),
-            "is more than a day after start_time (the trace limit)",
-        ));
+    /// Fills the row of a successful request ending at `done_ms`:
+    /// `completed` with its output count, or `no_output` without tokens.
+    fn complete_row(
+        &self,
+        row: &mut TraceRow,
+        entry: &Entry,
+        done_ms: f64,
+    ) -> Result<(), ImportError> {
+        let tokens = entry.request.output_tokens.unwrap_or(0.0);
+        if !(tokens.is_finite() && tokens >= 0.0 && tokens.fract() == 0.0) {
+            return Err(ImportError::at(
+                self.place(entry, "/output_tokens"),
+                format!("{tokens} is not a whole number of tokens"),
+            ));
+        }
+        if tokens < 1.0 {
+            row.reason = Some("no_output".into());
+            row.ended_ms = Some(done_ms);
+        } else {
+            row.status = RowStatus::Completed;
+            row.completed_ms = Some(done_ms);
+            row.output_tokens = Some(tokens as u64);
+        }
+        Ok(())
     }
-    let horizon_ms = ms_since(latest_s, t0)
-        .max(end_ms)
-        .min(start_ms + MAX_SPAN_MS);
-    let mut boundary = Labels::new();
-    let arrival = if scheduled { "scheduled" } else { "sent" };
-    boundary.insert("arrival".into(), Scalar::String(arrival.into()));
-    boundary.insert(
-        "tokens".into(),
-        Scalar::String("guidellm-output-tokens".into()),
-    );
-    boundary.insert(
-        "source".into(),
-        Scalar::String("guidellm benchmarks.json".into()),
-    );
-    let mut workload = Labels::new();
-    workload.insert("tool".into(), Scalar::String("guidellm".into()));
-    workload.insert("benchmark".into(), Scalar::Number(index as f64));
-    workload.insert("benchmarks".into(), Scalar::Number(count as f64));
-    for (key, v) in [
-        ("warmupDurationS", bench.warmup_duration),
-        ("cooldownDurationS", bench.cooldown_duration),
-    ] {
-        if let Some(v) = v.filter(|v| v.is_finite()) {
-            workload.insert(key.into(), Scalar::Number(v));
+
+    /// `[min(start_time, first arrival), end_time)`, ms since t0, at most a
+    /// day; the horizon is the latest instant any request shows.
+    fn window(&self, t0: f64, latest_s: f64) -> Result<Window, ImportError> {
+        let start_ms = ms_since(self.bench.start_time.min(t0), t0);
+        let end_ms = ms_since(self.bench.end_time, t0);
+        if end_ms - start_ms > MAX_SPAN_MS {
+            return Err(ImportError::at(
+                format!("{}/end_time", self.base),
+                "is more than a day after start_time (the trace limit)",
+            ));
+        }
+        let horizon_ms = ms_since(latest_s, t0)
+            .max(end_ms)
+            .min(start_ms + MAX_SPAN_MS);
+        Ok(Window {
+            start_ms,
+            end_ms,
+            horizon_ms: Some(horizon_ms),
+        })
+    }
+
+    /// What arrivals are (scheduled or sent), and where counts came from.
+    fn boundary(&self, scheduled: bool) -> Labels {
+        let arrival = if scheduled { "scheduled" } else { "sent" };
+        crate::model::boundary_labels(
+            arrival,
+            "guidellm-output-tokens",
+            "guidellm benchmarks.json",
+        )
+    }
+
+    /// The tool, which benchmark of how many, and its warm-up and cool-down.
+    fn workload(&self) -> Labels {
+        let mut workload = Labels::new();
+        workload.insert("tool".into(), Scalar::String("guidellm".into()));
+        workload.insert("benchmark".into(), Scalar::Number(self.index as f64));
+        workload.insert("benchmarks".into(), Scalar::Number(self.count as f64));
+        for (key, v) in [
+            ("warmupDurationS", self.bench.warmup_duration),
+            ("cooldownDurationS", self.bench.cooldown_duration),
+        ] {
+            if let Some(v) = v.filter(|v| v.is_finite()) {
+                workload.insert(key.into(), Scalar::Number(v));
+            }
+        }
+        workload
+    }
+
+    /// guidellm's figures from the benchmark's metrics (counts from its
+    /// request lists when it has no totals), and its rules.
+    fn reported(
+        &self,
+        version: Option<String>,
+        requests: usize,
+        scheduled: bool,
+        delays_ms: Vec<f64>,
+        window: &Window,
+    ) -> Reported {
+        let bench = self.bench;
+        let metrics = bench.metrics.as_ref();
+        let totals = metrics.and_then(|m| m.request_totals.as_ref());
+        let duration_s = bench.duration.unwrap_or(bench.end_time - bench.start_time);
+        let window_s = (window.end_ms - window.start_ms) / 1000.0;
+        Reported {
+            tool: "guidellm".into(),
+            version,
+            requests: totals.and_then(|t| t.total).or(Some(requests as u64)),
+            successful: totals
+                .and_then(|t| t.successful)
+                .or(Some(bench.requests.successful.len() as u64)),
+            failed: totals
+                .and_then(|t| t.errored)
+                .or(Some(bench.requests.errored.len() as u64)),
+            incomplete: totals
+                .and_then(|t| t.incomplete)
+                .or(Some(bench.requests.incomplete.len() as u64)),
+            duration_s: Some(duration_s),
+            request_throughput_per_s: metrics.and_then(|m| mean(&m.requests_per_second)),
+            goodput_per_s: None,
+            output_tokens_per_s: metrics.and_then(|m| mean(&m.output_tokens_per_second)),
+            ttft_ms: metrics.map_or_else(Quantiles::default, |m| {
+                quantiles(&m.time_to_first_token_ms, 1.0)
+            }),
+            tpot_ms: metrics.map_or_else(Quantiles::default, |m| {
+                quantiles(&m.inter_token_latency_ms, 1.0)
+            }),
+            e2e_ms: metrics.map_or_else(Quantiles::default, |m| {
+                quantiles(&m.request_latency, 1000.0)
+            }),
+            percentile_method: "guidellm takes the first value whose cumulative share reaches p \
+                                (nearest rank, like goodput; differences come from the \
+                                population and the arrival instant)"
+                .into(),
+            window_rule: format!(
+                "guidellm's benchmark runs from start_time (its first actual send) to end_time, \
+                 {} s; the trace's window opens at the earlier of start_time and the first \
+                 scheduled arrival, {} s in all; guidellm's requests/s is a time-averaged rate \
+                 distribution, not a count over the window",
+                fmt_num(duration_s),
+                fmt_num(window_s)
+            ),
+            one_token_rule: "guidellm gives them no inter-token latency either".into(),
+            latency_population: latency_population(scheduled, delays_ms),
+            figures_from: "the benchmark's metrics (request_totals, requests_per_second, \
+                           output_tokens_per_second means; time_to_first_token_ms, \
+                           inter_token_latency_ms, request_latency percentiles of successful \
+                           requests)"
+                .into(),
+            tool_gates: None,
+            one_token_never_good: false,
+            configured_rate: configured_rate(bench, &self.base),
+            client_tokens_from: None,
         }
     }
+}
 
-    let metrics = bench.metrics.as_ref();
-    let totals = metrics.and_then(|m| m.request_totals.as_ref());
-    let dispatch_note = if delays_ms.is_empty() || !scheduled {
+/// Which requests guidellm's latency figures cover, and from which instant
+/// they are timed beside goodput's (with the dispatch delays when arrivals
+/// are scheduled).
+fn latency_population(scheduled: bool, mut delays_ms: Vec<f64>) -> String {
+    if !scheduled {
+        return "guidellm's statistics cover its successful requests; guidellm's TPOT includes \
+                the first token, so its inter-token latency is shown as TPOT"
+            .into();
+    }
+    let dispatch_note = if delays_ms.is_empty() {
         String::new()
     } else {
         delays_ms.sort_by(f64::total_cmp);
@@ -415,80 +619,11 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
             fmt_num(delays_ms[delays_ms.len() - 1])
         )
     };
-    let duration_s = bench.duration.unwrap_or(bench.end_time - bench.start_time);
-    let window_s = (end_ms - start_ms) / 1000.0;
-    let reported = Reported {
-        tool: "guidellm".into(),
-        version: doc.metadata.and_then(|m| m.guidellm_version),
-        requests: totals.and_then(|t| t.total).or(Some(all.len() as u64)),
-        successful: totals
-            .and_then(|t| t.successful)
-            .or(Some(bench.requests.successful.len() as u64)),
-        failed: totals
-            .and_then(|t| t.errored)
-            .or(Some(bench.requests.errored.len() as u64)),
-        incomplete: totals
-            .and_then(|t| t.incomplete)
-            .or(Some(bench.requests.incomplete.len() as u64)),
-        duration_s: Some(duration_s),
-        request_throughput_per_s: metrics.and_then(|m| mean(&m.requests_per_second)),
-        goodput_per_s: None,
-        output_tokens_per_s: metrics.and_then(|m| mean(&m.output_tokens_per_second)),
-        ttft_ms: metrics.map_or_else(Quantiles::default, |m| {
-            quantiles(&m.time_to_first_token_ms, 1.0)
-        }),
-        tpot_ms: metrics.map_or_else(Quantiles::default, |m| {
-            quantiles(&m.inter_token_latency_ms, 1.0)
-        }),
-        e2e_ms: metrics.map_or_else(Quantiles::default, |m| {
-            quantiles(&m.request_latency, 1000.0)
-        }),
-        percentile_method: "guidellm takes the first value whose cumulative share reaches p \
-                            (nearest rank, like goodput; differences come from the population \
-                            and the arrival instant)"
-            .into(),
-        window_rule: format!(
-            "guidellm's benchmark runs from start_time (its first actual send) to end_time, \
-             {} s; the trace's window opens at the earlier of start_time and the first \
-             scheduled arrival, {} s in all; guidellm's requests/s is a time-averaged rate \
-             distribution, not a count over the window",
-            fmt_num(duration_s),
-            fmt_num(window_s)
-        ),
-        one_token_rule: "guidellm gives them no inter-token latency either".into(),
-        latency_population: if scheduled {
-            format!(
-                "guidellm's statistics cover its successful requests and time TTFT and latency \
-                 from request_start (the send); goodput times them from targeted_start (the \
-                 scheduled arrival), so they include the client's dispatch delay{dispatch_note}; \
-                 guidellm's E2E ends at request_end, goodput's at the last token; guidellm's \
-                 TPOT includes the first token, so its inter-token latency is shown as TPOT"
-            )
-        } else {
-            "guidellm's statistics cover its successful requests; guidellm's TPOT includes the \
-             first token, so its inter-token latency is shown as TPOT"
-                .into()
-        },
-        figures_from: "the benchmark's metrics (request_totals, requests_per_second, \
-                       output_tokens_per_second means; time_to_first_token_ms, \
-                       inter_token_latency_ms, request_latency percentiles of successful \
-                       requests)"
-            .into(),
-        tool_gates: None,
-        one_token_never_good: false,
-        configured_rate: configured_rate(bench, &base),
-        client_tokens_from: None,
-    };
-    let trace = options.trace(
-        Window {
-            start_ms,
-            end_ms,
-            horizon_ms: Some(horizon_ms),
-        },
-        None,
-        boundary,
-        workload,
-        rows,
-    );
-    Ok(Imported { trace, reported })
+    format!(
+        "guidellm's statistics cover its successful requests and time TTFT and latency from \
+         request_start (the send); goodput times them from targeted_start (the scheduled \
+         arrival), so they include the client's dispatch delay{dispatch_note}; guidellm's E2E \
+         ends at request_end, goodput's at the last token; guidellm's TPOT includes the first \
+         token, so its inter-token latency is shown as TPOT"
+    )
 }

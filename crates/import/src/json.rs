@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use serde::de::DeserializeOwned;
 
-use crate::ImportError;
+use crate::error::ImportError;
 
 /// Rewrites `NaN` → `null`, `Infinity` → `"inf"`, `-Infinity` → `"-inf"`
 /// outside JSON strings; returns the input unchanged when none occur.

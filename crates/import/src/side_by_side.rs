@@ -6,10 +6,11 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use goodput_core::receipt::{LatencySummary, Receipt};
+use goodput_core::receipt::{Block, Counts, LatencyBlock, LatencySummary, Receipt};
 use goodput_core::trace::write::RowStatus;
 
-use crate::{Imported, Reported};
+pub use crate::model::{fmt_num, same_figure};
+use crate::model::{Imported, Reported};
 
 /// The source tool's figures beside the receipt's, with every difference
 /// explained. Built by [`compare`]; rendered by `render::import`.
@@ -50,55 +51,87 @@ pub struct FigurePair {
     pub receipt_field: String,
 }
 
-/// Whether two reported rates are the same figure (the tool rounds nothing,
-/// but divides in another order; 1e-9 relative is far below any display).
-pub fn same_figure(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-12)
-}
-
 /// Pairs the tool's figures with the receipt's and explains each difference.
 pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
     let r = &imported.reported;
     let all = &receipt.results.all;
-    let c = &all.counts;
-    let trace = &imported.trace;
-    let count = |n: u64| Some(n as f64);
-    let q = |s: &LatencySummary| (s.p50, s.p99);
-    let (ttft50, ttft99) = q(&all.latency.ttft_ms);
-    let (tpot50, tpot99) = q(&all.latency.tpot_ms);
-    let (e2e50, e2e99) = q(&all.latency.e2e_ms);
-    let pair = |name: &str, tool: Option<f64>, goodput: Option<f64>, field: &str| FigurePair {
+    let window_s = (receipt.contract.window.end_ms - receipt.contract.window.start_ms) / 1000.0;
+    let mut figures = count_figures(r, &all.counts);
+    figures.extend(rate_figures(r, all, window_s));
+    figures.extend(latency_figures(r, &all.latency));
+
+    let one_token = OneToken::count(imported, receipt);
+    let mut differences = cohort_notes(&r.tool, all);
+    differences.extend(one_token.note(r));
+    differences.extend(method_notes(r, all.latency.ttft_ms.n, window_s));
+    let fidelity = crate::fidelity::assess(imported, receipt);
+    if let Some(tool_goodput) = r.goodput_per_s {
+        differences.push(goodput_note(
+            &fidelity,
+            r,
+            all,
+            one_token.pass,
+            window_s,
+            tool_goodput,
+        ));
+    }
+    differences.extend(crate::fidelity::sentences(&fidelity, r));
+    Comparison {
+        tool: r.tool.clone(),
+        version: r.version.clone(),
+        shape: match imported.trace.boundary.get("shape") {
+            Some(goodput_core::trace::Scalar::String(s)) => Some(s.clone()),
+            _ => None,
+        },
+        gates: gates_text(receipt),
+        equality: receipt.contract.equality.clone(),
+        figures,
+        differences,
+        fidelity,
+    }
+}
+
+/// A [`FigurePair`] of its parts.
+fn pair(name: &str, tool: Option<f64>, goodput: Option<f64>, field: &str) -> FigurePair {
+    FigurePair {
         name: name.to_owned(),
         tool,
         goodput,
         receipt_field: field.to_owned(),
-    };
-    let window_s = (receipt.contract.window.end_ms - receipt.contract.window.start_ms) / 1000.0;
-    let figures = vec![
+    }
+}
+
+/// Requests, successful, failed and incomplete: the tool's counts beside
+/// the receipt's.
+fn count_figures(r: &Reported, c: &Counts) -> Vec<FigurePair> {
+    let count = |n: u64| Some(n as f64);
+    let tool = |n: Option<u64>| n.map(|n| n as f64);
+    vec![
         pair(
             "requests",
-            r.requests.map(|n| n as f64),
+            tool(r.requests),
             count(c.cohort),
             "counts.cohort",
         ),
         pair(
             "successful",
-            r.successful.map(|n| n as f64),
+            tool(r.successful),
             count(c.pass + c.miss),
             "counts.pass + counts.miss",
         ),
-        pair(
-            "failed",
-            r.failed.map(|n| n as f64),
-            count(c.failed),
-            "counts.failed",
-        ),
+        pair("failed", tool(r.failed), count(c.failed), "counts.failed"),
         pair(
             "incomplete",
-            r.incomplete.map(|n| n as f64),
+            tool(r.incomplete),
             count(c.censored),
             "counts.censored",
         ),
+    ]
+}
+
+/// The duration and the rates per second beside the receipt's window and rates.
+fn rate_figures(r: &Reported, all: &Block, window_s: f64) -> [FigurePair; 4] {
+    [
         pair(
             "duration s",
             r.duration_s,
@@ -123,29 +156,43 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
             Some(all.rates.output_tokens_per_s),
             "rates.outputTokensPerS",
         ),
+    ]
+}
+
+/// TTFT, TPOT and E2E medians and 99th percentiles beside the receipt's.
+fn latency_figures(r: &Reported, latency: &LatencyBlock) -> [FigurePair; 6] {
+    let q = |s: &LatencySummary| (s.p50, s.p99);
+    let (ttft50, ttft99) = q(&latency.ttft_ms);
+    let (tpot50, tpot99) = q(&latency.tpot_ms);
+    let (e2e50, e2e99) = q(&latency.e2e_ms);
+    [
         pair("TTFT p50 ms", r.ttft_ms.p50, ttft50, "latency.ttftMs.p50"),
         pair("TTFT p99 ms", r.ttft_ms.p99, ttft99, "latency.ttftMs.p99"),
         pair("TPOT p50 ms", r.tpot_ms.p50, tpot50, "latency.tpotMs.p50"),
         pair("TPOT p99 ms", r.tpot_ms.p99, tpot99, "latency.tpotMs.p99"),
         pair("E2E p50 ms", r.e2e_ms.p50, e2e50, "latency.e2eMs.p50"),
         pair("E2E p99 ms", r.e2e_ms.p99, e2e99, "latency.e2eMs.p99"),
-    ];
+    ]
+}
 
-    let mut differences = Vec::new();
-    let tool = r.tool.as_str();
+/// Who is in goodput's cohort and who is not: warm-up and out-of-window
+/// exclusions, failures kept in the denominator, censored requests.
+fn cohort_notes(tool: &str, all: &Block) -> Vec<String> {
+    let mut notes = Vec::new();
+    let c = &all.counts;
     // Only the warm-up is excluded by the tool as by goodput; a request
     // outside the window is one the tool may have counted, so it is not
     // said to agree.
     let exclusion = &all.reasons.exclusion;
     if exclusion.warmup > 0 {
-        differences.push(format!(
+        notes.push(format!(
             "{} request(s) arrived in the warm-up: excluded by goodput as by {tool} \
              (reasons.exclusion.warmup).",
             exclusion.warmup
         ));
     }
     if exclusion.outside_window > 0 {
-        differences.push(format!(
+        notes.push(format!(
             "{} request(s) arrived outside the window: excluded from goodput's cohort \
              (reasons.exclusion.outside_window); compare with the requests {tool} counted.",
             exclusion.outside_window
@@ -153,47 +200,73 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
     }
     if c.failed > 0 {
         let share = goodput_util::figures::percent(all.rates.failure_share.unwrap_or(0.0), 1);
-        differences.push(format!(
+        notes.push(format!(
             "{} failed request(s) stay in goodput's cohort ({share} failure share) and \
              count against passShare; {tool} leaves failures out of its latency figures.",
             c.failed
         ));
     }
     if c.censored > 0 {
-        differences.push(format!(
+        notes.push(format!(
             "{} request(s) unfinished when {tool} stopped are censored (in_flight) in goodput's \
              cohort: neither pass nor miss, but visible in censoredShare.",
             c.censored
         ));
     }
-    // One-token rows of the cohort, by verdict (the receipt's rows are in trace order).
-    let verdicts = receipt.rows.as_deref().unwrap_or(&[]);
-    let one_token_verdict = |verdict: &str| {
-        trace
-            .rows
-            .iter()
-            .zip(verdicts)
-            .filter(|(row, v)| {
-                row.status == RowStatus::Completed
-                    && row.output_tokens == Some(1)
-                    && v.verdict == verdict
-            })
-            .count() as u64
-    };
-    let one_token_pass = one_token_verdict("pass");
-    let one_token = one_token_pass + one_token_verdict("miss");
-    if one_token > 0 {
-        differences.push(format!(
-            "{one_token} completed cohort request(s) produced one token ({one_token_pass} of them \
-             pass): goodput gives them no TPOT (the TPOT gate does not apply; they are absent \
-             from the TPOT percentiles); {}.",
-            r.one_token_rule
-        ));
+    notes
+}
+
+/// The completed one-token rows of the cohort, and how many of them pass.
+struct OneToken {
+    completed: u64,
+    pass: u64,
+}
+
+impl OneToken {
+    /// Counts them by verdict (the receipt's rows are in trace order).
+    fn count(imported: &Imported, receipt: &Receipt) -> OneToken {
+        let verdicts = receipt.rows.as_deref().unwrap_or(&[]);
+        let with_verdict = |verdict: &str| {
+            imported
+                .trace
+                .rows
+                .iter()
+                .zip(verdicts)
+                .filter(|(row, v)| {
+                    row.status == RowStatus::Completed
+                        && row.output_tokens == Some(1)
+                        && v.verdict == verdict
+                })
+                .count() as u64
+        };
+        let pass = with_verdict("pass");
+        OneToken {
+            completed: pass + with_verdict("miss"),
+            pass,
+        }
     }
-    let n = all.latency.ttft_ms.n;
+
+    /// goodput's one-token rule beside the tool's, when there are any.
+    fn note(&self, r: &Reported) -> Option<String> {
+        let (one_token, one_token_pass) = (self.completed, self.pass);
+        (one_token > 0).then(|| {
+            format!(
+                "{one_token} completed cohort request(s) produced one token ({one_token_pass} of \
+                 them pass): goodput gives them no TPOT (the TPOT gate does not apply; they are \
+                 absent from the TPOT percentiles); {}.",
+                r.one_token_rule
+            )
+        })
+    }
+}
+
+/// How the figures are computed on each side: percentile method, latency
+/// population, window, and the tool's own gates.
+fn method_notes(r: &Reported, n: u64, window_s: f64) -> Vec<String> {
+    let mut notes = Vec::new();
     if n > 0 {
         let rank99 = (99 * n).div_ceil(100);
-        differences.push(format!(
+        notes.push(format!(
             "Percentiles: {}; goodput uses nearest rank, the value at rank ⌈p·n/100⌉ \
              (with n = {n}, p99 is the {rank99}{} smallest value).",
             r.percentile_method,
@@ -201,45 +274,56 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
         ));
     }
     if !r.latency_population.is_empty() {
-        differences.push(format!(
+        notes.push(format!(
             "Latency population: {}; goodput's latency blocks cover the completed cohort \
              rows (pass + miss).",
             r.latency_population
         ));
     }
     if !r.window_rule.is_empty() {
-        differences.push(format!(
+        notes.push(format!(
             "Window: {}. Every goodput rate is per window second ({} s).",
             r.window_rule,
             fmt_num(window_s)
         ));
     }
     if let Some(gates) = &r.tool_gates {
-        differences.push(format!(
-            "{tool}'s own goodput used {gates}; goodput's trace declares the gates above \
-             (--slo): compare like with like."
+        notes.push(format!(
+            "{}'s own goodput used {gates}; goodput's trace declares the gates above \
+             (--slo): compare like with like.",
+            r.tool
         ));
     }
-    let fidelity = crate::fidelity::assess(imported, receipt);
-    if let Some(tool_goodput) = r.goodput_per_s {
-        let ours = all.rates.goodput_per_s;
-        differences.push(
-            crate::fidelity::goodput_by_client_counts(
-                &fidelity,
-                r,
-                c.pass,
-                one_token_pass,
-                window_s,
-                ours,
-                tool_goodput,
-            )
-            .unwrap_or_else(|| {
-                explain_goodput(r, c.pass, one_token_pass, window_s, ours, tool_goodput)
-            }),
-        );
-    }
-    differences.extend(crate::fidelity::sentences(&fidelity, r));
-    let gates = receipt
+    notes
+}
+
+/// The sentence on the tool's goodput figure: by the tool's own token
+/// counts when they explain it, else [`explain_goodput`].
+fn goodput_note(
+    fidelity: &crate::fidelity::Fidelity,
+    r: &Reported,
+    all: &Block,
+    one_token_pass: u64,
+    window_s: f64,
+    tool_goodput: f64,
+) -> String {
+    let pass = all.counts.pass;
+    let ours = all.rates.goodput_per_s;
+    crate::fidelity::goodput_by_client_counts(
+        fidelity,
+        r,
+        pass,
+        one_token_pass,
+        window_s,
+        ours,
+        tool_goodput,
+    )
+    .unwrap_or_else(|| explain_goodput(r, pass, one_token_pass, window_s, ours, tool_goodput))
+}
+
+/// The gates the trace declares, class by class (`name: ttft=…,tpot=…,e2e=…`).
+fn gates_text(receipt: &Receipt) -> String {
+    receipt
         .contract
         .classes
         .iter()
@@ -253,20 +337,7 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
             )
         })
         .collect::<Vec<_>>()
-        .join("; ");
-    Comparison {
-        tool: r.tool.clone(),
-        version: r.version.clone(),
-        shape: match trace.boundary.get("shape") {
-            Some(goodput_core::trace::Scalar::String(s)) => Some(s.clone()),
-            _ => None,
-        },
-        gates,
-        equality: receipt.contract.equality.clone(),
-        figures,
-        differences,
-        fidelity,
-    }
+        .join("; ")
 }
 
 /// The sentence that reconciles the tool's goodput with the receipt's: the
@@ -321,17 +392,6 @@ fn ordinal_suffix(n: u64) -> &'static str {
         (2, _) => "nd",
         (3, _) => "rd",
         _ => "th",
-    }
-}
-
-/// A number as people read it: integers without a fraction, others to 4
-/// significant decimals.
-pub fn fmt_num(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        let s = format!("{x:.4}");
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
     }
 }
 

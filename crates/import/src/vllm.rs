@@ -35,14 +35,13 @@
 
 use serde::Deserialize;
 
+use crate::error::ImportError;
 use crate::fidelity::{ConfiguredRate, Process};
 use crate::json::{parse_typed, python_literals_to_json, Within};
-use crate::{
-    failure_reason, fmt_num, non_negative, ImportError, ImportOptions, Imported, Quantiles,
-    Reported,
-};
+use crate::model::fmt_num;
+use crate::model::{failure_reason, non_negative, ImportOptions, Imported, Quantiles, Reported};
 use goodput_core::trace::model::MAX_SPAN_MS;
-use goodput_core::trace::write::{round_us, RowStatus, TraceRow};
+use goodput_core::trace::write::{round_us, RowStatus, TraceDoc, TraceRow};
 use goodput_core::trace::{Labels, Scalar, Window};
 
 /// A number Python may have written as `inf` (after the literal repair), or text.
@@ -241,20 +240,59 @@ fn error_label(text: &str) -> String {
 pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportError> {
     let fixed = python_literals_to_json(bytes);
     let doc: VllmResult = parse_typed(&fixed, Within::Document)?;
-    let (e2e_key, e2e_values) = match (&doc.latencies, &doc.e2els) {
-        (Some(l), _) => (Some("latencies"), Some(l)),
-        (None, Some(l)) => (Some("e2els"), Some(l)),
-        (None, None) => (None, None),
-    };
-    let shape = Shape {
-        send_times: doc.start_times.is_some(),
-        e2e_array: e2e_key,
-        goodput_key: match (&doc.request_goodput, &doc.request_goodput_colon) {
-            (Some(_), _) => GoodputKey::Plain,
-            (None, Some(_)) => GoodputKey::Colon,
-            (None, None) => GoodputKey::Absent,
-        },
-    };
+    let shape = Shape::of(&doc);
+    let n = check_lengths(&doc)?;
+    check_duration(doc.duration)?;
+    let arrivals = arrivals_ms(&doc, n)?;
+    let mut rows = Vec::with_capacity(n);
+    let mut latest_ms: f64 = 0.0;
+    let mut successful = 0u64;
+    for (i, &arrival_ms) in arrivals.iter().enumerate() {
+        let (row, done_ms) = map_row(&doc, i, arrival_ms)?;
+        if let Some(done) = done_ms {
+            successful += 1;
+            latest_ms = latest_ms.max(done);
+        }
+        rows.push(row);
+    }
+    let trace = trace_doc(options, &doc, &shape, rows, latest_ms);
+    let goodput = doc
+        .request_goodput
+        .as_ref()
+        .or(doc.request_goodput_colon.as_ref())
+        .and_then(num);
+    let reported = reported(&doc, &shape, n, successful, goodput);
+    Ok(Imported { trace, reported })
+}
+
+impl Shape {
+    /// The shape of a parsed file, told by which keys it has.
+    fn of(doc: &VllmResult) -> Shape {
+        Shape {
+            send_times: doc.start_times.is_some(),
+            e2e_array: e2e_values(doc).map(|(key, _)| key),
+            goodput_key: match (&doc.request_goodput, &doc.request_goodput_colon) {
+                (Some(_), _) => GoodputKey::Plain,
+                (None, Some(_)) => GoodputKey::Colon,
+                (None, None) => GoodputKey::Absent,
+            },
+        }
+    }
+}
+
+/// The per-request E2E array and its key: `latencies`, else `e2els`, when
+/// the file has one.
+fn e2e_values(doc: &VllmResult) -> Option<(&'static str, &Vec<Option<f64>>)> {
+    match (&doc.latencies, &doc.e2els) {
+        (Some(l), _) => Some(("latencies", l)),
+        (None, Some(l)) => Some(("e2els", l)),
+        (None, None) => None,
+    }
+}
+
+/// The number of requests: every per-request array must have one entry
+/// each, as many as `start_times` (or `ttfts`, without send times).
+fn check_lengths(doc: &VllmResult) -> Result<usize, ImportError> {
     let (reference, n) = match &doc.start_times {
         Some(s) => ("start_times", s.len()),
         None => ("ttfts", doc.ttfts.len()),
@@ -273,128 +311,157 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     check_len("itls", doc.itls.len())?;
     check_len("output_lens", doc.output_lens.len())?;
     check_len("errors", doc.errors.len())?;
-    if let (Some(key), Some(l)) = (e2e_key, e2e_values) {
+    if let Some((key, l)) = e2e_values(doc) {
         check_len(key, l.len())?;
     }
     if let Some(l) = &doc.input_lens {
         check_len("input_lens", l.len())?;
     }
-    if !(doc.duration.is_finite() && doc.duration > 0.0 && doc.duration * 1000.0 <= MAX_SPAN_MS) {
-        return Err(ImportError::at(
-            "/duration",
-            format!(
-                "must be a number of seconds > 0 and at most a day, not {}",
-                doc.duration
-            ),
-        ));
-    }
-    let arrivals: Vec<f64> = match &doc.start_times {
-        Some(starts) => {
-            for (i, &s) in starts.iter().enumerate() {
-                non_negative(s, format!("/start_times/{i}"))?;
-            }
-            let t0 = starts.iter().copied().fold(f64::INFINITY, f64::min);
-            // Full precision: rounding an instant to the microsecond could
-            // move a latency across a gate it is within 0.5 µs of.
-            starts.iter().map(|&s| (s - t0) * 1000.0).collect()
-        }
-        // Arrival-unknown: every row at the window start (see the module docs).
-        None => vec![0.0; n],
-    };
+    Ok(n)
+}
 
-    let mut rows = Vec::with_capacity(n);
-    let mut latest_ms: f64 = 0.0;
-    let mut successful = 0u64;
-    for (i, &arrival_ms) in arrivals.iter().enumerate() {
-        let mut labels = Labels::new();
-        if let Some(lens) = &doc.input_lens {
-            labels.insert("promptTokens".into(), Scalar::Number(lens[i] as f64));
-        }
-        let error = doc.errors[i].as_deref().unwrap_or("");
-        if !error.is_empty() {
-            labels.insert("error".into(), Scalar::String(error_label(error)));
-            let mut row = TraceRow::new(format!("r{i}"), arrival_ms, RowStatus::Failed, labels);
-            row.reason = Some(failure_reason(error));
-            rows.push(row);
-            continue;
-        }
+/// `duration` (the window, s) must be > 0 and at most a day.
+fn check_duration(duration: f64) -> Result<(), ImportError> {
+    if duration.is_finite() && duration > 0.0 && duration * 1000.0 <= MAX_SPAN_MS {
+        return Ok(());
+    }
+    Err(ImportError::at(
+        "/duration",
+        format!("must be a number of seconds > 0 and at most a day, not {duration}"),
+    ))
+}
+
+/// Each request's arrival, ms: its send since the first send, or the
+/// window start for every row when the file has no send times.
+fn arrivals_ms(doc: &VllmResult, n: usize) -> Result<Vec<f64>, ImportError> {
+    let Some(starts) = &doc.start_times else {
+        // Arrival-unknown: every row at the window start (see the module docs).
+        return Ok(vec![0.0; n]);
+    };
+    for (i, &s) in starts.iter().enumerate() {
+        non_negative(s, format!("/start_times/{i}"))?;
+    }
+    let t0 = starts.iter().copied().fold(f64::INFINITY, f64::min);
+    // Full precision: rounding an instant to the microsecond could
+    // move a latency across a gate it is within 0.5 µs of.
+    Ok(starts.iter().map(|&s| (s - t0) * 1000.0).collect())
+}
+
+/// Request `i` → its trace row, and its end (ms) when vLLM counted it
+/// successful: a failed request becomes `failed` with a reason and its
+/// error's last line; a successful one `completed`, or `failed` /
+/// `no_output` without output tokens.
+fn map_row(
+    doc: &VllmResult,
+    i: usize,
+    arrival_ms: f64,
+) -> Result<(TraceRow, Option<f64>), ImportError> {
+    let mut labels = Labels::new();
+    if let Some(lens) = &doc.input_lens {
+        labels.insert("promptTokens".into(), Scalar::Number(lens[i] as f64));
+    }
+    let error = doc.errors[i].as_deref().unwrap_or("");
+    if !error.is_empty() {
+        labels.insert("error".into(), Scalar::String(error_label(error)));
         let mut row = TraceRow::new(format!("r{i}"), arrival_ms, RowStatus::Failed, labels);
-        successful += 1;
-        let ttft_s = match doc.ttfts[i] {
-            Some(x) => non_negative(x, format!("/ttfts/{i}"))?,
-            None => {
-                return Err(ImportError::at(
-                    format!("/ttfts/{i}"),
-                    "is null on a successful request",
-                ))
-            }
-        };
-        let e2e_place = format!("/{}/{i}", e2e_key.unwrap_or("itls"));
-        let e2e_s = match e2e_values.map(|l| l[i]) {
-            Some(Some(x)) => non_negative(x, e2e_place.clone())?,
-            Some(None) => {
-                return Err(ImportError::at(
-                    e2e_place,
-                    "is null on a successful request",
-                ))
-            }
-            None => {
-                for (j, &itl) in doc.itls[i].iter().enumerate() {
-                    non_negative(itl, format!("/itls/{i}/{j}"))?;
-                }
-                ttft_s + doc.itls[i].iter().sum::<f64>()
-            }
-        };
-        if e2e_s < ttft_s {
-            return Err(ImportError::at(
-                e2e_place,
-                format!("{e2e_s} s is shorter than the request's TTFT of {ttft_s} s"),
-            ));
-        }
-        // Latencies are added to the arrival at full precision (never rounded
-        // to the microsecond), so TTFT and E2E in the trace are vLLM's own
-        // values to within a rounding of the sum, far below any clock: a
-        // request 0.4 µs over a gate stays over it, as vLLM judged it.
-        let first = arrival_ms + ttft_s * 1000.0;
-        let done = (arrival_ms + e2e_s * 1000.0).max(first);
-        if done > MAX_SPAN_MS {
-            return Err(ImportError::at(
-                e2e_place,
-                format!("ends {done} ms after the first send: more than a day"),
-            ));
-        }
-        latest_ms = latest_ms.max(done);
-        if doc.output_lens[i] == 0 {
-            row.reason = Some("no_output".into());
-            row.first_token_ms = Some(first);
-            row.ended_ms = Some(done);
-            rows.push(row);
-            continue;
-        }
+        row.reason = Some(failure_reason(error));
+        return Ok((row, None));
+    }
+    let mut row = TraceRow::new(format!("r{i}"), arrival_ms, RowStatus::Failed, labels);
+    let (first, done) = success_times(doc, i, arrival_ms)?;
+    row.first_token_ms = Some(first);
+    if doc.output_lens[i] == 0 {
+        row.reason = Some("no_output".into());
+        row.ended_ms = Some(done);
+    } else {
         row.status = RowStatus::Completed;
-        row.first_token_ms = Some(first);
         row.completed_ms = Some(done);
         row.output_tokens = Some(doc.output_lens[i]);
-        rows.push(row);
     }
+    Ok((row, Some(done)))
+}
 
+/// The first token and the end of successful request `i`, ms: arrival +
+/// TTFT, and arrival + E2E (the file's, else TTFT + Σ ITLs), checked.
+fn success_times(doc: &VllmResult, i: usize, arrival_ms: f64) -> Result<(f64, f64), ImportError> {
+    let e2e = e2e_values(doc);
+    let ttft_s = match doc.ttfts[i] {
+        Some(x) => non_negative(x, format!("/ttfts/{i}"))?,
+        None => {
+            return Err(ImportError::at(
+                format!("/ttfts/{i}"),
+                "is null on a successful request",
+            ))
+        }
+    };
+    let e2e_place = format!("/{}/{i}", e2e.map_or("itls", |(key, _)| key));
+    let e2e_s = match e2e.map(|(_, l)| l[i]) {
+        Some(Some(x)) => non_negative(x, e2e_place.clone())?,
+        Some(None) => {
+            return Err(ImportError::at(
+                e2e_place,
+                "is null on a successful request",
+            ))
+        }
+        None => {
+            for (j, &itl) in doc.itls[i].iter().enumerate() {
+                non_negative(itl, format!("/itls/{i}/{j}"))?;
+            }
+            ttft_s + doc.itls[i].iter().sum::<f64>()
+        }
+    };
+    if e2e_s < ttft_s {
+        return Err(ImportError::at(
+            e2e_place,
+            format!("{e2e_s} s is shorter than the request's TTFT of {ttft_s} s"),
+        ));
+    }
+    // Latencies are added to the arrival at full precision (never rounded
+    // to the microsecond), so TTFT and E2E in the trace are vLLM's own
+    // values to within a rounding of the sum, far below any clock: a
+    // request 0.4 µs over a gate stays over it, as vLLM judged it.
+    let first = arrival_ms + ttft_s * 1000.0;
+    let done = (arrival_ms + e2e_s * 1000.0).max(first);
+    if done > MAX_SPAN_MS {
+        return Err(ImportError::at(
+            e2e_place,
+            format!("ends {done} ms after the first send: more than a day"),
+        ));
+    }
+    Ok((first, done))
+}
+
+/// The trace document: the window `[0, duration)`, the boundary (what
+/// arrivals are, the detected shape) and the run's settings as workload.
+fn trace_doc(
+    options: &ImportOptions,
+    doc: &VllmResult,
+    shape: &Shape,
+    rows: Vec<TraceRow>,
+    latest_ms: f64,
+) -> TraceDoc {
     let end_ms = window_end_ms(doc.duration);
     let tool = if shape.send_times {
         "vllm bench serve"
     } else {
         "vllm benchmark_serving.py / bench serve"
     };
-    let mut boundary = Labels::new();
-    boundary.insert(
-        "arrival".into(),
-        Scalar::String(if shape.send_times { "sent" } else { "unknown" }.into()),
-    );
+    let arrival = if shape.send_times { "sent" } else { "unknown" };
     // vLLM's output_lens are the server's usage.completion_tokens when the
     // stream carried usage (vLLM asks for it), else its own tokenizer's count;
     // the file does not say which, so the boundary names the field.
-    boundary.insert("tokens".into(), Scalar::String("vllm output_lens".into()));
-    boundary.insert("source".into(), Scalar::String(tool.into()));
+    let mut boundary = crate::model::boundary_labels(arrival, "vllm output_lens", tool);
     boundary.insert("shape".into(), Scalar::String(shape.describe()));
+    let window = Window {
+        start_ms: 0.0,
+        end_ms,
+        horizon_ms: Some(end_ms.max(latest_ms)),
+    };
+    options.trace(window, None, boundary, workload(doc, tool), rows)
+}
+
+/// The run's settings as the trace's workload labels.
+fn workload(doc: &VllmResult, tool: &str) -> Labels {
     let mut workload = Labels::new();
     workload.insert("tool".into(), Scalar::String(tool.into()));
     if let Some(b) = &doc.backend {
@@ -416,25 +483,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         }
     }
     workload.insert("durationS".into(), Scalar::Number(doc.duration));
-
-    let trace = options.trace(
-        Window {
-            start_ms: 0.0,
-            end_ms,
-            horizon_ms: Some(end_ms.max(latest_ms)),
-        },
-        None,
-        boundary,
-        workload,
-        rows,
-    );
-    let goodput = doc
-        .request_goodput
-        .as_ref()
-        .or(doc.request_goodput_colon.as_ref())
-        .and_then(num);
-    let reported = reported(&doc, &shape, n, successful, goodput);
-    Ok(Imported { trace, reported })
+    workload
 }
 
 fn reported(

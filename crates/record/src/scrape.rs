@@ -20,7 +20,9 @@ use tokio::time::Instant;
 
 use goodput_core::server_metrics::{parse_exposition, MetricsLine};
 
-use crate::transport::client::{HyperTransport, ResponseBody, SendError, TransportError};
+use crate::transport::client::{
+    BodyError, HyperTransport, ResponseBody, SendError, TransportError,
+};
 use crate::transport::endpoint::Endpoint;
 
 /// The shortest scrape interval accepted.
@@ -85,7 +87,7 @@ pub async fn scrape_loop(
         let t_ms = goodput_core::trace::write::round_us((ms(sent) + ms(Instant::now())) / 2.0);
         let line = match page {
             Err(_) => MetricsLine::gap(t_ms, "timeout"),
-            Ok(Err(why)) => MetricsLine::gap(t_ms, why),
+            Ok(Err(why)) => MetricsLine::gap(t_ms, why.to_string()),
             Ok(Ok(text)) => match parse_exposition(&text) {
                 Ok(samples) => MetricsLine::snapshot(t_ms, &samples),
                 Err(e) => MetricsLine::gap(t_ms, e.to_string()),
@@ -97,27 +99,76 @@ pub async fn scrape_loop(
     }
 }
 
+/// A scrape running beside a run: its task and the signal that stops it.
+pub(crate) struct Scraper {
+    task: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Scraper {
+    /// Starts [`scrape_loop`] on its own task: `plan.uri` through
+    /// `transport`, from `t0`, into `lines`.
+    pub(crate) fn start(
+        plan: MetricsPlan,
+        transport: HyperTransport,
+        t0: Instant,
+        lines: Arc<Mutex<Vec<MetricsLine>>>,
+    ) -> Scraper {
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(scrape_loop(plan, transport, t0, lines, stopped));
+        Scraper { task, stop }
+    }
+
+    /// Stops the scraping once the run has ended.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(true);
+        // A scrape in progress ends within its timeout; do not wait longer.
+        if tokio::time::timeout(Duration::from_secs(1), self.task)
+            .await
+            .is_err()
+        {
+            // Still blocked: the runtime's shutdown drops it.
+        }
+    }
+}
+
+/// Why one scrape found no page: the sidecar line's `error` (a gap).
+#[derive(Debug, thiserror::Error)]
+enum ScrapeError {
+    /// The GET could not be sent or got no response head.
+    #[error("request failed: {}", send_error_text(.0))]
+    Request(SendError),
+    /// A non-2xx response.
+    #[error("HTTP {0}")]
+    Status(u16),
+    /// The body broke off.
+    #[error("body: {}", .0 .0)]
+    Body(BodyError),
+    /// The page passed [`MAX_PAGE_BYTES`].
+    #[error("the page is larger than {max} bytes", max = MAX_PAGE_BYTES)]
+    TooLarge,
+    /// The page is not text.
+    #[error("the page is not UTF-8")]
+    NotUtf8,
+}
+
 /// One GET of the metrics page, read up to [`MAX_PAGE_BYTES`].
-async fn fetch(transport: &HyperTransport, uri: &Uri) -> Result<String, String> {
+async fn fetch(transport: &HyperTransport, uri: &Uri) -> Result<String, ScrapeError> {
     let (head, mut body) = transport
         .get(uri.clone())
         .await
-        .map_err(|e| format!("request failed: {}", send_error_text(&e)))?;
+        .map_err(ScrapeError::Request)?;
     if !(200..300).contains(&head.status) {
-        return Err(format!("HTTP {}", head.status));
+        return Err(ScrapeError::Status(head.status));
     }
     let mut page = Vec::new();
-    while let Some(chunk) = body
-        .next_frame()
-        .await
-        .map_err(|e| format!("body: {}", e.0))?
-    {
+    while let Some(chunk) = body.next_frame().await.map_err(ScrapeError::Body)? {
         if page.len() + chunk.len() > MAX_PAGE_BYTES {
-            return Err(format!("the page is larger than {MAX_PAGE_BYTES} bytes"));
+            return Err(ScrapeError::TooLarge);
         }
         page.extend_from_slice(&chunk);
     }
-    String::from_utf8(page).map_err(|_| "the page is not UTF-8".to_owned())
+    String::from_utf8(page).map_err(|_| ScrapeError::NotUtf8)
 }
 
 /// A send error in a few words (no header value can be in it: the texts

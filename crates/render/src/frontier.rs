@@ -211,7 +211,6 @@ fn pass_share_with_interval(p: &FrontierPoint, attainment: f64) -> String {
     }
 }
 
-/// The text table with the knee and capacity sentences below it.
 /// Per point, the peak queue and KV use the server reported (points whose
 /// trace has a `record --metrics` sidecar only).
 fn server_peaks(o: &mut String, f: &Frontier) {
@@ -600,44 +599,74 @@ impl Panel {
 /// capacity that sits inside the noise is visibly so; p95 TTFT below. The knee
 /// is a dashed vertical line through every panel, the capacity a dotted one.
 pub fn svg(f: &Frontier) -> String {
-    let pts = &f.points;
-    let x_max = pts.iter().map(|p| p.offered_per_s).fold(0.0, f64::max);
-    // The top panel holds the offered = served diagonal too, so it is as
-    // tall as the highest offered rate.
-    let y_max = pts
-        .iter()
-        .map(|p| {
-            p.served_per_s
-                .unwrap_or(0.0)
-                .max(p.goodput_per_s)
-                .max(p.offered_per_s)
-                .max(p.goodput_interval.upper)
-        })
-        .fold(0.0, f64::max);
-    let t_max = pts.iter().filter_map(|p| p.p95_ttft_ms).fold(0.0, f64::max);
-    let x = Axis::for_max(x_max);
-    let top = Panel {
-        top: TOP_PANEL.0,
-        bottom: TOP_PANEL.1,
-        x,
-        y: Axis::for_max(y_max),
-    };
-    let share = Panel {
-        top: SHARE_PANEL.0,
-        bottom: SHARE_PANEL.1,
-        x,
-        y: Axis {
-            max: 100.0,
-            step: 20.0,
-        },
-    };
-    let bottom = Panel {
-        top: BOTTOM_PANEL.0,
-        bottom: BOTTOM_PANEL.1,
-        x,
-        y: Axis::for_max(t_max),
-    };
+    let panels = Panels::for_points(&f.points);
     let mut o = String::new();
+    svg_open(&mut o, f);
+    throughput_panel(&mut o, &panels.top, f);
+    pass_share_panel(&mut o, &panels.share, f);
+    ttft_panel(&mut o, &panels.bottom, f);
+    knee_and_capacity_marks(&mut o, &panels, f);
+    legend(&mut o);
+    let _ = writeln!(o, "</svg>");
+    o
+}
+
+/// The chart's three panels, stacked, sharing one offered-load x axis.
+struct Panels {
+    /// Served/s and goodput/s.
+    top: Panel,
+    /// The pass share, 0–100 %.
+    share: Panel,
+    /// p95 TTFT.
+    bottom: Panel,
+}
+
+impl Panels {
+    /// Axes that hold every point's figures.
+    fn for_points(pts: &[FrontierPoint]) -> Panels {
+        let x_max = pts.iter().map(|p| p.offered_per_s).fold(0.0, f64::max);
+        // The top panel holds the offered = served diagonal too, so it is as
+        // tall as the highest offered rate.
+        let y_max = pts
+            .iter()
+            .map(|p| {
+                p.served_per_s
+                    .unwrap_or(0.0)
+                    .max(p.goodput_per_s)
+                    .max(p.offered_per_s)
+                    .max(p.goodput_interval.upper)
+            })
+            .fold(0.0, f64::max);
+        let t_max = pts.iter().filter_map(|p| p.p95_ttft_ms).fold(0.0, f64::max);
+        let x = Axis::for_max(x_max);
+        Panels {
+            top: Panel {
+                top: TOP_PANEL.0,
+                bottom: TOP_PANEL.1,
+                x,
+                y: Axis::for_max(y_max),
+            },
+            share: Panel {
+                top: SHARE_PANEL.0,
+                bottom: SHARE_PANEL.1,
+                x,
+                y: Axis {
+                    max: 100.0,
+                    step: 20.0,
+                },
+            },
+            bottom: Panel {
+                top: BOTTOM_PANEL.0,
+                bottom: BOTTOM_PANEL.1,
+                x,
+                y: Axis::for_max(t_max),
+            },
+        }
+    }
+}
+
+/// The `<svg>` element, its title and the white background.
+fn svg_open(o: &mut String, f: &Frontier) {
     let _ = writeln!(
         o,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{SVG_W}\" height=\"{SVG_H}\" \
@@ -647,21 +676,27 @@ pub fn svg(f: &Frontier) -> String {
         o,
         "  <title>goodput frontier: {} over {} traces</title>",
         esc(&scope(f)),
-        pts.len()
+        f.points.len()
     );
     let _ = writeln!(
         o,
         "  <rect width=\"{SVG_W}\" height=\"{SVG_H}\" fill=\"#fff\"/>"
     );
+}
+
+/// The top panel: served/s, goodput/s with its interval bars, and the
+/// served = offered diagonal.
+fn throughput_panel(o: &mut String, top: &Panel, f: &Frontier) {
+    let pts = &f.points;
     let _ = writeln!(
         o,
         "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"30.0\" font-size=\"14\">Served throughput and goodput vs offered load ({})</text>",
         esc(&scope(f))
     );
-    top.axes(&mut o, "requests/s", "offered load (requests/s)");
-    top.diagonal(&mut o);
+    top.axes(o, "requests/s", "offered load (requests/s)");
+    top.diagonal(o);
     top.series(
-        &mut o,
+        o,
         "served/s",
         SERVED_COLOUR,
         &pts.iter()
@@ -669,7 +704,7 @@ pub fn svg(f: &Frontier) -> String {
             .collect::<Vec<_>>(),
     );
     top.bars(
-        &mut o,
+        o,
         "goodput/s interval",
         GOODPUT_COLOUR,
         &pts.iter()
@@ -680,26 +715,32 @@ pub fn svg(f: &Frontier) -> String {
             .collect::<Vec<_>>(),
     );
     top.series(
-        &mut o,
+        o,
         "goodput/s",
         GOODPUT_COLOUR,
         &pts.iter()
             .map(|p| (p.offered_per_s, p.goodput_per_s))
             .collect::<Vec<_>>(),
     );
+}
+
+/// The middle panel: the pass share with its interval bars and the
+/// attainment target.
+fn pass_share_panel(o: &mut String, share: &Panel, f: &Frontier) {
+    let pts = &f.points;
     let _ = writeln!(
         o,
         "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"{:.1}\" font-size=\"14\">Pass share vs offered load (bars: Wilson score interval)</text>",
         SHARE_PANEL.0 - 12.0
     );
-    share.axes(&mut o, "pass share (%)", "offered load (requests/s)");
+    share.axes(o, "pass share (%)", "offered load (requests/s)");
     share.target(
-        &mut o,
+        o,
         f.attainment * 100.0,
         &format!("target {}", percent_short(f.attainment, None)),
     );
     share.bars(
-        &mut o,
+        o,
         "pass share interval",
         SHARE_COLOUR,
         &pts.iter()
@@ -710,59 +751,37 @@ pub fn svg(f: &Frontier) -> String {
             .collect::<Vec<_>>(),
     );
     share.series(
-        &mut o,
+        o,
         "pass share",
         SHARE_COLOUR,
         &pts.iter()
             .filter_map(|p| p.pass_share.map(|v| (p.offered_per_s, v * 100.0)))
             .collect::<Vec<_>>(),
     );
+}
+
+/// The bottom panel: p95 TTFT.
+fn ttft_panel(o: &mut String, bottom: &Panel, f: &Frontier) {
     let _ = writeln!(
         o,
         "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"{:.1}\" font-size=\"14\">p95 time to first token vs offered load</text>",
         BOTTOM_PANEL.0 - 12.0
     );
-    bottom.axes(&mut o, "p95 TTFT (ms)", "offered load (requests/s)");
+    bottom.axes(o, "p95 TTFT (ms)", "offered load (requests/s)");
     bottom.series(
-        &mut o,
+        o,
         "p95 TTFT (ms)",
         TTFT_COLOUR,
-        &pts.iter()
+        &f.points
+            .iter()
             .filter_map(|p| p.p95_ttft_ms.map(|t| (p.offered_per_s, t)))
             .collect::<Vec<_>>(),
     );
-    let mut marker = |rate: f64, label: String, dash: &str, class: &str| {
-        let px = top.px(rate);
-        let _ = writeln!(
-            o,
-            "  <g class=\"{class}\" stroke=\"{KNEE_COLOUR}\" stroke-dasharray=\"{dash}\">"
-        );
-        for p in [&top, &share, &bottom] {
-            let _ = writeln!(
-                o,
-                "    <line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\"/>",
-                p.top, p.bottom
-            );
-        }
-        let _ = writeln!(o, "  </g>");
-        // Labels to the right of the line, or to its left near the right edge.
-        let (tx, anchor) = if px > RIGHT - 120.0 {
-            (px - 4.0, "end")
-        } else {
-            (px + 4.0, "start")
-        };
-        let ty = if class == "knee" {
-            TOP_PANEL.1 - 8.0
-        } else {
-            TOP_PANEL.1 - 24.0
-        };
-        let _ = writeln!(
-            o,
-            "  <text class=\"{class}-label\" x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"{anchor}\" \
-             fill=\"{KNEE_COLOUR}\">{}</text>",
-            esc(&label)
-        );
-    };
+}
+
+/// The knee (dashed) and the interpolated capacity (dotted), each a
+/// vertical line through every panel, when the frontier has them.
+fn knee_and_capacity_marks(o: &mut String, panels: &Panels, f: &Frontier) {
     if let Knee::Found {
         offered_per_s,
         at_lowest_rate,
@@ -774,7 +793,7 @@ pub fn svg(f: &Frontier) -> String {
         } else {
             format!("knee {}/s", short(*offered_per_s))
         };
-        marker(*offered_per_s, label, "6 4", "knee");
+        rate_mark(o, panels, *offered_per_s, &label, "6 4", "knee");
     }
     if let Capacity::Interpolated { offered_per_s, .. } = &f.capacity {
         let label = format!(
@@ -782,10 +801,47 @@ pub fn svg(f: &Frontier) -> String {
             short(*offered_per_s),
             percent_short(f.attainment, None)
         );
-        marker(*offered_per_s, label, "2 3", "capacity");
+        rate_mark(o, panels, *offered_per_s, &label, "2 3", "capacity");
     }
-    // Legend, top-left inside the panel, drawn last (on a white card) so
-    // the knee and capacity lines never cross its text.
+}
+
+/// A vertical line at `rate` through every panel, labelled in the top one.
+fn rate_mark(o: &mut String, panels: &Panels, rate: f64, label: &str, dash: &str, class: &str) {
+    let px = panels.top.px(rate);
+    let _ = writeln!(
+        o,
+        "  <g class=\"{class}\" stroke=\"{KNEE_COLOUR}\" stroke-dasharray=\"{dash}\">"
+    );
+    for p in [&panels.top, &panels.share, &panels.bottom] {
+        let _ = writeln!(
+            o,
+            "    <line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\"/>",
+            p.top, p.bottom
+        );
+    }
+    let _ = writeln!(o, "  </g>");
+    // Labels to the right of the line, or to its left near the right edge.
+    let (tx, anchor) = if px > RIGHT - 120.0 {
+        (px - 4.0, "end")
+    } else {
+        (px + 4.0, "start")
+    };
+    let ty = if class == "knee" {
+        TOP_PANEL.1 - 8.0
+    } else {
+        TOP_PANEL.1 - 24.0
+    };
+    let _ = writeln!(
+        o,
+        "  <text class=\"{class}-label\" x=\"{tx:.1}\" y=\"{ty:.1}\" text-anchor=\"{anchor}\" \
+         fill=\"{KNEE_COLOUR}\">{}</text>",
+        esc(label)
+    );
+}
+
+/// The legend, top-left inside the top panel, drawn last (on a white card)
+/// so the knee and capacity lines never cross its text.
+fn legend(o: &mut String) {
     let _ = writeln!(
         o,
         "  <rect class=\"legend-card\" x=\"{:.1}\" y=\"{:.1}\" width=\"250.0\" height=\"56.0\" \
@@ -815,8 +871,6 @@ pub fn svg(f: &Frontier) -> String {
             esc(name)
         );
     }
-    let _ = writeln!(o, "</svg>");
-    o
 }
 
 #[cfg(test)]

@@ -150,6 +150,22 @@ pub fn render(
     judged: &Judged,
 ) -> String {
     let mut s = String::new();
+    dominant_failure(&mut s, f);
+    wrote(&mut s, f, path, bytes, interrupted);
+    outcomes(&mut s, f, tokens);
+    failures(&mut s, f);
+    send_lag(&mut s, f);
+    token_checks(&mut s, f);
+    arrival_rate(&mut s, f);
+    server_metrics(&mut s, judged);
+    bottleneck(&mut s, f, judged);
+    s.push_str(&analyze_next(path, f.rows, bytes));
+    s
+}
+
+/// The first line when more than half of the rows failed for one reason,
+/// with the server's most frequent `errorText` for it.
+fn dominant_failure(s: &mut String, f: &Figures) {
     if let Some(d) = &f.dominant_failure {
         let _ = write!(
             s,
@@ -161,6 +177,10 @@ pub fn render(
         }
         let _ = writeln!(s);
     }
+}
+
+/// What was written where, and whether the run was cut short.
+fn wrote(s: &mut String, f: &Figures, path: &str, bytes: usize, interrupted: bool) {
     let _ = writeln!(
         s,
         "{} {} to {} ({} bytes)",
@@ -173,6 +193,10 @@ pub fn render(
         path,
         bytes
     );
+}
+
+/// How the requests ended, and the output counted in what `tokens` says.
+fn outcomes(s: &mut String, f: &Figures, tokens: TokenCount) {
     let failed: usize = f.failed.values().sum();
     let _ = write!(
         s,
@@ -201,16 +225,29 @@ pub fn render(
             );
         }
     }
+}
+
+/// The failures by reason, when there were any.
+fn failures(s: &mut String, f: &Figures) {
     if !f.failed.is_empty() {
         let list: Vec<String> = f.failed.iter().map(|(r, n)| format!("{r} {n}")).collect();
         let _ = writeln!(s, "  failures: {}", list.join(", "));
     }
+}
+
+/// How late the client sent requests against their schedule.
+fn send_lag(s: &mut String, f: &Figures) {
     if let Some((p50, p99, max)) = f.send_lag_ms {
         let _ = writeln!(
             s,
             "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
         );
     }
+}
+
+/// The server's prompt-token counts against the client's, and how many
+/// completions stopped short of their requested length.
+fn token_checks(s: &mut String, f: &Figures) {
     let t = &f.tokens;
     if let Some((min, mean, max)) = t.server_minus_client {
         let _ = writeln!(
@@ -226,6 +263,10 @@ pub fn render(
             t.short, t.requested
         );
     }
+}
+
+/// The arrival rate achieved against the one scheduled.
+fn arrival_rate(s: &mut String, f: &Figures) {
     if let Some((achieved, scheduled)) = f.arrival_rates_per_s {
         let _ = writeln!(
             s,
@@ -233,6 +274,10 @@ pub fn render(
             goodput_util::figures::percent(achieved / scheduled, 1)
         );
     }
+}
+
+/// The `--metrics` sidecar: where it went, how complete it is, its peaks.
+fn server_metrics(s: &mut String, judged: &Judged) {
     if let Some((path, p)) = &judged.server {
         let _ = writeln!(
             s,
@@ -242,9 +287,6 @@ pub fn render(
             lowercase_first(&crate::report::peak_text(p))
         );
     }
-    bottleneck(&mut s, f, judged);
-    s.push_str(&analyze_next(path, f.rows, bytes));
-    s
 }
 
 /// The `goodput frontier` command for the traces written, raising the limits

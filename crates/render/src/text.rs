@@ -4,7 +4,7 @@
 use goodput_core::analyze::InvalidRow;
 use std::fmt::Write;
 
-use goodput_core::receipt::{Block, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE};
+use goodput_core::receipt::{Block, ContractInfo, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE};
 use goodput_core::trace::ArrivalMode;
 use goodput_util::number::count;
 
@@ -89,33 +89,78 @@ fn shorten_id(id: &str) -> String {
     }
 }
 
-/// Renders the human-readable receipt.
+/// Renders the human-readable receipt: the header (what was judged, under
+/// which contract and gates), one table per figure with a row per block,
+/// the invalid rows, and the diagnosis.
 pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     let mut o = String::new();
     let c = &receipt.contract;
-    let blocks: Vec<(&str, &Block)> = std::iter::once(("all", &receipt.results.all))
-        .chain(receipt.results.classes.iter().map(|(k, b)| (k.as_str(), b)))
-        .collect();
-    let w = blocks
-        .iter()
-        .map(|(n, _)| n.chars().count())
-        .max()
-        .unwrap_or(3)
-        .clamp(12, 24);
-    let tpot_name = match c.tpot_label.as_str() {
+    let table = Table::new(receipt);
+    write_title(&mut o, receipt);
+    write_trace(&mut o, receipt);
+    write_contract(&mut o, c);
+    write_gates(&mut o, c, table.tpot_name);
+    write_counts(&mut o, &table);
+    write_rates(&mut o, &table, c.window.duration_ms);
+    write_latency(&mut o, &table);
+    write_littles_law(&mut o, &table);
+    write_saturation(&mut o, &table);
+    write_reasons(&mut o, &table);
+    write_invalid_rows(&mut o, invalid_rows);
+    o.push_str(&crate::diagnosis::sections(receipt));
+    o
+}
+
+/// What every table shares: its rows (`all`, then each class), the width
+/// of the name column, and what the per-token metric is called.
+struct Table<'a> {
+    blocks: Vec<(&'a str, &'a Block)>,
+    width: usize,
+    tpot_name: &'static str,
+}
+
+impl<'a> Table<'a> {
+    fn new(receipt: &'a Receipt) -> Table<'a> {
+        let blocks: Vec<(&str, &Block)> = std::iter::once(("all", &receipt.results.all))
+            .chain(receipt.results.classes.iter().map(|(k, b)| (k.as_str(), b)))
+            .collect();
+        let width = blocks
+            .iter()
+            .map(|(n, _)| n.chars().count())
+            .max()
+            .unwrap_or(3)
+            .clamp(12, 24);
+        Table {
+            blocks,
+            width,
+            tpot_name: tpot_name(&receipt.contract.tpot_label),
+        }
+    }
+}
+
+/// The short column name for the per-token metric the trace's tokens allow.
+fn tpot_name(tpot_label: &str) -> &'static str {
+    match tpot_label {
         "tpot" => "tpot",
         "tpot_client_tokens" => "tpot*",
         _ => "chunk",
-    };
+    }
+}
 
+/// The first line, and the closed-loop warning under it when it applies.
+fn write_title(o: &mut String, receipt: &Receipt) {
     let _ = writeln!(
         o,
         "goodput {} receipt ({})",
         receipt.generator.version, receipt.schema
     );
-    if c.arrival_mode == ArrivalMode::ClosedLoop {
+    if receipt.contract.arrival_mode == ArrivalMode::ClosedLoop {
         let _ = writeln!(o, "{}", wrap(CLOSED_LOOP_WARNING, 100, "          "));
     }
+}
+
+/// The trace's hash, size and the limits it was read under.
+fn write_trace(o: &mut String, receipt: &Receipt) {
     let _ = writeln!(o, "trace     sha256 {}", receipt.trace.sha256);
     let _ = writeln!(
         o,
@@ -125,6 +170,11 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         receipt.limits.max_rows,
         receipt.limits.max_bytes
     );
+}
+
+/// The contract: equality, percentile method, what a token is, and the
+/// measurement window (with its warm-up).
+fn write_contract(o: &mut String, c: &ContractInfo) {
     let token_note = match c.tpot_label.as_str() {
         "tpot" => "model tokens (TPOT)",
         "tpot_client_tokens" => "a client-side tokenizer's count (tpot*: per client token)",
@@ -155,6 +205,10 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         );
     }
     let _ = writeln!(o, "{window_line}");
+}
+
+/// One line per class: its TTFT, per-token and E2E gates.
+fn write_gates(o: &mut String, c: &ContractInfo, tpot_name: &str) {
     let rule = if c.equality == "strict" { "<" } else { "<=" };
     for (i, (name, g)) in c.classes.iter().enumerate() {
         let head = if i == 0 { "gates" } else { "" };
@@ -171,13 +225,17 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
             gate(g.e2e_ms, rule)
         );
     }
+}
 
+/// How many rows fell into each outcome.
+fn write_counts(o: &mut String, t: &Table) {
+    let w = t.width;
     let _ = writeln!(
         o,
         "\n{:<w$} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "COUNTS", "arrivals", "cohort", "pass", "miss", "failed", "censored", "excluded", "invalid"
     );
-    for (name, b) in &blocks {
+    for (name, b) in &t.blocks {
         let k = &b.counts;
         let _ = writeln!(
             o,
@@ -185,7 +243,11 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
             k.arrivals, k.cohort, k.pass, k.miss, k.failed, k.censored, k.excluded, k.invalid
         );
     }
+}
 
+/// Goodput and the other rates, with a note on what each is per.
+fn write_rates(o: &mut String, t: &Table, window_duration_ms: f64) {
+    let w = t.width;
     let _ = writeln!(
         o,
         "\n{:<w$} {:>10} {:>10} {:>10} {:>11} {:>12} {:>10} {:>10}",
@@ -198,7 +260,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
         "fail share",
         "served"
     );
-    for (name, b) in &blocks {
+    for (name, b) in &t.blocks {
         let r = &b.rates;
         let _ = writeln!(
             o,
@@ -220,22 +282,26 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
                 "goodput, offered, completed and output tok are per window second ({} s; \
                  completions in the grace period count too); served is completions per second \
                  from the first to the last completion, what the server kept up with",
-                num(c.window.duration_ms / 1000.0, 3)
+                num(window_duration_ms / 1000.0, 3)
             ),
             100,
             "  "
         )
     );
+}
 
+/// Percentiles of TTFT, the per-token metric and E2E, three rows per block.
+fn write_latency(o: &mut String, t: &Table) {
+    let w = t.width;
     let _ = writeln!(
         o,
         "\n{:<w$} {:<6} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "LATENCY ms", "metric", "n", "p50", "p95", "p99", "max", "mean"
     );
-    for (name, b) in &blocks {
+    for (name, b) in &t.blocks {
         let rows: [(&str, &LatencySummary); 3] = [
             ("ttft", &b.latency.ttft_ms),
-            (tpot_name, &b.latency.tpot_ms),
+            (t.tpot_name, &b.latency.tpot_ms),
             ("e2e", &b.latency.e2e_ms),
         ];
         for (i, (metric, s)) in rows.iter().enumerate() {
@@ -252,14 +318,18 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
             );
         }
     }
+}
 
+/// Measured against predicted concurrency, and the notes that explain a gap.
+fn write_littles_law(o: &mut String, t: &Table) {
+    let w = t.width;
     let _ = writeln!(
         o,
         "\n{:<w$} {:>16} {:>16} {:>8} {:>7}",
         "LITTLE'S LAW", "in flight (avg)", "λ × W", "ratio", "steady"
     );
     let mut notes = Vec::new();
-    for (name, b) in &blocks {
+    for (name, b) in &t.blocks {
         let l = &b.littles_law;
         let steady = match l.steady_state {
             Some(true) => "yes",
@@ -281,15 +351,18 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     for note in notes {
         let _ = writeln!(o, "{}", wrap(&note, 100, "  "));
     }
+}
 
-    // docs/contract.md §10.3: did the server keep up, and on what evidence.
+/// Did the server keep up, and on what evidence (docs/contract.md §10.3).
+fn write_saturation(o: &mut String, t: &Table) {
+    let w = t.width;
     let _ = writeln!(
         o,
         "\n{:<w$} {:<12} {:>9} {:>9}",
         "SATURATION", "verdict", "offered/s", "served/s"
     );
     let mut evidence = Vec::new();
-    for (name, b) in &blocks {
+    for (name, b) in &t.blocks {
         let sat = &b.saturation;
         let _ = writeln!(
             o,
@@ -303,9 +376,13 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     for line in evidence {
         let _ = writeln!(o, "{}", wrap(&line, 100, "  "));
     }
+}
 
+/// Why rows missed, failed, were invalid, censored or excluded.
+fn write_reasons(o: &mut String, t: &Table) {
+    let (w, tpot_name) = (t.width, t.tpot_name);
     let _ = writeln!(o, "\nREASONS");
-    for (name, b) in &blocks {
+    for (name, b) in &t.blocks {
         let r = &b.reasons;
         let _ = writeln!(
             o,
@@ -330,24 +407,27 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
             "", r.exclusion.warmup, r.exclusion.outside_window
         );
     }
+}
 
-    if !invalid_rows.is_empty() {
-        let _ = writeln!(o, "\nINVALID ROWS");
-        for row in invalid_rows.iter().take(MAX_LISTED_INVALID_ROWS) {
-            let id = row
-                .id
-                .as_deref()
-                .map_or_else(|| "(no usable id)".to_owned(), shorten_id);
-            let _ = writeln!(o, "/rows/{:<6} {id}: {}", row.index, row.reasons.join(", "));
-        }
-        if invalid_rows.len() > MAX_LISTED_INVALID_ROWS {
-            let _ = writeln!(
-                o,
-                "… and {} more (all are listed by `--json --rows`)",
-                invalid_rows.len() - MAX_LISTED_INVALID_ROWS
-            );
-        }
+/// The first [`MAX_LISTED_INVALID_ROWS`] invalid rows with their reasons,
+/// and how many more there are (nothing when every row was valid).
+fn write_invalid_rows(o: &mut String, invalid_rows: &[InvalidRow]) {
+    if invalid_rows.is_empty() {
+        return;
     }
-    o.push_str(&crate::diagnosis::sections(receipt));
-    o
+    let _ = writeln!(o, "\nINVALID ROWS");
+    for row in invalid_rows.iter().take(MAX_LISTED_INVALID_ROWS) {
+        let id = row
+            .id
+            .as_deref()
+            .map_or_else(|| "(no usable id)".to_owned(), shorten_id);
+        let _ = writeln!(o, "/rows/{:<6} {id}: {}", row.index, row.reasons.join(", "));
+    }
+    if invalid_rows.len() > MAX_LISTED_INVALID_ROWS {
+        let _ = writeln!(
+            o,
+            "… and {} more (all are listed by `--json --rows`)",
+            invalid_rows.len() - MAX_LISTED_INVALID_ROWS
+        );
+    }
 }

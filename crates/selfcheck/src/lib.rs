@@ -4,12 +4,17 @@
 //! not add up, that changes between two runs, or a stream parser whose events
 //! depend on how the bytes arrived, is a failure too.
 //!
-//! Each check returns `Err` with a sentence naming the broken invariant; the
-//! fuzz targets turn that into a crash, the tests into a failure.
+//! Each check returns `Err` with the broken invariant ([`Violation`], whose
+//! text is a sentence naming it); the fuzz targets turn that into a crash,
+//! the tests into a failure.
 
-use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
+mod violation;
+
+pub use violation::{CountRule, Violation};
+
+use goodput_core::analyze::{analyze_bytes, Analysis, AnalyzeOptions};
 use goodput_core::receipt::{Block, Receipt};
-use goodput_core::review::sensitivity::{sweep, SweepPlan, DEFAULT_FACTORS};
+use goodput_core::review::sensitivity::{sweep, SweepEntry, SweepPlan, DEFAULT_FACTORS};
 use goodput_core::review::verify::{read_receipt, verify};
 use goodput_core::trace::Limits;
 use goodput_record::exchange::sse::{classify, EventTooLarge, SseParser, DEFAULT_MAX_EVENT_BYTES};
@@ -23,48 +28,50 @@ pub const FUZZ_LIMITS: Limits = Limits {
     max_bytes: 1 << 20,
 };
 
-fn counts_add_up(name: &str, b: &Block) -> Result<(), String> {
+fn counts_add_up(name: &str, b: &Block) -> Result<(), Violation> {
     let c = b.counts;
+    let r = &b.reasons;
+    let broken = |rule: CountRule, state: String| {
+        Err(Violation::Counts {
+            block: name.to_owned(),
+            rule,
+            state,
+        })
+    };
     if c.pass + c.miss + c.failed + c.censored != c.cohort {
-        return Err(format!(
-            "{name}: pass+miss+failed+censored != cohort: {c:?}"
-        ));
+        return broken(CountRule::CohortSplit, format!("{c:?}"));
     }
     if c.cohort + c.excluded + c.invalid != c.arrivals {
-        return Err(format!(
-            "{name}: cohort+excluded+invalid != arrivals: {c:?}"
-        ));
+        return broken(CountRule::ArrivalSplit, format!("{c:?}"));
     }
-    let r = &b.reasons;
     let failures: u64 = r.failure.values().sum();
     let censored =
         r.censored.in_flight + r.censored.completed_after_horizon + r.censored.failed_after_horizon;
     let excluded = r.exclusion.warmup + r.exclusion.outside_window;
     let missed = [r.miss.ttft, r.miss.tpot, r.miss.e2e];
-    if failures != c.failed || censored != c.censored || excluded != c.excluded {
-        return Err(format!(
-            "{name}: reason counts do not match the counts: {c:?} {r:?}"
-        ));
+    let rule = if failures != c.failed || censored != c.censored || excluded != c.excluded {
+        Some(CountRule::ReasonCounts)
+    } else if r.censored.known_late > c.censored || missed.iter().any(|m| *m > c.miss) {
+        Some(CountRule::MoreReasonsThanRows)
+    } else if c.miss > 0 && missed.iter().sum::<u64>() < c.miss {
+        Some(CountRule::MissWithoutMetric)
+    } else if r.invalid.values().any(|n| *n > c.invalid) || (c.invalid > 0) == r.invalid.is_empty()
+    {
+        Some(CountRule::InvalidReasons)
+    } else {
+        None
+    };
+    match rule {
+        Some(rule) => broken(rule, format!("{c:?} {r:?}")),
+        None => Ok(()),
     }
-    if r.censored.known_late > c.censored || missed.iter().any(|m| *m > c.miss) {
-        return Err(format!("{name}: more reasons than rows: {c:?} {r:?}"));
-    }
-    if c.miss > 0 && missed.iter().sum::<u64>() < c.miss {
-        return Err(format!(
-            "{name}: a missed row without a missed metric: {c:?} {r:?}"
-        ));
-    }
-    if r.invalid.values().any(|n| *n > c.invalid) || (c.invalid > 0) == r.invalid.is_empty() {
-        return Err(format!("{name}: invalid reasons do not match: {c:?} {r:?}"));
-    }
-    Ok(())
 }
 
 /// Trace bytes → full analysis, rendering, sweep and verification of the
 /// trace's own receipt (see [`verifies`]). Returns the receipt when
 /// the trace was accepted, `None` when it was rejected with a proper one-line
 /// message.
-pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
+pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, Violation> {
     let options = AnalyzeOptions {
         limits: FUZZ_LIMITS,
         rows: true,
@@ -75,11 +82,28 @@ pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
         Err(rejection) => {
             let line = rejection.to_string();
             if line.is_empty() || line.contains('\n') {
-                return Err(format!("a rejection must be one non-empty line: {line:?}"));
+                return Err(Violation::RejectionNotOneLine(line));
             }
             return Ok(None);
         }
     };
+    let receipt = &analysis.receipt;
+    blocks_add_up(&analysis)?;
+    analyses_agree(receipt, bytes, options)?;
+    let _ = text::render(receipt, &analysis.invalid_rows());
+    let plan = SweepPlan::one_at_a_time(None, &DEFAULT_FACTORS).map_err(Violation::Sweep)?;
+    let entries = sweep(&analysis.trace, &analysis.judgements, &plan).map_err(Violation::Sweep)?;
+    match entries.first() {
+        Some(declared) if declared.pass == receipt.results.all.counts.pass => {}
+        _ => return Err(Violation::SweepDisagrees),
+    }
+    every_receipt_verifies(receipt, entries, bytes, options)?;
+    Ok(Some(analysis.receipt))
+}
+
+/// Every block's counts add up, the receipt has one verdict per row, and the
+/// classes hold no more rows than `all`.
+fn blocks_add_up(analysis: &Analysis) -> Result<(), Violation> {
     let receipt = &analysis.receipt;
     counts_add_up("all", &receipt.results.all)?;
     for (name, block) in &receipt.results.classes {
@@ -87,10 +111,10 @@ pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
     }
     let rows = receipt.rows.as_ref().map_or(0, Vec::len);
     if rows as u64 != receipt.results.all.counts.arrivals || rows != analysis.trace.rows.len() {
-        return Err(format!(
-            "{rows} row verdicts for {} rows",
-            analysis.trace.rows.len()
-        ));
+        return Err(Violation::RowVerdicts {
+            verdicts: rows,
+            rows: analysis.trace.rows.len(),
+        });
     }
     let class_sum: u64 = receipt
         .results
@@ -99,33 +123,43 @@ pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
         .map(|b| b.counts.arrivals)
         .sum();
     if class_sum > receipt.results.all.counts.arrivals {
-        return Err("class blocks hold more rows than `all`".to_owned());
+        return Err(Violation::ClassesExceedAll);
     }
-    let first = to_canonical_json(receipt).map_err(|e| format!("receipt does not render: {e}"))?;
-    let again = analyze_bytes(bytes, options)
-        .map_err(|e| format!("second analysis rejected what the first accepted: {e}"))?;
-    let second = to_canonical_json(&again.receipt).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// A second analysis of the same bytes renders the same receipt.
+fn analyses_agree(
+    receipt: &Receipt,
+    bytes: &[u8],
+    options: AnalyzeOptions,
+) -> Result<(), Violation> {
+    let first = to_canonical_json(receipt).map_err(Violation::Unrenderable)?;
+    let again = analyze_bytes(bytes, options).map_err(Violation::SecondAnalysisRejected)?;
+    let second = to_canonical_json(&again.receipt).map_err(Violation::SecondUnrenderable)?;
     if first != second {
-        return Err("two analyses of the same bytes differ".to_owned());
+        return Err(Violation::AnalysesDiffer);
     }
-    let _ = text::render(receipt, &analysis.invalid_rows());
-    let plan = SweepPlan::one_at_a_time(None, &DEFAULT_FACTORS).map_err(|e| e.to_string())?;
-    let entries = sweep(&analysis.trace, &analysis.judgements, &plan).map_err(|e| e.to_string())?;
-    match entries.first() {
-        Some(declared) if declared.pass == receipt.results.all.counts.pass => {}
-        _ => return Err("the sweep's declared line differs from the receipt".to_owned()),
-    }
-    // A reviewer must be able to check every honest receipt: the receipt as
-    // written, read back and recomputed from the same bytes, says VERIFIED,
-    // with per-row verdicts and raised limits (this one), with an embedded
-    // sweep, and plain under the default limits when those admit the trace.
+    Ok(())
+}
+
+/// A reviewer must be able to check every honest receipt: the receipt as
+/// written, read back and recomputed from the same bytes, says VERIFIED,
+/// with per-row verdicts and raised limits (`receipt`), with an embedded
+/// sweep, and plain under the default limits when those admit the trace.
+fn every_receipt_verifies(
+    receipt: &Receipt,
+    entries: Vec<SweepEntry>,
+    bytes: &[u8],
+    options: AnalyzeOptions,
+) -> Result<(), Violation> {
     verifies("with --rows and raised limits", receipt, bytes)?;
     let plain = AnalyzeOptions {
         rows: false,
         ..options
     };
     let mut swept = analyze_bytes(bytes, plain)
-        .map_err(|e| format!("an analysis without rows rejected what one with rows accepted: {e}"))?
+        .map_err(Violation::RowlessAnalysisRejected)?
         .receipt;
     swept.sweep = Some(entries);
     verifies("with --sweep", &swept, bytes)?;
@@ -136,16 +170,17 @@ pub fn check_trace_bytes(bytes: &[u8]) -> Result<Option<Receipt>, String> {
     if let Ok(analysis) = analyze_bytes(bytes, defaults) {
         verifies("plain, default limits", &analysis.receipt, bytes)?;
     }
-    Ok(Some(analysis.receipt))
+    Ok(())
 }
 
 /// The receipt, written as `goodput analyze --out` writes it, read back as
 /// `goodput verify` reads it and recomputed from `bytes`: no difference.
-pub fn verifies(what: &str, receipt: &Receipt, bytes: &[u8]) -> Result<(), String> {
-    let written =
-        to_canonical_json(receipt).map_err(|e| format!("receipt does not render: {e}"))?;
-    let claimed =
-        read_receipt(&written).map_err(|e| format!("{what}: own receipt unreadable: {e}"))?;
+pub fn verifies(what: &str, receipt: &Receipt, bytes: &[u8]) -> Result<(), Violation> {
+    let written = to_canonical_json(receipt).map_err(Violation::Unrenderable)?;
+    let claimed = read_receipt(&written).map_err(|error| Violation::OwnReceiptUnreadable {
+        what: what.to_owned(),
+        error,
+    })?;
     let report = verify(&claimed, bytes);
     if report.agrees() {
         return Ok(());
@@ -156,20 +191,13 @@ pub fn verifies(what: &str, receipt: &Receipt, bytes: &[u8]) -> Result<(), Strin
         .take(3)
         .map(|d| format!("{}: {:?} vs {:?}", d.path, d.receipt, d.recomputed))
         .collect();
-    Err(format!(
-        "{what}: verify of the trace's own receipt says NOT VERIFIED ({} differences{}; {}){}",
-        report.differences.len(),
-        report
-            .recompute_failed
-            .as_deref()
-            .map_or(String::new(), |r| format!(", {r}")),
-        first.join("; "),
-        if report.sha256_matches {
-            ""
-        } else {
-            " (sha256 differs)"
-        },
-    ))
+    Err(Violation::NotVerified {
+        what: what.to_owned(),
+        differences: report.differences.len(),
+        recompute_failed: report.recompute_failed.clone(),
+        first,
+        sha256_matches: report.sha256_matches,
+    })
 }
 
 /// A fuzz input for the importers: the first byte picks the tool (vLLM,
@@ -177,7 +205,7 @@ pub fn verifies(what: &str, receipt: &Receipt, bytes: &[u8]) -> Result<(), Strin
 /// be refused with one line naming the place; an input it reads must become
 /// a trace the analyzer accepts (an importer never writes a document the
 /// analyzer would reject) and whose analysis holds every invariant above.
-pub fn check_import_input(data: &[u8]) -> Result<(), String> {
+pub fn check_import_input(data: &[u8]) -> Result<(), Violation> {
     use goodput_import::{pipeline, ImportOptions, PipelineError, Source};
     let source = match data.first().copied().unwrap_or(0) % 3 {
         0 => Source::Vllm,
@@ -198,22 +226,21 @@ pub fn check_import_input(data: &[u8]) -> Result<(), String> {
         Err(refusal @ PipelineError::Import { .. }) => {
             let line = refusal.to_string();
             if line.is_empty() || line.contains('\n') {
-                return Err(format!("an import error must be one line: {line:?}"));
+                return Err(Violation::ImportErrorNotOneLine(line));
             }
             Ok(())
         }
-        Err(other) => Err(format!(
-            "the {} importer wrote a trace that fails later: {}",
-            source.name(),
-            other
-        )),
+        Err(other) => Err(Violation::ImportFailsLater {
+            importer: source.name(),
+            error: other,
+        }),
     }
 }
 
 /// A fuzz input for [`check_sse_split`]: the first byte is the number of cuts
 /// (at most 15 are used), then two little-endian bytes per cut position, then
 /// the stream bytes. Any byte string is a valid input.
-pub fn check_sse_input(data: &[u8]) -> Result<(), String> {
+pub fn check_sse_input(data: &[u8]) -> Result<(), Violation> {
     let n = usize::from(data.first().copied().unwrap_or(0) % 16);
     let rest = data.get(1..).unwrap_or(&[]);
     let cut_bytes = (2 * n).min(rest.len());
@@ -232,7 +259,7 @@ pub const SSE_CHECK_LIMITS: [usize; 3] = [DEFAULT_MAX_EVENT_BYTES, 64, 8];
 /// The SSE parser's events, their classification, and whether it stopped at
 /// its bound, for `bytes` fed whole and fed in the pieces cut at `cuts`
 /// (positions, taken modulo the length), under each of [`SSE_CHECK_LIMITS`].
-pub fn check_sse_split(bytes: &[u8], cuts: &[usize]) -> Result<(), String> {
+pub fn check_sse_split(bytes: &[u8], cuts: &[usize]) -> Result<(), Violation> {
     let mut positions: Vec<usize> = cuts
         .iter()
         .map(|c| {
@@ -255,11 +282,13 @@ pub fn check_sse_split(bytes: &[u8], cuts: &[usize]) -> Result<(), String> {
         let (whole, whole_end) = sse_events(limit, &[bytes]);
         let (split, split_end) = sse_events(limit, &parts);
         if whole != split || whole_end != split_end {
-            return Err(format!(
-                "events depend on the split (bound {limit} bytes): whole {} events ({whole_end:?}), split {} events ({split_end:?})",
-                whole.len(),
-                split.len()
-            ));
+            return Err(Violation::SseSplit {
+                limit,
+                whole: whole.len(),
+                whole_end,
+                split: split.len(),
+                split_end,
+            });
         }
     }
     Ok(())
@@ -303,28 +332,34 @@ mod tests {
 
     #[test]
     fn a_consistent_block_passes() {
-        assert_eq!(counts_add_up("all", &block_of(TRACE)), Ok(()));
+        counts_add_up("all", &block_of(TRACE)).unwrap();
     }
 
     #[test]
     fn the_checks_catch_counts_that_do_not_add_up() {
         let mut b = block_of(TRACE);
         b.counts.pass += 1;
-        assert!(counts_add_up("all", &b).unwrap_err().contains("!= cohort"));
+        assert!(counts_add_up("all", &b)
+            .unwrap_err()
+            .to_string()
+            .contains("!= cohort"));
         let mut b = block_of(TRACE);
         b.counts.arrivals += 1;
         assert!(counts_add_up("all", &b)
             .unwrap_err()
+            .to_string()
             .contains("!= arrivals"));
         let mut b = block_of(TRACE);
         b.reasons.failure.clear();
         assert!(counts_add_up("all", &b)
             .unwrap_err()
+            .to_string()
             .contains("reason counts"));
         let mut b = block_of(TRACE);
         b.reasons.miss.ttft = 0;
         assert!(counts_add_up("all", &b)
             .unwrap_err()
+            .to_string()
             .contains("without a missed metric"));
     }
 
@@ -336,12 +371,14 @@ mod tests {
             strict: false,
         };
         let mut receipt = analyze_bytes(TRACE.as_bytes(), options).unwrap().receipt;
-        assert_eq!(verifies("plain", &receipt, TRACE.as_bytes()), Ok(()));
+        verifies("plain", &receipt, TRACE.as_bytes()).unwrap();
         // Two cohort rows in a one-second window: 2 per second, one ULP off.
         let rate = &mut receipt.results.all.rates.offered_per_s;
         assert_eq!(*rate, 2.0);
         *rate = f64::from_bits(rate.to_bits() + 1);
-        let broken = verifies("plain", &receipt, TRACE.as_bytes()).unwrap_err();
+        let broken = verifies("plain", &receipt, TRACE.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(broken.contains("1 differences"), "{broken}");
         assert!(
             broken.contains("/results/all/rates/offeredPerS"),
@@ -357,8 +394,8 @@ mod tests {
         let stream = format!("{at}{over}data: c\n\n");
         let bytes = stream.as_bytes();
         for cut in 0..=bytes.len() {
-            assert_eq!(check_sse_split(bytes, &[cut]), Ok(()));
-            assert_eq!(check_sse_split(bytes, &[cut, cut + 1, 66, 67]), Ok(()));
+            check_sse_split(bytes, &[cut]).unwrap();
+            check_sse_split(bytes, &[cut, cut + 1, 66, 67]).unwrap();
         }
         // What the check compares: one event, then the stop.
         let (events, end) = sse_events(64, &[bytes]);
@@ -372,7 +409,7 @@ mod tests {
     #[test]
     fn the_sse_input_format_takes_any_bytes() {
         for data in [&b""[..], b"\x00", b"\x0f\xff", b"\x03\x01\x00data: x\n\n"] {
-            assert_eq!(check_sse_input(data), Ok(()));
+            check_sse_input(data).unwrap();
         }
     }
 }

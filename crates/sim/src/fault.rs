@@ -49,11 +49,51 @@ pub struct Fault {
     pub rate: f64,
 }
 
+/// Why a `--fault` flag, or the set of them, was refused. Each message is
+/// the one line `goodput sim` prints (a usage error).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FaultError {
+    /// No `:` between kind and rate.
+    #[error("--fault `{text}`: expected KIND:RATE, e.g. http500:0.1")]
+    NotKindRate {
+        /// The flag's value.
+        text: String,
+    },
+    /// A kind the sim cannot inject.
+    #[error(
+        "--fault `{text}`: unknown kind `{kind}` (http500, http429, disconnect, malformed, stall)"
+    )]
+    UnknownKind {
+        /// The flag's value.
+        text: String,
+        /// The kind as given (trimmed).
+        kind: String,
+    },
+    /// The rate is not a number.
+    #[error("--fault `{text}`: the rate must be a number in [0, 1]")]
+    RateNotNumber {
+        /// The flag's value.
+        text: String,
+    },
+    /// The rate is a number outside [0, 1].
+    #[error("--fault `{text}`: the rate must be in [0, 1]")]
+    RateOutOfRange {
+        /// The flag's value.
+        text: String,
+    },
+    /// The rates together exceed 1 (one uniform draw picks at most one fault).
+    #[error("--fault rates add up to {total}, more than 1")]
+    RatesOverOne {
+        /// Their sum.
+        total: f64,
+    },
+}
+
 /// Parses `KIND:RATE`.
-pub fn parse_fault(text: &str) -> Result<Fault, String> {
+pub fn parse_fault(text: &str) -> Result<Fault, FaultError> {
     let (kind, rate) = text
         .split_once(':')
-        .ok_or_else(|| format!("--fault `{text}`: expected KIND:RATE, e.g. http500:0.1"))?;
+        .ok_or_else(|| FaultError::NotKindRate { text: text.into() })?;
     let kind = match kind.trim() {
         "http500" => FaultKind::Http500,
         "http429" => FaultKind::Http429,
@@ -61,26 +101,27 @@ pub fn parse_fault(text: &str) -> Result<Fault, String> {
         "malformed" => FaultKind::Malformed,
         "stall" => FaultKind::Stall,
         other => {
-            return Err(format!(
-                "--fault `{text}`: unknown kind `{other}` (http500, http429, disconnect, malformed, stall)"
-            ))
+            return Err(FaultError::UnknownKind {
+                text: text.into(),
+                kind: other.into(),
+            })
         }
     };
     let rate: f64 = rate
         .trim()
         .parse()
-        .map_err(|_| format!("--fault `{text}`: the rate must be a number in [0, 1]"))?;
+        .map_err(|_| FaultError::RateNotNumber { text: text.into() })?;
     if !(0.0..=1.0).contains(&rate) {
-        return Err(format!("--fault `{text}`: the rate must be in [0, 1]"));
+        return Err(FaultError::RateOutOfRange { text: text.into() });
     }
     Ok(Fault { kind, rate })
 }
 
 /// Checks that the rates add up to at most 1.
-pub fn check_faults(faults: &[Fault]) -> Result<(), String> {
+pub fn check_faults(faults: &[Fault]) -> Result<(), FaultError> {
     let total: f64 = faults.iter().map(|f| f.rate).sum();
     if total > 1.0 + 1e-9 {
-        return Err(format!("--fault rates add up to {total}, more than 1"));
+        return Err(FaultError::RatesOverOne { total });
     }
     Ok(())
 }
@@ -103,6 +144,24 @@ mod tests {
 
     #[test]
     fn faults_parse_and_bad_ones_say_why() {
+        for (text, message) in [
+            (
+                "http500",
+                "--fault `http500`: expected KIND:RATE, e.g. http500:0.1",
+            ),
+            (
+                "boom:0.1",
+                "--fault `boom:0.1`: unknown kind `boom` (http500, http429, disconnect, \
+                 malformed, stall)",
+            ),
+            (
+                "stall:x",
+                "--fault `stall:x`: the rate must be a number in [0, 1]",
+            ),
+            ("stall:2", "--fault `stall:2`: the rate must be in [0, 1]"),
+        ] {
+            assert_eq!(parse_fault(text).unwrap_err().to_string(), message);
+        }
         assert_eq!(
             parse_fault("http500:0.25"),
             Ok(Fault {
@@ -113,6 +172,7 @@ mod tests {
         assert_eq!(parse_fault("stall:1").map(|f| f.kind), Ok(FaultKind::Stall));
         assert!(parse_fault("boom:0.1")
             .unwrap_err()
+            .to_string()
             .contains("unknown kind"));
         assert!(parse_fault("http429:1.5").is_err());
         assert!(parse_fault("http429").is_err());
@@ -120,7 +180,10 @@ mod tests {
             parse_fault("http500:0.6").unwrap(),
             parse_fault("stall:0.6").unwrap(),
         ];
-        assert!(check_faults(&two).is_err());
+        assert_eq!(
+            check_faults(&two).unwrap_err().to_string(),
+            "--fault rates add up to 1.2, more than 1"
+        );
     }
 
     #[test]

@@ -131,122 +131,239 @@ pub async fn handle(
     req: Request<Incoming>,
     closer: Option<Arc<tokio::sync::Notify>>,
 ) -> Result<Response<SimBody>, Infallible> {
+    Ok(serve(&state, req, closer)
+        .await
+        .unwrap_or_else(|refusal| refusal.response()))
+}
+
+/// A request answered with an error before any token is made: its status
+/// and message (an OpenAI error body).
+struct Refusal {
+    status: StatusCode,
+    message: String,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn response(self) -> Response<SimBody> {
+        error_response(self.status, &self.message)
+    }
+}
+
+/// What a request asks for.
+enum Route {
+    Health,
+    Metrics,
+    Models,
+    /// A completion: `chat` for `/v1/chat/completions`.
+    Completion {
+        chat: bool,
+    },
+}
+
+/// The header gate (not on `/health`), then the route's answer.
+async fn serve(
+    state: &AppState,
+    req: Request<Incoming>,
+    closer: Option<Arc<tokio::sync::Notify>>,
+) -> Result<Response<SimBody>, Refusal> {
     if let Some(gate) = &state.require_header {
         if req.uri().path() != "/health" {
             if let Some(message) = gate.refuse(req.headers()) {
-                return Ok(error_response(StatusCode::UNAUTHORIZED, &message));
+                return Err(Refusal::new(StatusCode::UNAUTHORIZED, message));
             }
         }
     }
-    let chat = match (req.method(), req.uri().path()) {
-        (&Method::GET, "/health") => return Ok(Response::new(full(Bytes::new()))),
-        (&Method::GET, "/metrics") => {
-            let page = state.engine.gauges.render(&state.model_name);
-            let mut response = Response::new(full(page));
-            response.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
-            );
-            return Ok(response);
-        }
-        (&Method::GET, "/v1/models") => {
-            let body = serde_json::json!({"object": "list", "data": [
-                {"id": state.model_name, "object": "model", "created": 0, "owned_by": "goodput-sim"}]});
-            return Ok(json_response(StatusCode::OK, body.to_string()));
-        }
-        (&Method::POST, "/v1/chat/completions") => true,
-        (&Method::POST, "/v1/completions") => false,
+    match route(req.method(), req.uri().path())? {
+        Route::Health => Ok(Response::new(full(Bytes::new()))),
+        Route::Metrics => Ok(metrics_page(state)),
+        Route::Models => Ok(models_list(state)),
+        Route::Completion { chat } => complete(state, req, chat, closer).await,
+    }
+}
+
+/// The route of a method and path; 405 for a known path, 404 for any other.
+fn route(method: &Method, path: &str) -> Result<Route, Refusal> {
+    match (method, path) {
+        (&Method::GET, "/health") => Ok(Route::Health),
+        (&Method::GET, "/metrics") => Ok(Route::Metrics),
+        (&Method::GET, "/v1/models") => Ok(Route::Models),
+        (&Method::POST, "/v1/chat/completions") => Ok(Route::Completion { chat: true }),
+        (&Method::POST, "/v1/completions") => Ok(Route::Completion { chat: false }),
         (_, "/health" | "/metrics" | "/v1/models" | "/v1/chat/completions" | "/v1/completions") => {
-            return Ok(error_response(
+            Err(Refusal::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method not allowed",
             ))
         }
-        _ => return Ok(error_response(StatusCode::NOT_FOUND, "no such route")),
-    };
-    let bytes = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            return Ok(error_response(
-                StatusCode::BAD_REQUEST,
-                "unreadable or oversized body",
-            ))
-        }
-    };
-    let request: CompletionRequest = match serde_json::from_slice(&bytes) {
-        Ok(r) => r,
-        Err(e) => {
-            return Ok(error_response(
-                StatusCode::BAD_REQUEST,
-                &format!("bad JSON: {e}"),
-            ))
-        }
-    };
+        _ => Err(Refusal::new(StatusCode::NOT_FOUND, "no such route")),
+    }
+}
+
+/// `GET /metrics`: the batch state in the Prometheus text format.
+fn metrics_page(state: &AppState) -> Response<SimBody> {
+    let page = state.engine.gauges.render(&state.model_name);
+    let mut response = Response::new(full(page));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    response
+}
+
+/// `GET /v1/models`: the one model the sim serves.
+fn models_list(state: &AppState) -> Response<SimBody> {
+    let body = serde_json::json!({"object": "list", "data": [
+        {"id": state.model_name, "object": "model", "created": 0, "owned_by": "goodput-sim"}]});
+    json_response(StatusCode::OK, body.to_string())
+}
+
+/// A completion: read the request, count its prompt, draw its output
+/// length and fault, schedule it in the engine, and answer with the
+/// engine's tokens as a stream or one JSON body.
+async fn complete(
+    state: &AppState,
+    req: Request<Incoming>,
+    chat: bool,
+    closer: Option<Arc<tokio::sync::Notify>>,
+) -> Result<Response<SimBody>, Refusal> {
+    let request = read_request(req).await?;
     state.stats.requests.fetch_add(1, Ordering::Relaxed);
-    let prompt_tokens = if chat {
-        match &request.messages {
-            Some(messages) => messages
-                .iter()
-                .map(|m| count_prompt(state.tokenizer.as_deref(), m.get("content")))
-                .sum(),
-            None => {
-                return Ok(error_response(
-                    StatusCode::BAD_REQUEST,
-                    "`messages` is required",
-                ))
-            }
-        }
-    } else {
-        match &request.prompt {
-            Some(p) => count_prompt(state.tokenizer.as_deref(), Some(p)),
-            None => {
-                return Ok(error_response(
-                    StatusCode::BAD_REQUEST,
-                    "`prompt` is required",
-                ))
-            }
-        }
-    };
-    let cap = request.max_completion_tokens.or(request.max_tokens);
-    let (fault, natural) = {
-        // A poisoned lock only means another handler panicked mid-draw; the
-        // generator state is still a valid generator state.
-        let mut rng = state.rng.lock().unwrap_or_else(|p| p.into_inner());
-        let u: f64 = rng.random();
-        let (mean, std) = state.output_tokens;
-        let natural = if std > 0.0 {
-            Normal::new(mean, std).map_or(mean, |n| n.sample(&mut *rng))
-        } else {
-            mean
-        };
-        (
-            pick(&state.faults, u),
-            natural.round().clamp(1.0, 1e6) as u32,
-        )
-    };
-    let (output_tokens, by_length) = match cap {
-        Some(cap) if request.ignore_eos => (cap.max(1), true),
-        Some(cap) if natural >= cap => (cap.max(1), true),
-        _ => (natural, false),
-    };
-    match fault {
+    let prompt_tokens = count_prompt_tokens(state, &request, chat)?;
+    let draw = Draw::take(state, &request);
+    match draw.fault {
         Some(FaultKind::Http500) => {
-            return Ok(error_response(
+            return Err(Refusal::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "injected fault",
             ))
         }
         Some(FaultKind::Http429) => {
-            return Ok(error_response(
+            return Err(Refusal::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "injected fault: rate limited",
             ))
         }
         _ => {}
     }
+    let streaming = request.stream;
+    let stream = schedule(state, request, chat, prompt_tokens, &draw, closer);
+    if streaming {
+        let mut r = Response::new(stream.boxed());
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        Ok(r)
+    } else {
+        Ok(whole_response(stream).await)
+    }
+}
+
+/// The body as a [`CompletionRequest`]: at most [`MAX_REQUEST_BYTES`], JSON.
+async fn read_request(req: Request<Incoming>) -> Result<CompletionRequest, Refusal> {
+    let bytes = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "unreadable or oversized body",
+            ))
+        }
+    };
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, format!("bad JSON: {e}")))
+}
+
+/// The prompt's length in tokens: the chat messages' contents summed, or
+/// the completion's `prompt`; the field is required.
+fn count_prompt_tokens(
+    state: &AppState,
+    request: &CompletionRequest,
+    chat: bool,
+) -> Result<u32, Refusal> {
+    let tokenizer = state.tokenizer.as_deref();
+    if chat {
+        match &request.messages {
+            Some(messages) => Ok(messages
+                .iter()
+                .map(|m| count_prompt(tokenizer, m.get("content")))
+                .sum()),
+            None => Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "`messages` is required",
+            )),
+        }
+    } else {
+        match &request.prompt {
+            Some(p) => Ok(count_prompt(tokenizer, Some(p))),
+            None => Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                "`prompt` is required",
+            )),
+        }
+    }
+}
+
+/// What the seeded generator decided for one request: its fault, and its
+/// output length (capped by `max_tokens`, exactly it with `ignore_eos`).
+struct Draw {
+    fault: Option<FaultKind>,
+    output_tokens: u32,
+    /// The length was set by the cap (finish reason `length`).
+    by_length: bool,
+}
+
+impl Draw {
+    fn take(state: &AppState, request: &CompletionRequest) -> Draw {
+        let cap = request.max_completion_tokens.or(request.max_tokens);
+        let (fault, natural) = {
+            // A poisoned lock only means another handler panicked mid-draw; the
+            // generator state is still a valid generator state.
+            let mut rng = state.rng.lock().unwrap_or_else(|p| p.into_inner());
+            let u: f64 = rng.random();
+            let (mean, std) = state.output_tokens;
+            let natural = if std > 0.0 {
+                Normal::new(mean, std).map_or(mean, |n| n.sample(&mut *rng))
+            } else {
+                mean
+            };
+            (
+                pick(&state.faults, u),
+                natural.round().clamp(1.0, 1e6) as u32,
+            )
+        };
+        let (output_tokens, by_length) = match cap {
+            Some(cap) if request.ignore_eos => (cap.max(1), true),
+            Some(cap) if natural >= cap => (cap.max(1), true),
+            _ => (natural, false),
+        };
+        Draw {
+            fault,
+            output_tokens,
+            by_length,
+        }
+    }
+}
+
+/// Submits the sequence to the engine; the returned body turns its tokens
+/// into chunks (or, not streaming, collects them).
+fn schedule(
+    state: &AppState,
+    request: CompletionRequest,
+    chat: bool,
+    prompt_tokens: u32,
+    draw: &Draw,
+    closer: Option<Arc<tokio::sync::Notify>>,
+) -> SimStream {
+    let output_tokens = draw.output_tokens;
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let tokens = state.engine.submit(SeqSpec {
         id,
@@ -255,7 +372,7 @@ pub async fn handle(
     });
     let model = request.model.unwrap_or_else(|| state.model_name.clone());
     let shape = Shape::new(chat, id, &model);
-    let stream = SimStream {
+    SimStream {
         shape,
         tokens,
         sent_role: !chat,
@@ -263,8 +380,8 @@ pub async fn handle(
             && !(request.stream && state.quirks.no_usage),
         prompt_tokens,
         output_tokens,
-        finish: if by_length { "length" } else { "stop" },
-        fault,
+        finish: if draw.by_length { "length" } else { "stop" },
+        fault: draw.fault,
         fault_after: (output_tokens / 2).max(1),
         emitted: 0,
         state: StreamState::Running,
@@ -280,14 +397,6 @@ pub async fn handle(
         pending_tokens: 0,
         usage_sent: false,
         closer: if request.stream { closer } else { None },
-    };
-    if request.stream {
-        let mut r = Response::new(stream.boxed());
-        r.headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-        Ok(r)
-    } else {
-        Ok(whole_response(stream).await)
     }
 }
 
@@ -500,58 +609,11 @@ impl SimStream {
             StreamState::Running => {}
         }
         let mut buf = BytesMut::new();
-        if !self.sent_role {
-            self.sent_role = true;
-            if !self.collect {
-                let role = format!(
-                    "data: {}\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"finish_reason\":null}}]}}\n\n",
-                    self.shape.head
-                );
-                buf.put_slice(role.as_bytes());
-            }
-        }
+        self.push_role(&mut buf);
         loop {
             match self.tokens.poll_recv(cx) {
                 Poll::Ready(Some(token)) => {
-                    let before_last = self.quirks.usage_before_last_token;
-                    if before_last && token.last && token.index == 0 {
-                        // A 1-token output: the usage goes just before it.
-                        self.push_usage(&mut buf);
-                    }
-                    self.push_token(&mut buf, token.index);
-                    if before_last && token.index + 2 == self.output_tokens {
-                        // One token to go: usage now, a step before the last.
-                        self.push_usage(&mut buf);
-                    }
-                    if self.fault.is_some() && self.emitted >= self.fault_after {
-                        if !self.collect {
-                            self.flush(&mut buf);
-                        }
-                        match self.fault {
-                            Some(FaultKind::Disconnect) => {
-                                // Deliver what was made, then break the body.
-                                self.state = StreamState::BreakNext;
-                                return Polled::Frame(buf.freeze());
-                            }
-                            Some(FaultKind::Malformed) => {
-                                if !self.collect {
-                                    buf.put_slice(
-                                        b"data: {\"choices\":[{\"delta\":{\"content\":\n\n",
-                                    );
-                                }
-                                self.state = StreamState::Ended;
-                                return Polled::Frame(buf.freeze());
-                            }
-                            Some(FaultKind::Stall) => {
-                                self.state = StreamState::Stalled;
-                                return Polled::Frame(buf.freeze());
-                            }
-                            _ => {}
-                        }
-                    }
-                    if token.last {
-                        self.push_end(&mut buf);
-                        self.state = StreamState::Ended;
+                    if self.take_token(&mut buf, token) {
                         return Polled::Frame(buf.freeze());
                     }
                 }
@@ -568,6 +630,77 @@ impl SimStream {
                     };
                 }
             }
+        }
+    }
+
+    /// The first chunk of a chat stream names the assistant's role (once).
+    fn push_role(&mut self, buf: &mut BytesMut) {
+        if self.sent_role {
+            return;
+        }
+        self.sent_role = true;
+        if !self.collect {
+            let role = format!(
+                "data: {}\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"finish_reason\":null}}]}}\n\n",
+                self.shape.head
+            );
+            buf.put_slice(role.as_bytes());
+        }
+    }
+
+    /// Takes one token from the engine into `buf` (with the usage chunk
+    /// where `usage_before_last_token` puts it); true when the frame must go
+    /// out now: the drawn fault fired, or that was the last token.
+    fn take_token(&mut self, buf: &mut BytesMut, token: TokenOut) -> bool {
+        let before_last = self.quirks.usage_before_last_token;
+        if before_last && token.last && token.index == 0 {
+            // A 1-token output: the usage goes just before it.
+            self.push_usage(buf);
+        }
+        self.push_token(buf, token.index);
+        if before_last && token.index + 2 == self.output_tokens {
+            // One token to go: usage now, a step before the last.
+            self.push_usage(buf);
+        }
+        if self.inject_fault(buf) {
+            return true;
+        }
+        if token.last {
+            self.push_end(buf);
+            self.state = StreamState::Ended;
+            return true;
+        }
+        false
+    }
+
+    /// Once half the tokens are out, the drawn mid-stream fault: a cut
+    /// (after delivering what was made), a broken chunk, or a stall. True
+    /// when it ends this frame.
+    fn inject_fault(&mut self, buf: &mut BytesMut) -> bool {
+        if !(self.fault.is_some() && self.emitted >= self.fault_after) {
+            return false;
+        }
+        if !self.collect {
+            self.flush(buf);
+        }
+        match self.fault {
+            Some(FaultKind::Disconnect) => {
+                // Deliver what was made, then break the body.
+                self.state = StreamState::BreakNext;
+                true
+            }
+            Some(FaultKind::Malformed) => {
+                if !self.collect {
+                    buf.put_slice(b"data: {\"choices\":[{\"delta\":{\"content\":\n\n");
+                }
+                self.state = StreamState::Ended;
+                true
+            }
+            Some(FaultKind::Stall) => {
+                self.state = StreamState::Stalled;
+                true
+            }
+            _ => false,
         }
     }
 }

@@ -24,17 +24,23 @@ pub enum TokenizerError {
         source: std::io::Error,
     },
     /// The file is not a usable `tokenizer.json`.
-    #[error("{path} is not a usable tokenizer.json: {message}")]
+    #[error("{path} is not a usable tokenizer.json: {reason}")]
     Parse {
         /// The path as given.
         path: String,
-        /// The parser's message.
-        message: String,
+        /// The parser's complaint.
+        reason: NotATokenizer,
     },
     /// The tokenizer failed on a text (the text is never quoted).
     #[error("the tokenizer could not encode a prompt: {0}")]
     Encode(String),
 }
+
+/// Bytes the tokenizers library cannot parse as a `tokenizer.json`; its text
+/// is the parser's message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotATokenizer(tokenizers::Error);
 
 /// A loaded tokenizer and the sha256 of the file it came from (the trace
 /// names the file by that hash, never by its path).
@@ -67,15 +73,15 @@ impl TokenCounter {
             path: shown.clone(),
             source,
         })?;
-        TokenCounter::from_bytes(&bytes).map_err(|message| TokenizerError::Parse {
+        TokenCounter::from_bytes(&bytes).map_err(|reason| TokenizerError::Parse {
             path: shown,
-            message,
+            reason,
         })
     }
 
     /// Parses the bytes of a `tokenizer.json`; the error is the parser's message.
-    pub fn from_bytes(bytes: &[u8]) -> Result<TokenCounter, String> {
-        let tokenizer = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| e.to_string())?;
+    pub fn from_bytes(bytes: &[u8]) -> Result<TokenCounter, NotATokenizer> {
+        let tokenizer = tokenizers::Tokenizer::from_bytes(bytes).map_err(NotATokenizer)?;
         Ok(TokenCounter {
             tokenizer,
             sha256: sha256_hex(bytes),

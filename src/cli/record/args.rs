@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::choices::{ApiArg, ArrivalArg};
-use goodput_record::workload::lengths::LengthDist;
+use goodput_record::workload::lengths::{LengthDist, LengthError};
 
 use crate::cli::duration::parse_duration;
 use crate::cli::flags::{parse_rate, Rate};
@@ -47,12 +47,12 @@ short hash. https:// goes through rustls (HTTP/1.1), trusting the system's
 roots unless --cacert FILE or --insecure is given.";
 
 /// Parses `--input-tokens MEAN[:STD[:MIN:MAX]]`.
-fn parse_input_tokens(text: &str) -> Result<LengthDist, String> {
+fn parse_input_tokens(text: &str) -> Result<LengthDist, LengthError> {
     LengthDist::parse("--input-tokens", text)
 }
 
 /// Parses `--output-tokens MEAN[:STD[:MIN:MAX]]`.
-fn parse_output_tokens(text: &str) -> Result<LengthDist, String> {
+fn parse_output_tokens(text: &str) -> Result<LengthDist, LengthError> {
     LengthDist::parse("--output-tokens", text)
 }
 

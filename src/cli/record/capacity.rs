@@ -24,10 +24,10 @@ use std::path::{Path, PathBuf};
 use crate::cli::error::Error;
 use crate::cli::exit::EXIT_OK;
 use crate::cli::flags::Rate;
-use goodput_core::frontier::capacity::{rate_text, SearchPoint, SearchSettings, Step};
-use goodput_core::receipt::SaturationVerdict;
+use goodput_core::frontier::capacity::{rate_text, Capacity, SearchPoint, SearchSettings, Step};
+use goodput_core::receipt::{Block, Receipt, SaturationVerdict};
 use goodput_core::trace::Scalar;
-use goodput_record::Written;
+use goodput_record::{Plan, Written};
 use goodput_render::capacity::CapacityRow;
 use goodput_render::record::frontier_command;
 
@@ -88,99 +88,53 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let search = settings(&args)?;
     let template = template(&args.out)?;
     let progress = crate::cli::record::progress::wanted(args.no_progress);
-    let mut points: Vec<SearchPoint> = Vec::new();
-    let mut rows: Vec<CapacityRow> = Vec::new();
-    let mut written: Vec<(String, Written)> = Vec::new();
+    let mut recorded = Recorded::default();
     loop {
-        let rate = match search.next(&points) {
+        let rate = match search.next(&recorded.points) {
             Step::Record(rate) => rate,
-            Step::Done(capacity) => {
-                let text = goodput_render::capacity::render(&rows, &capacity, search.attainment);
-                say(stdout, &text)?;
-                say(stdout, &format!("next: {}\n", frontier_command(&written)))?;
-                return Ok(EXIT_OK);
-            }
+            Step::Done(capacity) => return recorded.finish(&capacity, search.attainment, stdout),
         };
-        let index = points.len();
+        let index = recorded.points.len();
         if index > 0 && !args.cooldown.is_zero() {
-            say(
-                stdout,
-                &format!(
-                    "cooling down for {} s\n",
-                    goodput_render::sensitivity::short(args.cooldown.as_secs_f64())
-                ),
-            )?;
-            let point = Point::Search {
-                k: index + 1,
-                max: search.max_points,
-            };
-            if cooldown(args.cooldown, progress.then_some(point)).is_err() {
-                return Err(Error::InterruptedSweep {
-                    written: written.into_iter().map(|(p, _)| p).collect(),
-                });
-            }
+            cool_down(&args, &search, index, progress, &recorded.written, stdout)?;
         }
-        let text = rate_text(rate);
-        let mut point = args.clone();
-        point.request_rate = vec![Rate {
-            per_s: rate,
-            text: text.clone(),
-        }];
-        point.seed = point_seed(args.seed, index);
-        point.out = point_path(&template, &text);
-        let mut p = plan(&point)?;
-        if index == 0 {
-            // The same check a plain `record` and a sweep make, once.
-            goodput_record::preflight(&p)?;
-        }
-        let mut put = |k: &str, v: f64| {
-            p.workload.insert(k.to_owned(), Scalar::Number(v));
-        };
-        put("capacityIndex", index as f64);
-        put("capacityAttainment", search.attainment);
-        put("capacityBaseSeed", args.seed as f64);
-        let path = p.out.display().to_string();
-        say(
-            stdout,
-            &format!(
-                "capacity point {}: {text}/s, seed {}, → {path}\n",
-                index + 1,
-                point.seed
-            ),
-        )?;
-        let point = Point::Search {
-            k: index + 1,
-            max: search.max_points,
-        };
-        let (w, receipt) = match record_judged(&p, progress.then_some(point), stdout) {
-            Ok(done) => done,
-            Err(Error::Interrupted { path, rows }) => {
-                let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
-                written.push((path.clone(), Written { rows, bytes }));
-                say(stdout, &format!("next: {}\n", frontier_command(&written)))?;
-                return Err(Error::Interrupted { path, rows });
-            }
-            Err(e) => return Err(e),
-        };
+        let p = plan_point(&args, &search, rate, index, &template, stdout)?;
+        let point = search_point(&search, index);
+        let (w, receipt) =
+            record_point(&p, progress.then_some(point), &mut recorded.written, stdout)?;
         let all = receipt.as_ref().map(|r| &r.results.all);
         let pass_share = all.and_then(|b| b.rates.pass_share).unwrap_or(0.0);
-        say(stdout, &{
-            let (share, target) =
-                goodput_util::figures::percent_against(pass_share, search.attainment, 1);
-            format!(
-                "  pass share {share} → {} (target {target})\n",
-                if pass_share >= search.attainment {
-                    "meets"
-                } else {
-                    "falls short of"
-                },
-            )
-        })?;
-        points.push(SearchPoint {
+        say_pass_share(pass_share, search.attainment, stdout)?;
+        recorded.push(rate, pass_share, all, p.out.display().to_string(), w);
+    }
+}
+
+/// What the search has recorded so far, in order.
+#[derive(Default)]
+struct Recorded {
+    /// What the search sees of each point.
+    points: Vec<SearchPoint>,
+    /// What the frontier table shows of each point.
+    rows: Vec<CapacityRow>,
+    /// Each point's trace, for the `next:` frontier command.
+    written: Vec<(String, Written)>,
+}
+
+impl Recorded {
+    /// Adds a recorded point: its rate, pass share and figures, and its trace.
+    fn push(
+        &mut self,
+        rate: f64,
+        pass_share: f64,
+        all: Option<&Block>,
+        path: String,
+        written: Written,
+    ) {
+        self.points.push(SearchPoint {
             rate_per_s: rate,
             pass_share,
         });
-        rows.push(CapacityRow {
+        self.rows.push(CapacityRow {
             rate_per_s: rate,
             pass_share,
             goodput_per_s: all.map_or(0.0, |b| b.rates.goodput_per_s),
@@ -188,6 +142,135 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
             verdict: all.map_or(SaturationVerdict::Inconclusive, |b| b.saturation.verdict),
             path: path.clone(),
         });
-        written.push((path, w));
+        self.written.push((path, written));
     }
+
+    /// The search is over: prints the frontier with the capacity, and the
+    /// `frontier` command over every trace.
+    fn finish(
+        &self,
+        capacity: &Capacity,
+        attainment: f64,
+        stdout: &mut dyn Write,
+    ) -> Result<i32, Error> {
+        let text = goodput_render::capacity::render(&self.rows, capacity, attainment);
+        say(stdout, &text)?;
+        say(
+            stdout,
+            &format!("next: {}\n", frontier_command(&self.written)),
+        )?;
+        Ok(EXIT_OK)
+    }
+}
+
+/// How the display names point `index` (0-based) of the search.
+fn search_point(search: &SearchSettings, index: usize) -> Point {
+    Point::Search {
+        k: index + 1,
+        max: search.max_points,
+    }
+}
+
+/// The `--cooldown` before point `index`, announced; Ctrl-C during it ends
+/// the search with the traces written so far.
+fn cool_down(
+    args: &RecordArgs,
+    search: &SearchSettings,
+    index: usize,
+    progress: bool,
+    written: &[(String, Written)],
+    stdout: &mut dyn Write,
+) -> Result<(), Error> {
+    say(
+        stdout,
+        &format!(
+            "cooling down for {} s\n",
+            goodput_render::sensitivity::short(args.cooldown.as_secs_f64())
+        ),
+    )?;
+    let point = search_point(search, index);
+    if cooldown(args.cooldown, progress.then_some(point)).is_err() {
+        return Err(Error::InterruptedSweep {
+            written: written.iter().map(|(p, _)| p.clone()).collect(),
+        });
+    }
+    Ok(())
+}
+
+/// Point `index`'s plan, announced: the flags with its rate, seed
+/// `--seed + index` and `{rate}` path, checked as a plain `record` checks
+/// them (the server is probed before the first point only), its workload
+/// declaring the search.
+fn plan_point(
+    args: &RecordArgs,
+    search: &SearchSettings,
+    rate: f64,
+    index: usize,
+    template: &str,
+    stdout: &mut dyn Write,
+) -> Result<Plan, Error> {
+    let text = rate_text(rate);
+    let mut point = args.clone();
+    point.request_rate = vec![Rate {
+        per_s: rate,
+        text: text.clone(),
+    }];
+    point.seed = point_seed(args.seed, index);
+    point.out = point_path(template, &text);
+    let mut p = plan(&point)?;
+    if index == 0 {
+        // The same check a plain `record` and a sweep make, once.
+        goodput_record::preflight(&p)?;
+    }
+    let mut put = |k: &str, v: f64| {
+        p.workload.insert(k.to_owned(), Scalar::Number(v));
+    };
+    put("capacityIndex", index as f64);
+    put("capacityAttainment", search.attainment);
+    put("capacityBaseSeed", args.seed as f64);
+    say(
+        stdout,
+        &format!(
+            "capacity point {}: {text}/s, seed {}, → {}\n",
+            index + 1,
+            point.seed,
+            p.out.display()
+        ),
+    )?;
+    Ok(p)
+}
+
+/// Records one point through the single recording a plain `record` uses.
+/// On Ctrl-C its trace joins `written` and the `frontier` command over
+/// every trace is printed before the interrupt is returned.
+fn record_point(
+    p: &Plan,
+    progress: Option<Point>,
+    written: &mut Vec<(String, Written)>,
+    stdout: &mut dyn Write,
+) -> Result<(Written, Option<Receipt>), Error> {
+    match record_judged(p, progress, stdout) {
+        Ok(done) => Ok(done),
+        Err(Error::Interrupted { path, rows }) => {
+            let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
+            written.push((path.clone(), Written { rows, bytes }));
+            say(stdout, &format!("next: {}\n", frontier_command(written)))?;
+            Err(Error::Interrupted { path, rows })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The point's pass share against the target.
+fn say_pass_share(pass_share: f64, attainment: f64, stdout: &mut dyn Write) -> Result<(), Error> {
+    let (share, target) = goodput_util::figures::percent_against(pass_share, attainment, 1);
+    let against = if pass_share >= attainment {
+        "meets"
+    } else {
+        "falls short of"
+    };
+    say(
+        stdout,
+        &format!("  pass share {share} → {against} (target {target})\n"),
+    )
 }

@@ -1,12 +1,14 @@
 //! `goodput record`: check the flags into a [`Plan`](goodput_record::Plan)
 //! (output path probed before any request), run it
 //! ([`goodput_record::record`]), write the trace through the trace writer and
-//! print the summary; with several rates, a rate sweep ([`sweep`]) of the
-//! same single recording.
+//! print the summary; with several rates, a rate sweep ([`rate_sweep`]) of
+//! the same single recording; with `--find-capacity`, the search of
+//! [`capacity`].
 //!
 //! ```text
 //! args (flags) ─▶ plan (validated Plan) ─▶ single (run, write, summary)
-//!                  │                  └─▶ sweep (one single recording per rate)
+//!                  │                  ├─▶ rate_sweep (one single recording per rate)
+//!                  │                  └─▶ capacity (recordings until the capacity is bracketed)
 //!                  └─ workload (files read, every prompt prepared, nothing sent)
 //! ```
 
@@ -30,7 +32,7 @@ pub use self::args::{RecordArgs, RECORD_EXIT_HELP};
 use crate::cli::exit::EXIT_OK;
 
 /// `goodput record`: plan, run, write the trace, print the summary; with
-/// several rates, a sweep ([`sweep`]) of the same single recording.
+/// several rates, a rate sweep ([`rate_sweep`]) of the same single recording.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if args.recover.is_some() {
         return recover::run(&args, stdout);

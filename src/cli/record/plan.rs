@@ -1,19 +1,33 @@
-//! `goodput record`'s flags → a validated [`Plan`]: endpoint, schedule,
-//! prompts, SLO classes, workload labels, API key, headers, TLS trust,
-//! `--extra-body`, the preflight switch; the output path is probed
-//! writable. Nothing is sent.
+//! `goodput record`'s flags → a validated [`Plan`], one builder per part of
+//! the plan. [`plan`] calls them in the order the flags are checked, so that
+//! when several flags are wrong at once the same one is reported first:
+//!
+//! ```text
+//! Target (--url, --model) ─▶ ScheduleFlags (--phases, --replay) ─▶ window length
+//!   ─▶ --gpus ─▶ Window (warm-up, grace) ─▶ --timeout ─▶ Slos ─▶ prompt source
+//!   ─▶ --shard, --start-at ─▶ drawn load (rate, arrival, phases, concurrency)
+//!   ─▶ Requests (workload options, then a shard's share) ─▶ run labels
+//!   ─▶ connection (API key, headers, TLS) ─▶ --metrics
+//!   ─▶ request body (--extra-body) ─▶ output path and spool
+//! ```
+//!
+//! What a builder declares goes into the trace's `workload` labels. Prompt,
+//! replay, dataset and tokenizer files are read here and the output path is
+//! probed writable; nothing is sent.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::Uri;
 
 use crate::cli::error::Error;
-use goodput_core::trace::{Equality, Labels, Scalar};
+use goodput_core::trace::{Equality, Gates, Labels, Phase, Resources, Scalar};
 use goodput_record::run::{Load, RunConfig};
-use goodput_record::schedule::phased::phased_schedule;
+use goodput_record::schedule::phased::{phased_schedule, PhaseSpec};
 use goodput_record::schedule::{open_schedule, ArrivalProcess};
+use goodput_record::scrape::MetricsPlan;
 use goodput_record::transport::endpoint::{Endpoint, EndpointFlags};
 use goodput_record::workload::body::{self, Api, BodyTemplate, PromptSource};
 use goodput_record::workload::extra_body::ExtraBody;
@@ -24,10 +38,78 @@ use crate::cli::output::check_writable;
 use crate::cli::release::{parse_phases, ResourcesFlag};
 
 use crate::cli::record::args::RecordArgs;
+use crate::cli::record::scrape;
 use crate::cli::record::shard::{parse_shard, parse_start_at, INDEX_ENV};
-use crate::cli::record::workload;
+use crate::cli::record::workload::{self, ReplayFile};
 use goodput_record::output::frame::ShardTag;
 use sha2::{Digest, Sha256};
+
+/// Refused both when drawing the load and when splitting it for a shard.
+const SHARD_NEEDS_OPEN_LOOP: &str =
+    "--shard splits an open-loop schedule: give --request-rate, not --max-concurrency";
+
+/// Validates the flags into a plan, reading prompt files and checking the
+/// output path; sends nothing.
+pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
+    let target = Target::from_args(args)?;
+    let schedule = ScheduleFlags::from_args(args)?;
+    let duration = window_length(args, &schedule)?;
+    let resources = declared_resources(args)?;
+    let window = Window::from_args(args, duration)?;
+    let timeout = request_timeout(args)?;
+    let slos = Slos::from_args(args)?;
+    let prompts = prompt_source(args, &slos.classes)?;
+    let (shard, start_at_unix_ms) = shard_and_start(args)?;
+
+    let mut labels = Labels::new();
+    let drawn = draw_load(args, &schedule, shard, &window, &mut labels)?;
+    let requests = Requests {
+        load: drawn.load,
+        prompts,
+    };
+    let requests =
+        requests.prepare_workload(args, schedule.replay, drawn.window_end_ms, &mut labels)?;
+    let requests = requests.split_for_shard(shard, &mut labels)?;
+    describe_run(
+        args,
+        &target,
+        &window,
+        &requests,
+        start_at_unix_ms,
+        &mut labels,
+    );
+    let endpoint = connection(args, &target.uri, &mut labels)?;
+    let metrics = metrics_scrape(args, &target.uri, &endpoint, &mut labels)?;
+    let template = request_body(args, target.model, &mut labels)?;
+    check_output(&args.out)?;
+    Ok(Plan {
+        uri: target.uri,
+        run: RunConfig {
+            load: requests.load,
+            window_end_ms: drawn.window_end_ms,
+            grace_ms: window.grace_ms(),
+            timeout,
+            prompts: requests.prompts,
+            template,
+            max_event_bytes: usize::try_from(args.max_event_bytes).unwrap_or(usize::MAX),
+            secrets: endpoint.secrets.clone(),
+            loops: args.client_loops,
+        },
+        warmup_ms: window.warmup_ms(),
+        classes: slos.classes,
+        default_class: slos.default_class,
+        equality: slos.equality,
+        workload: labels,
+        phases: drawn.phases,
+        resources,
+        out: args.out.clone(),
+        endpoint,
+        preflight: !args.no_preflight,
+        shard,
+        start_at_unix_ms,
+        metrics,
+    })
+}
 
 /// Resolves the endpoint URL: a bare base gets the --api path appended.
 pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
@@ -58,48 +140,55 @@ pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
     Uri::from_parts(parts).map_err(|e| format!("--url `{url}`: {e}"))
 }
 
-/// The gamma shape in force: `--burstiness` only with `--arrival gamma`.
-fn burstiness_for(process: ArrivalProcess, given: Option<f64>) -> Result<f64, Error> {
-    match (process, given) {
-        (ArrivalProcess::Gamma, b) => Ok(b.unwrap_or(1.0)),
-        (_, None) => Ok(1.0),
-        (_, Some(_)) => Err(usage("--burstiness applies only to --arrival gamma")),
+/// Where requests go and which model they ask for.
+struct Target {
+    /// The endpoint, with the `--api` path when `--url` was a bare base.
+    uri: Uri,
+    /// `--model`.
+    model: String,
+}
+
+impl Target {
+    /// Checks that `--url` and `--model` are given (in that order), then
+    /// that the URL is http:// or https:// with a host ([`endpoint_uri`]).
+    fn from_args(args: &RecordArgs) -> Result<Target, Error> {
+        let required = |what: &str| usage(format!("{what} is required"));
+        let url = args.url.as_deref().ok_or_else(|| required("--url"))?;
+        let model = args.model.clone().ok_or_else(|| required("--model"))?;
+        let uri = endpoint_uri(url, args.api.into()).map_err(usage)?;
+        Ok(Target { uri, model })
     }
 }
 
-/// The flag that makes the recorder set `max_tokens`, if any (then
-/// `--extra-body` may not set it too).
-fn max_tokens_flag(args: &RecordArgs) -> Option<&'static str> {
-    if args.max_tokens.is_some() {
-        Some("--max-tokens")
-    } else if args.output_tokens.is_some() {
-        Some("--output-tokens")
-    } else if args.replay.is_some() {
-        Some("--replay")
-    } else {
-        None
+/// The flags that decide both the window's length and the load: read
+/// before the window is known, drawn once it is.
+struct ScheduleFlags {
+    /// `--phases`, parsed.
+    phases: Option<Vec<PhaseSpec>>,
+    /// `--replay`, read and checked ([`workload::read_replay`]).
+    replay: Option<ReplayFile>,
+}
+
+impl ScheduleFlags {
+    /// Parses `--phases`, then reads `--replay` (its kind, `--time-scale`
+    /// and every line of the file).
+    fn from_args(args: &RecordArgs) -> Result<ScheduleFlags, Error> {
+        let phases = args
+            .phases
+            .as_deref()
+            .map(parse_phases)
+            .transpose()
+            .map_err(usage)?;
+        let replay = workload::read_replay(args)?;
+        Ok(ScheduleFlags { phases, replay })
     }
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// Validates the flags into a plan, reading prompt files and checking the
-/// output path; sends nothing.
-pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
-    let required = |what: &str| usage(format!("{what} is required"));
-    let url = args.url.as_deref().ok_or_else(|| required("--url"))?;
-    let model = args.model.clone().ok_or_else(|| required("--model"))?;
-    let uri = endpoint_uri(url, args.api.into()).map_err(usage)?;
-    let phases = args
-        .phases
-        .as_deref()
-        .map(parse_phases)
-        .transpose()
-        .map_err(usage)?;
-    let replay = workload::read_replay(args)?;
-    let duration = match (&phases, args.duration, &replay) {
+/// How long the window lasts: the phases' total with `--phases`, else
+/// `--duration`, else (with `--replay`) the replay's scaled span; one of
+/// them is required, and the length must be above 0.
+fn window_length(args: &RecordArgs, schedule: &ScheduleFlags) -> Result<Duration, Error> {
+    let duration = match (&schedule.phases, args.duration, &schedule.replay) {
         (Some(p), _, _) => {
             Duration::from_secs_f64(p.iter().map(|p| p.duration_ms).sum::<f64>() / 1000.0)
         }
@@ -110,301 +199,141 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     if duration.is_zero() {
         return Err(usage("--duration must be longer than 0"));
     }
-    let resources = match args.cost.resources()? {
-        None => None,
-        Some(ResourcesFlag::Both(r)) => Some(r),
-        Some(ResourcesFlag::PriceOnly(_)) => {
-            return Err(usage(
-                "--gpu-hour-cost needs --gpus (the price is per GPU-hour)",
-            ))
-        }
-    };
-    if ms(duration) + ms(args.grace) > goodput_core::trace::model::MAX_SPAN_MS {
-        return Err(usage(
-            "--duration plus --grace must be at most 24 h (a trace's window and horizon span at most a day)",
-        ));
+    Ok(duration)
+}
+
+/// `--gpus` (with its `--gpu-hour-cost`), checked; a price alone is
+/// refused, being per GPU-hour.
+fn declared_resources(args: &RecordArgs) -> Result<Option<Resources>, Error> {
+    match args.cost.resources()? {
+        None => Ok(None),
+        Some(ResourcesFlag::Both(r)) => Ok(Some(r)),
+        Some(ResourcesFlag::PriceOnly(_)) => Err(usage(
+            "--gpu-hour-cost needs --gpus (the price is per GPU-hour)",
+        )),
     }
+}
+
+/// The observation window on the trace's clock: `--warmup`, then the
+/// window's length, then `--grace`.
+struct Window {
+    /// `--warmup`: the window starts there.
+    warmup: Duration,
+    /// The window's length ([`window_length`]).
+    duration: Duration,
+    /// `--grace`: observation goes on this long after the window ends.
+    grace: Duration,
+}
+
+impl Window {
+    /// Checks that the window plus the grace spans at most a day (the most
+    /// a trace's window and horizon may span).
+    fn from_args(args: &RecordArgs, duration: Duration) -> Result<Window, Error> {
+        if ms(duration) + ms(args.grace) > goodput_core::trace::model::MAX_SPAN_MS {
+            return Err(usage(
+                "--duration plus --grace must be at most 24 h (a trace's window and horizon span at most a day)",
+            ));
+        }
+        Ok(Window {
+            warmup: args.warmup,
+            duration,
+            grace: args.grace,
+        })
+    }
+
+    /// Where the window starts, ms since t0.
+    fn warmup_ms(&self) -> f64 {
+        ms(self.warmup)
+    }
+
+    /// Where the window ends, ms since t0, unless `--phases` say otherwise.
+    fn end_ms(&self) -> f64 {
+        self.warmup_ms() + ms(self.duration)
+    }
+
+    /// The grace, ms.
+    fn grace_ms(&self) -> f64 {
+        ms(self.grace)
+    }
+}
+
+/// `--timeout`, the per-request limit: longer than 0.
+fn request_timeout(args: &RecordArgs) -> Result<Duration, Error> {
     if args.timeout.is_zero() {
         return Err(usage("--timeout must be longer than 0"));
     }
-    let mut classes = BTreeMap::new();
-    let mut default_class = None;
-    let slos = if args.slo.is_empty() {
-        vec![DEFAULT_SLO.to_owned()]
-    } else {
-        args.slo.clone()
-    };
-    for text in &slos {
-        let (name, gates) = parse_slo(text).map_err(usage)?;
-        if classes.insert(name.clone(), gates).is_some() {
-            return Err(usage(format!("--slo: class `{name}` is declared twice")));
-        }
-        default_class.get_or_insert(name);
-    }
-    let default_class = default_class.unwrap_or_else(|| "default".to_owned());
-    let equality = match args.equality.as_str() {
-        "strict" => Equality::Strict,
-        _ => Equality::Inclusive,
-    };
+    Ok(args.timeout)
+}
 
-    let prompts = if let Some(path) = &args.prompts {
-        PromptSource::List(Arc::new(
-            body::load_jsonl(path).map_err(|e| usage(e.to_string()))?,
-        ))
-    } else {
+/// The SLO classes the requests are judged by, and the equality rule.
+struct Slos {
+    /// Every `--slo` class by name (the default class without `--slo`).
+    classes: BTreeMap<String, Gates>,
+    /// The first class declared.
+    default_class: String,
+    /// `--equality`.
+    equality: Equality,
+}
+
+impl Slos {
+    /// Parses every `--slo` in order (the first bad one is reported) and
+    /// refuses a class declared twice.
+    fn from_args(args: &RecordArgs) -> Result<Slos, Error> {
+        let mut classes = BTreeMap::new();
+        let mut default_class = None;
+        let slos = if args.slo.is_empty() {
+            vec![DEFAULT_SLO.to_owned()]
+        } else {
+            args.slo.clone()
+        };
+        for text in &slos {
+            let (name, gates) = parse_slo(text).map_err(usage)?;
+            if classes.insert(name.clone(), gates).is_some() {
+                return Err(usage(format!("--slo: class `{name}` is declared twice")));
+            }
+            default_class.get_or_insert(name);
+        }
+        let default_class = default_class.unwrap_or_else(|| "default".to_owned());
+        let equality = match args.equality.as_str() {
+            "strict" => Equality::Strict,
+            _ => Equality::Inclusive,
+        };
+        Ok(Slos {
+            classes,
+            default_class,
+            equality,
+        })
+    }
+}
+
+/// The prompts before any workload option: `--prompts FILE`, read now,
+/// every class it names declared by an `--slo`; else random words,
+/// `--random-input-len` of them (at least 1; 128 when not given).
+fn prompt_source(
+    args: &RecordArgs,
+    classes: &BTreeMap<String, Gates>,
+) -> Result<PromptSource, Error> {
+    let Some(path) = &args.prompts else {
         let words = args.random_input_len.unwrap_or(128);
         if words == 0 {
             return Err(usage("--random-input-len must be at least 1"));
         }
-        PromptSource::Random {
+        return Ok(PromptSource::Random {
             words,
             seed: args.seed,
-        }
+        });
     };
-    if let PromptSource::List(list) = &prompts {
-        if let Some(p) = list
-            .iter()
-            .find(|p| p.class.as_ref().is_some_and(|c| !classes.contains_key(c)))
-        {
-            return Err(usage(format!(
-                "a prompt names class `{}`, which no --slo declares",
-                p.class.as_deref().unwrap_or_default()
-            )));
-        }
+    let list = body::load_jsonl(path).map_err(|e| usage(e.to_string()))?;
+    if let Some(p) = list
+        .iter()
+        .find(|p| p.class.as_ref().is_some_and(|c| !classes.contains_key(c)))
+    {
+        return Err(usage(format!(
+            "a prompt names class `{}`, which no --slo declares",
+            p.class.as_deref().unwrap_or_default()
+        )));
     }
-
-    let (shard, start_at_unix_ms) = shard_and_start(args)?;
-    let warmup_ms = ms(args.warmup);
-    let mut window_end_ms = warmup_ms + ms(duration);
-    let mut declared_phases = Vec::new();
-    let mut workload = Labels::new();
-    let mut put = |k: &str, v: Scalar| {
-        workload.insert(k.to_owned(), v);
-    };
-    let load =
-        match (args.request_rate.as_slice(), args.max_concurrency) {
-            ([], None) if phases.is_some() => {
-                let specs = phases.as_deref().unwrap_or_default();
-                let process = args.arrival.map_or(ArrivalProcess::Poisson, Into::into);
-                let burstiness = burstiness_for(process, args.burstiness)?;
-                let schedule = phased_schedule(process, burstiness, args.seed, warmup_ms, specs)
-                    .map_err(|e| usage(e.to_string()))?;
-                put("arrival", Scalar::String(process.as_str().into()));
-                if process != ArrivalProcess::Constant {
-                    put("burstiness", Scalar::Number(burstiness));
-                }
-                window_end_ms = schedule.window_end_ms;
-                declared_phases = schedule.phases;
-                Load::Open {
-                    arrivals_ms: Arc::new(schedule.arrivals_ms),
-                }
-            }
-            ([rate], None) => {
-                let rate = rate.per_s;
-                let process = args.arrival.map_or(ArrivalProcess::Poisson, Into::into);
-                let burstiness = burstiness_for(process, args.burstiness)?;
-                let arrivals = open_schedule(process, rate, burstiness, args.seed, window_end_ms)
-                    .map_err(|e| usage(e.to_string()))?;
-                put("arrival", Scalar::String(process.as_str().into()));
-                put("ratePerS", Scalar::Number(rate));
-                // Poisson is gamma with shape 1; constant has no burstiness.
-                if process != ArrivalProcess::Constant {
-                    put("burstiness", Scalar::Number(burstiness));
-                }
-                Load::Open {
-                    arrivals_ms: Arc::new(arrivals),
-                }
-            }
-            ([], Some(_)) if shard.is_some() => return Err(usage(
-                "--shard splits an open-loop schedule: give --request-rate, not --max-concurrency",
-            )),
-            ([], Some(c)) if c > 0 => {
-                put("arrival", Scalar::String("closed".into()));
-                put("maxConcurrency", Scalar::Number(f64::from(c)));
-                Load::Closed { concurrency: c }
-            }
-            ([], Some(_)) => return Err(usage("--max-concurrency must be at least 1")),
-            ([_, _, ..], None) => {
-                return Err(usage(
-                    "several --request-rate values are a sweep: each point is planned on its own",
-                ))
-            }
-            // The replayed file's instants, shifted to the window start and scaled.
-            ([], None) if replay.is_some() => {
-                put("arrival", Scalar::String("replay".into()));
-                Load::Open {
-                    arrivals_ms: Arc::new(
-                        replay
-                            .as_ref()
-                            .map(|r| r.replay.arrivals_ms(warmup_ms, r.scale))
-                            .unwrap_or_default(),
-                    ),
-                }
-            }
-            _ => {
-                return Err(usage(
-                    "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
-                ))
-            }
-        };
-    // Workload options (prepared prompts, replay, sessions): see `workload`.
-    let (load, prompts) = if workload::wants_workload(args) {
-        let planned = workload::plan_workload(args, load, prompts, replay, window_end_ms)?;
-        for (k, v) in planned.labels {
-            put(&k, v);
-        }
-        (planned.load, planned.prompts)
-    } else {
-        // Random words stand for tokens; a file's prompts are sent as they are.
-        let lengths = match &prompts {
-            PromptSource::List(_) => "file",
-            _ => "approximate",
-        };
-        put("promptLengths", Scalar::String(lengths.into()));
-        (load, prompts)
-    };
-    // A shard takes every N-th request of the whole plan, prompt included:
-    // prepared prompts and replayed entries are drawn for the whole schedule
-    // first, so request i gets the same prompt on whichever shard sends it.
-    let (load, prompts) =
-        match (shard, load) {
-            (None, load) => (load, prompts),
-            (Some(s), Load::Open { arrivals_ms }) => {
-                let arrivals = shard_of(arrivals_ms.as_ref().clone(), shard, &mut put);
-                put("shards", Scalar::Number(s.count as f64));
-                (
-                    Load::Open {
-                        arrivals_ms: Arc::new(arrivals),
-                    },
-                    PromptSource::Strided {
-                        inner: Box::new(prompts),
-                        stride: s.count,
-                        offset: s.index,
-                    },
-                )
-            }
-            (Some(_), Load::Sessions { .. }) => {
-                return Err(usage(
-                    "--shard splits a schedule request by request; multi-turn sessions \
-                 (--dataset with whole conversations) cannot be split that way: \
-                 record them on one machine",
-                ))
-            }
-            (Some(_), Load::Closed { .. }) => return Err(usage(
-                "--shard splits an open-loop schedule: give --request-rate, not --max-concurrency",
-            )),
-        };
-    if let Some(t) = start_at_unix_ms {
-        put("startAtUnixMs", Scalar::Number(t));
-    }
-    put("seed", Scalar::Number(args.seed as f64));
-    put("model", Scalar::String(model.clone()));
-    put("api", Scalar::String(Api::from(args.api).as_str().into()));
-    put("endpoint", Scalar::String(uri.path().to_owned()));
-    if let Some(n) = args.max_tokens {
-        put("maxTokens", Scalar::Number(f64::from(n)));
-    }
-    if args.ignore_eos {
-        put("ignoreEos", Scalar::Bool(true));
-    }
-    put("prompts", Scalar::String(prompts.describe()));
-    put("durationS", Scalar::Number(duration.as_secs_f64()));
-    put("warmupS", Scalar::Number(args.warmup.as_secs_f64()));
-    put("graceS", Scalar::Number(args.grace.as_secs_f64()));
-    put("timeoutS", Scalar::Number(args.timeout.as_secs_f64()));
-    put(
-        "recorder",
-        Scalar::String(format!(
-            "{} {}",
-            goodput_core::GENERATOR_NAME,
-            goodput_core::GENERATOR_VERSION
-        )),
-    );
-
-    let api_key = std::env::var(&args.api_key_env)
-        .ok()
-        .filter(|k| !k.is_empty());
-    // Connection settings and request fields (values of headers stay out of
-    // the trace; the extra body goes in).
-    let flags = EndpointFlags {
-        header: args.header.clone(),
-        header_env: args.header_env.clone(),
-        cacert: args.cacert.clone(),
-        insecure: args.insecure,
-    };
-    let endpoint =
-        Endpoint::from_flags(&uri, &flags, api_key, |v| std::env::var(v).ok()).map_err(usage)?;
-    endpoint.describe(&mut workload);
-    let metrics = crate::cli::record::scrape::metrics_plan(args, &uri, &endpoint)?;
-    if let Some(m) = &metrics {
-        workload.insert(
-            "metricsUrl".into(),
-            Scalar::String(crate::cli::record::scrape::public_url(&m.uri)),
-        );
-        workload.insert(
-            "metricsIntervalS".into(),
-            Scalar::Number(m.interval.as_secs_f64()),
-        );
-    }
-    let extra = match &args.extra_body {
-        Some(text) => ExtraBody::parse(
-            text,
-            max_tokens_flag(args),
-            args.ignore_eos.then_some("--ignore-eos"),
-        )
-        .map_err(usage)?,
-        None => ExtraBody::default(),
-    };
-    if !extra.is_empty() {
-        workload.insert("extraBody".into(), Scalar::String(extra.as_json().into()));
-    }
-    check_writable(&args.out)?;
-    let spool = goodput_record::output::spool::spool_path(&args.out);
-    if spool.exists() {
-        return Err(goodput_record::output::spool::SpoolError::Exists {
-            path: spool.display().to_string(),
-        }
-        .into());
-    }
-    if args.client_loops > 1 && matches!(load, Load::Open { .. }) {
-        workload.insert(
-            "clientLoops".into(),
-            Scalar::Number(args.client_loops as f64),
-        );
-    }
-    Ok(Plan {
-        uri,
-        run: RunConfig {
-            load,
-            window_end_ms,
-            grace_ms: ms(args.grace),
-            timeout: args.timeout,
-            prompts,
-            template: BodyTemplate {
-                api: args.api.into(),
-                model,
-                max_tokens: args.max_tokens,
-                ignore_eos: args.ignore_eos,
-                extra,
-            },
-            max_event_bytes: usize::try_from(args.max_event_bytes).unwrap_or(usize::MAX),
-            secrets: endpoint.secrets.clone(),
-            loops: args.client_loops,
-        },
-        warmup_ms,
-        classes,
-        default_class,
-        equality,
-        workload,
-        phases: declared_phases,
-        resources,
-        out: args.out.clone(),
-        endpoint,
-        preflight: !args.no_preflight,
-        shard,
-        start_at_unix_ms,
-        metrics,
-    })
+    Ok(PromptSource::List(Arc::new(list)))
 }
 
 /// `--shard` and `--start-at`, checked together (a shard needs the shared
@@ -431,19 +360,218 @@ fn shard_and_start(args: &RecordArgs) -> Result<(Option<ShardTag>, Option<f64>),
     Ok((shard, start))
 }
 
+/// The load the schedule flags draw, before any workload option.
+struct DrawnLoad {
+    /// Open-loop arrivals or a closed loop.
+    load: Load,
+    /// Where the window ends, ms since t0 (the phases' end with `--phases`).
+    window_end_ms: f64,
+    /// The phases of a phased schedule (empty: one rate throughout).
+    phases: Vec<Phase>,
+}
+
+/// Draws the load: `--phases`, one `--request-rate`, `--max-concurrency`
+/// (at least 1, and not with `--shard`) or `--replay`'s instants, checked
+/// in that order; several rates are a sweep, whose points are planned one
+/// by one. Declares the arrival process in `labels`.
+fn draw_load(
+    args: &RecordArgs,
+    schedule: &ScheduleFlags,
+    shard: Option<ShardTag>,
+    window: &Window,
+    labels: &mut Labels,
+) -> Result<DrawnLoad, Error> {
+    let (phases, replay) = (schedule.phases.as_deref(), schedule.replay.as_ref());
+    let throughout = |load| DrawnLoad {
+        load,
+        window_end_ms: window.end_ms(),
+        phases: Vec::new(),
+    };
+    match (args.request_rate.as_slice(), args.max_concurrency) {
+        ([], None) if phases.is_some() => {
+            phased_load(args, phases.unwrap_or_default(), window, labels)
+        }
+        ([rate], None) => Ok(throughout(open_load(args, rate.per_s, window, labels)?)),
+        ([], Some(_)) if shard.is_some() => Err(usage(SHARD_NEEDS_OPEN_LOOP)),
+        ([], Some(c)) if c > 0 => {
+            labels.insert("arrival".to_owned(), Scalar::String("closed".into()));
+            labels.insert("maxConcurrency".to_owned(), Scalar::Number(f64::from(c)));
+            Ok(throughout(Load::Closed { concurrency: c }))
+        }
+        ([], Some(_)) => Err(usage("--max-concurrency must be at least 1")),
+        ([_, _, ..], None) => Err(usage(
+            "several --request-rate values are a sweep: each point is planned on its own",
+        )),
+        // The replayed file's instants, shifted to the window start and scaled.
+        ([], None) if replay.is_some() => {
+            labels.insert("arrival".to_owned(), Scalar::String("replay".into()));
+            let arrivals = replay
+                .map(|r| r.replay.arrivals_ms(window.warmup_ms(), r.scale))
+                .unwrap_or_default();
+            Ok(throughout(Load::Open {
+                arrivals_ms: Arc::new(arrivals),
+            }))
+        }
+        _ => Err(usage(
+            "give --request-rate R (open loop) or --max-concurrency C (closed loop)",
+        )),
+    }
+}
+
+/// `--phases` drawn from the window start: the window ends where the
+/// phases do, and the phases are declared.
+fn phased_load(
+    args: &RecordArgs,
+    specs: &[PhaseSpec],
+    window: &Window,
+    labels: &mut Labels,
+) -> Result<DrawnLoad, Error> {
+    let (process, burstiness) = arrival_process(args)?;
+    let schedule = phased_schedule(process, burstiness, args.seed, window.warmup_ms(), specs)
+        .map_err(|e| usage(e.to_string()))?;
+    labels.insert(
+        "arrival".to_owned(),
+        Scalar::String(process.as_str().into()),
+    );
+    if process != ArrivalProcess::Constant {
+        labels.insert("burstiness".to_owned(), Scalar::Number(burstiness));
+    }
+    Ok(DrawnLoad {
+        load: Load::Open {
+            arrivals_ms: Arc::new(schedule.arrivals_ms),
+        },
+        window_end_ms: schedule.window_end_ms,
+        phases: schedule.phases,
+    })
+}
+
+/// One `--request-rate`, drawn over the whole window.
+fn open_load(
+    args: &RecordArgs,
+    rate: f64,
+    window: &Window,
+    labels: &mut Labels,
+) -> Result<Load, Error> {
+    let (process, burstiness) = arrival_process(args)?;
+    let arrivals = open_schedule(process, rate, burstiness, args.seed, window.end_ms())
+        .map_err(|e| usage(e.to_string()))?;
+    let mut put = |k: &str, v: Scalar| {
+        labels.insert(k.to_owned(), v);
+    };
+    put("arrival", Scalar::String(process.as_str().into()));
+    put("ratePerS", Scalar::Number(rate));
+    // Poisson is gamma with shape 1; constant has no burstiness.
+    if process != ArrivalProcess::Constant {
+        put("burstiness", Scalar::Number(burstiness));
+    }
+    Ok(Load::Open {
+        arrivals_ms: Arc::new(arrivals),
+    })
+}
+
+/// `--arrival` (Poisson when not given) and the gamma shape in force.
+fn arrival_process(args: &RecordArgs) -> Result<(ArrivalProcess, f64), Error> {
+    let process = args.arrival.map_or(ArrivalProcess::Poisson, Into::into);
+    let burstiness = burstiness_for(process, args.burstiness)?;
+    Ok((process, burstiness))
+}
+
+/// The gamma shape in force: `--burstiness` only with `--arrival gamma`.
+fn burstiness_for(process: ArrivalProcess, given: Option<f64>) -> Result<f64, Error> {
+    match (process, given) {
+        (ArrivalProcess::Gamma, b) => Ok(b.unwrap_or(1.0)),
+        (_, None) => Ok(1.0),
+        (_, Some(_)) => Err(usage("--burstiness applies only to --arrival gamma")),
+    }
+}
+
+/// What is sent: when (the load) and which prompts.
+struct Requests {
+    /// Open-loop arrivals, a closed loop, or sessions.
+    load: Load,
+    /// Where each request's prompt comes from.
+    prompts: PromptSource,
+}
+
+impl Requests {
+    /// The workload options (prepared prompts, `--replay`, `--dataset`
+    /// sessions; checked in [`workload::plan_workload`]) replace the drawn
+    /// load and prompts. Without any, the prompts go as drawn, declared by
+    /// how their lengths are known: random words stand for tokens, a file's
+    /// prompts are sent as they are.
+    fn prepare_workload(
+        self,
+        args: &RecordArgs,
+        replay: Option<ReplayFile>,
+        window_end_ms: f64,
+        labels: &mut Labels,
+    ) -> Result<Requests, Error> {
+        if !workload::wants_workload(args) {
+            let lengths = match &self.prompts {
+                PromptSource::List(_) => "file",
+                _ => "approximate",
+            };
+            labels.insert("promptLengths".to_owned(), Scalar::String(lengths.into()));
+            return Ok(self);
+        }
+        let planned =
+            workload::plan_workload(args, self.load, self.prompts, replay, window_end_ms)?;
+        labels.extend(planned.labels);
+        Ok(Requests {
+            load: planned.load,
+            prompts: planned.prompts,
+        })
+    }
+
+    /// A shard takes every N-th request of the whole plan, prompt included:
+    /// prepared prompts and replayed entries are drawn for the whole
+    /// schedule first, so request i gets the same prompt on whichever shard
+    /// sends it. Multi-turn sessions and closed loops cannot be split.
+    fn split_for_shard(
+        self,
+        shard: Option<ShardTag>,
+        labels: &mut Labels,
+    ) -> Result<Requests, Error> {
+        let Some(s) = shard else {
+            return Ok(self);
+        };
+        match self.load {
+            Load::Open { arrivals_ms } => {
+                let arrivals = shard_of(arrivals_ms.as_ref().clone(), s, labels);
+                labels.insert("shards".to_owned(), Scalar::Number(s.count as f64));
+                Ok(Requests {
+                    load: Load::Open {
+                        arrivals_ms: Arc::new(arrivals),
+                    },
+                    prompts: PromptSource::Strided {
+                        inner: Box::new(self.prompts),
+                        stride: s.count,
+                        offset: s.index,
+                    },
+                })
+            }
+            Load::Sessions { .. } => Err(usage(
+                "--shard splits a schedule request by request; multi-turn sessions \
+                 (--dataset with whole conversations) cannot be split that way: \
+                 record them on one machine",
+            )),
+            Load::Closed { .. } => Err(usage(SHARD_NEEDS_OPEN_LOOP)),
+        }
+    }
+}
+
 /// This shard's share of the whole seeded schedule (every shard draws all
 /// of it and keeps the requests i with i mod N = K), declaring the whole
 /// schedule's size and fingerprint so `merge` can check the shards agree.
-fn shard_of(
-    arrivals: Vec<f64>,
-    shard: Option<ShardTag>,
-    put: &mut impl FnMut(&str, Scalar),
-) -> Vec<f64> {
-    let Some(s) = shard else {
-        return arrivals;
-    };
-    put("scheduleSize", Scalar::Number(arrivals.len() as f64));
-    put("scheduleHash", Scalar::String(schedule_hash(&arrivals)));
+fn shard_of(arrivals: Vec<f64>, s: ShardTag, labels: &mut Labels) -> Vec<f64> {
+    labels.insert(
+        "scheduleSize".to_owned(),
+        Scalar::Number(arrivals.len() as f64),
+    );
+    labels.insert(
+        "scheduleHash".to_owned(),
+        Scalar::String(schedule_hash(&arrivals)),
+    );
     arrivals
         .into_iter()
         .skip(s.index)
@@ -462,6 +590,157 @@ fn schedule_hash(arrivals_ms: &[f64]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// Declares the run in `labels` once its load and prompts are final: the
+/// start instant, seed, model, API, endpoint path, request fields, prompts,
+/// window, timeout, the recorder's version and (for an open loop sent by
+/// several loops) `--client-loops`. Checks nothing.
+fn describe_run(
+    args: &RecordArgs,
+    target: &Target,
+    window: &Window,
+    requests: &Requests,
+    start_at_unix_ms: Option<f64>,
+    labels: &mut Labels,
+) {
+    let mut put = |k: &str, v: Scalar| {
+        labels.insert(k.to_owned(), v);
+    };
+    if let Some(t) = start_at_unix_ms {
+        put("startAtUnixMs", Scalar::Number(t));
+    }
+    put("seed", Scalar::Number(args.seed as f64));
+    put("model", Scalar::String(target.model.clone()));
+    put("api", Scalar::String(Api::from(args.api).as_str().into()));
+    put("endpoint", Scalar::String(target.uri.path().to_owned()));
+    if let Some(n) = args.max_tokens {
+        put("maxTokens", Scalar::Number(f64::from(n)));
+    }
+    if args.ignore_eos {
+        put("ignoreEos", Scalar::Bool(true));
+    }
+    put("prompts", Scalar::String(requests.prompts.describe()));
+    put("durationS", Scalar::Number(window.duration.as_secs_f64()));
+    put("warmupS", Scalar::Number(window.warmup.as_secs_f64()));
+    put("graceS", Scalar::Number(window.grace.as_secs_f64()));
+    put("timeoutS", Scalar::Number(args.timeout.as_secs_f64()));
+    put(
+        "recorder",
+        Scalar::String(format!(
+            "{} {}",
+            goodput_core::GENERATOR_NAME,
+            goodput_core::GENERATOR_VERSION
+        )),
+    );
+    if args.client_loops > 1 && matches!(requests.load, Load::Open { .. }) {
+        put("clientLoops", Scalar::Number(args.client_loops as f64));
+    }
+}
+
+/// How the server is reached: the API key (from `--api-key-env`; an empty
+/// variable is no key), the headers (`-H`, `--header-env`) and the TLS
+/// trust (`--cacert`, `--insecure`), checked by [`Endpoint::from_flags`].
+/// Declared in `labels` by header names only: their values stay out of the
+/// trace.
+fn connection(args: &RecordArgs, uri: &Uri, labels: &mut Labels) -> Result<Endpoint, Error> {
+    let api_key = std::env::var(&args.api_key_env)
+        .ok()
+        .filter(|k| !k.is_empty());
+    let flags = EndpointFlags {
+        header: args.header.clone(),
+        header_env: args.header_env.clone(),
+        cacert: args.cacert.clone(),
+        insecure: args.insecure,
+    };
+    let endpoint =
+        Endpoint::from_flags(uri, &flags, api_key, |v| std::env::var(v).ok()).map_err(usage)?;
+    endpoint.describe(labels);
+    Ok(endpoint)
+}
+
+/// `--metrics`: the scrape plan, checked by [`scrape::metrics_plan`], and
+/// its public URL (no credentials) and interval in `labels`.
+fn metrics_scrape(
+    args: &RecordArgs,
+    uri: &Uri,
+    endpoint: &Endpoint,
+    labels: &mut Labels,
+) -> Result<Option<MetricsPlan>, Error> {
+    let metrics = scrape::metrics_plan(args, uri, endpoint)?;
+    if let Some(m) = &metrics {
+        labels.insert(
+            "metricsUrl".into(),
+            Scalar::String(scrape::public_url(&m.uri)),
+        );
+        labels.insert(
+            "metricsIntervalS".into(),
+            Scalar::Number(m.interval.as_secs_f64()),
+        );
+    }
+    Ok(metrics)
+}
+
+/// The request body: `--api`, the model, `--max-tokens`, `--ignore-eos`
+/// and `--extra-body` (a JSON object that may not set a field a flag
+/// already sets), the extra body going into `labels` as given.
+fn request_body(
+    args: &RecordArgs,
+    model: String,
+    labels: &mut Labels,
+) -> Result<BodyTemplate, Error> {
+    let extra = match &args.extra_body {
+        Some(text) => ExtraBody::parse(
+            text,
+            max_tokens_flag(args),
+            args.ignore_eos.then_some("--ignore-eos"),
+        )
+        .map_err(usage)?,
+        None => ExtraBody::default(),
+    };
+    if !extra.is_empty() {
+        labels.insert("extraBody".into(), Scalar::String(extra.as_json().into()));
+    }
+    Ok(BodyTemplate {
+        api: args.api.into(),
+        model,
+        max_tokens: args.max_tokens,
+        ignore_eos: args.ignore_eos,
+        extra,
+    })
+}
+
+/// The flag that makes the recorder set `max_tokens`, if any (then
+/// `--extra-body` may not set it too).
+fn max_tokens_flag(args: &RecordArgs) -> Option<&'static str> {
+    if args.max_tokens.is_some() {
+        Some("--max-tokens")
+    } else if args.output_tokens.is_some() {
+        Some("--output-tokens")
+    } else if args.replay.is_some() {
+        Some("--replay")
+    } else {
+        None
+    }
+}
+
+/// `--out`: writable (probed), and no spool beside it (an earlier run's,
+/// to recover with `record --recover` or remove first).
+fn check_output(out: &Path) -> Result<(), Error> {
+    check_writable(out)?;
+    let spool = goodput_record::output::spool::spool_path(out);
+    if spool.exists() {
+        return Err(goodput_record::output::spool::SpoolError::Exists {
+            path: spool.display().to_string(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// A duration in ms, as the trace's clock counts.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]

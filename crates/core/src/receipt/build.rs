@@ -559,28 +559,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         instants: Instants::new(contract.start_ms, contract.end_ms, contract.horizon_ms),
     };
     let instants = clip.instants;
-    // Large traces are tallied in two halves on two threads; tallies merge
-    // exactly (integer counts, fixed-point sums, latency values sorted later).
-    let rows = &trace.rows[..judgements.len().min(trace.rows.len())];
-    let (mut per_class, unresolved) = if judgements.len() >= PARALLEL_TALLY_ROWS {
-        let mid = judgements.len() / 2;
-        let (first, second) = std::thread::scope(|scope| {
-            let first = scope.spawn(|| tally(&judgements[..mid], &rows[..mid], contract, clip));
-            let second = tally(&judgements[mid..], &rows[mid..], contract, clip);
-            let first = first
-                .join()
-                .unwrap_or_else(|payload| std::panic::resume_unwind(payload));
-            (first, second)
-        });
-        let (mut per_class, mut unresolved) = first;
-        for (mine, theirs) in per_class.iter_mut().zip(second.0) {
-            mine.merge(theirs);
-        }
-        unresolved.merge(second.1);
-        (per_class, unresolved)
-    } else {
-        tally(judgements, rows, contract, clip)
-    };
+    let (mut per_class, unresolved) = tally_rows(trace, judgements, clip);
     let mut all = unresolved;
     for tally in &per_class {
         all.absorb(tally);
@@ -610,35 +589,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             max_rows: trace.limits.max_rows,
             max_bytes: trace.limits.max_bytes,
         },
-        contract: ContractInfo {
-            equality: contract.equality.as_str().to_owned(),
-            percentile_method: "nearest-rank".to_owned(),
-            intervals: IntervalContract {
-                confidence: confidence.level(),
-                share: intervals::method::SHARE.to_owned(),
-                rate: intervals::method::RATE.to_owned(),
-                quantile: intervals::method::QUANTILE.to_owned(),
-            },
-            tokens: contract.tokens.as_str().to_owned(),
-            tpot_label: contract.tokens.tpot_label().to_owned(),
-            boundary: contract.boundary.clone(),
-            workload: contract.workload.clone(),
-            window: WindowInfo {
-                start_ms: contract.start_ms,
-                end_ms: contract.end_ms,
-                horizon_ms: contract.horizon_ms,
-                duration_ms: contract.end_ms - contract.start_ms,
-            },
-            warmup: contract.warmup,
-            default_class: contract.default_class.clone(),
-            classes: contract.classes.clone(),
-            arrival_mode: contract.arrival_mode(),
-            arrivals_unknown: contract
-                .arrivals_unknown()
-                .then(|| crate::receipt::ARRIVALS_UNKNOWN_NOTE.to_owned()),
-            phases: contract.phases.clone(),
-            resources: None,
-        },
+        contract: contract_info(contract, confidence),
         results: Results {
             all: all.finish(trace, &instants, all_latency, confidence),
             classes,
@@ -647,6 +598,66 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         sweep: None,
         recovery: None,
         cost: None,
+    }
+}
+
+/// Tallies the judged rows per class (and those whose class does not
+/// resolve). Large traces are tallied in two halves on two threads; tallies
+/// merge exactly (integer counts, fixed-point sums, latency values sorted
+/// later).
+fn tally_rows(trace: &Trace, judgements: &[Judgement], clip: Clip) -> (Vec<Tally>, Tally) {
+    let contract = &trace.contract;
+    let rows = &trace.rows[..judgements.len().min(trace.rows.len())];
+    if judgements.len() < PARALLEL_TALLY_ROWS {
+        return tally(judgements, rows, contract, clip);
+    }
+    let mid = judgements.len() / 2;
+    let (first, second) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| tally(&judgements[..mid], &rows[..mid], contract, clip));
+        let second = tally(&judgements[mid..], &rows[mid..], contract, clip);
+        let first = first
+            .join()
+            .unwrap_or_else(|payload| std::panic::resume_unwind(payload));
+        (first, second)
+    });
+    let (mut per_class, mut unresolved) = first;
+    for (mine, theirs) in per_class.iter_mut().zip(second.0) {
+        mine.merge(theirs);
+    }
+    unresolved.merge(second.1);
+    (per_class, unresolved)
+}
+
+/// The receipt's `contract`: the rules the verdicts were reached under.
+fn contract_info(contract: &crate::trace::Contract, confidence: Confidence) -> ContractInfo {
+    ContractInfo {
+        equality: contract.equality.as_str().to_owned(),
+        percentile_method: "nearest-rank".to_owned(),
+        intervals: IntervalContract {
+            confidence: confidence.level(),
+            share: intervals::method::SHARE.to_owned(),
+            rate: intervals::method::RATE.to_owned(),
+            quantile: intervals::method::QUANTILE.to_owned(),
+        },
+        tokens: contract.tokens.as_str().to_owned(),
+        tpot_label: contract.tokens.tpot_label().to_owned(),
+        boundary: contract.boundary.clone(),
+        workload: contract.workload.clone(),
+        window: WindowInfo {
+            start_ms: contract.start_ms,
+            end_ms: contract.end_ms,
+            horizon_ms: contract.horizon_ms,
+            duration_ms: contract.end_ms - contract.start_ms,
+        },
+        warmup: contract.warmup,
+        default_class: contract.default_class.clone(),
+        classes: contract.classes.clone(),
+        arrival_mode: contract.arrival_mode(),
+        arrivals_unknown: contract
+            .arrivals_unknown()
+            .then(|| crate::receipt::ARRIVALS_UNKNOWN_NOTE.to_owned()),
+        phases: contract.phases.clone(),
+        resources: None,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod cost;
 pub mod recovery;
 pub mod release;
 pub mod saturation;
+pub mod sensitivity;
 
 use std::collections::BTreeMap;
 
@@ -49,7 +50,7 @@ pub struct Receipt {
     /// (`hypothetical: false`), then every alternative (`hypothetical: true`).
     /// Never replaces `results`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<Vec<crate::review::sensitivity::SweepEntry>>,
+    pub sweep: Option<Vec<sensitivity::SweepEntry>>,
     /// Recovery after the burst phase, per class (only when the trace
     /// declares a phase named as the burst; docs/contract.md §10.10).
     #[serde(default, skip_serializing_if = "Option::is_none")]

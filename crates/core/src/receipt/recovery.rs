@@ -250,38 +250,73 @@ fn class_recovery(
         .filter(|p| p.arrival_ms >= burst.end_ms)
         .collect();
     let count = after.len() as u64;
-    if burst.end_ms >= window_end_ms {
-        return never(
-            format!(
-                "the burst phase ends at {} ms, not before the window's end ({} ms)",
-                burst.end_ms, window_end_ms
-            ),
+    if let Some(reason) = unmeasurable(gates, burst, window_end_ms, after.len(), n) {
+        return never(reason, count, 0, 0);
+    }
+    let meets = gate_meets(&after, gates, equality);
+    let scan = scan_windows(&meets, n);
+    let windows = scan.windows as u64;
+    match scan.last_bad {
+        None => ClassRecovery {
+            recovery_s: Some(0.0),
+            recovered_at_ms: Some(burst.end_ms),
+            reason: None,
+            arrivals_after_burst: count,
+            windows,
+            windows_missed: 0,
+            ttft_bins: Vec::new(),
+        },
+        Some(bad) if bad + 1 == scan.windows => never(
+            never_recovered(&scan, n, after[bad].arrival_ms),
             count,
-            0,
-            0,
-        );
+            windows,
+            scan.missed,
+        ),
+        Some(bad) => {
+            let at = after[bad + 1].arrival_ms;
+            ClassRecovery {
+                recovery_s: Some((at - burst.end_ms) / 1000.0),
+                recovered_at_ms: Some(at),
+                reason: None,
+                arrivals_after_burst: count,
+                windows,
+                windows_missed: scan.missed,
+                ttft_bins: Vec::new(),
+            }
+        }
+    }
+}
+
+/// Why no window can be read at all (the burst runs to the window's end, the
+/// class has no gate to recover under, or too few arrivals follow the burst).
+fn unmeasurable(
+    gates: &Gates,
+    burst: &Phase,
+    window_end_ms: f64,
+    arrivals_after: usize,
+    n: usize,
+) -> Option<String> {
+    if burst.end_ms >= window_end_ms {
+        return Some(format!(
+            "the burst phase ends at {} ms, not before the window's end ({} ms)",
+            burst.end_ms, window_end_ms
+        ));
     }
     if gates.ttft_ms.is_none() && gates.e2e_ms.is_none() {
-        return never(
-            "the class has neither a TTFT nor an E2E gate to recover under".to_owned(),
-            count,
-            0,
-            0,
-        );
+        return Some("the class has neither a TTFT nor an E2E gate to recover under".to_owned());
     }
-    if after.len() < n {
-        return never(
-            format!(
-                "only {} arrivals of the class after the burst, fewer than the window of {n}",
-                after.len()
-            ),
-            count,
-            0,
-            0,
-        );
+    if arrivals_after < n {
+        return Some(format!(
+            "only {arrivals_after} arrivals of the class after the burst, fewer than the window of {n}"
+        ));
     }
-    // meets[i] = (TTFT meets, E2E meets); a null gate always meets.
-    let meets: Vec<(bool, bool)> = after
+    None
+}
+
+/// Per point, (TTFT meets, E2E meets); a null gate always meets, and a failed
+/// or unfinished row meets only a null gate.
+fn gate_meets(after: &[Point], gates: &Gates, equality: Equality) -> Vec<(bool, bool)> {
+    after
         .iter()
         .map(|p| match p.measured {
             Some((ttft, e2e)) => (
@@ -290,13 +325,32 @@ fn class_recovery(
             ),
             None => (gates.ttft_ms.is_none(), gates.e2e_ms.is_none()),
         })
-        .collect();
+        .collect()
+}
+
+/// What sliding the window over the arrivals after the burst found.
+struct WindowScan {
+    /// Full windows after the burst's end.
+    windows: usize,
+    /// Rows each window needs within a gate for its p95 to meet it.
+    need: usize,
+    /// The start of the last window that missed, if any did.
+    last_bad: Option<usize>,
+    /// How many windows missed.
+    missed: u64,
+    /// (TTFT meets, E2E meets) counts of the last window.
+    last_window: (usize, usize),
+}
+
+/// Slides a window of `n` (at most `meets.len()`) over `meets`, counting the
+/// rows within each gate incrementally.
+fn scan_windows(meets: &[(bool, bool)], n: usize) -> WindowScan {
     // The p95 of n values meets its gate when at least ceil(0.95 n) of them do.
     let need = (95 * n).div_ceil(100).max(1);
     let (mut ttft_ok, mut e2e_ok) = meets[..n].iter().fold((0usize, 0usize), |(t, e), m| {
         (t + usize::from(m.0), e + usize::from(m.1))
     });
-    let windows = after.len() - n + 1;
+    let windows = meets.len() - n + 1;
     let mut last_bad: Option<usize> = None;
     let mut missed = 0u64;
     let mut last_window = (0, 0);
@@ -312,52 +366,32 @@ fn class_recovery(
         }
         last_window = (ttft_ok, e2e_ok);
     }
-    let windows = windows as u64;
-    match last_bad {
-        None => ClassRecovery {
-            recovery_s: Some(0.0),
-            recovered_at_ms: Some(burst.end_ms),
-            reason: None,
-            arrivals_after_burst: count,
-            windows,
-            windows_missed: 0,
-            ttft_bins: Vec::new(),
-        },
-        Some(bad) if bad + 1 == windows as usize => {
-            let start_ms = after[bad].arrival_ms;
-            let (t, e) = last_window;
-            let mut over = Vec::new();
-            if t < need {
-                over.push(format!("{} over the TTFT gate", n - t));
-            }
-            if e < need {
-                over.push(format!("{} over the E2E gate", n - e));
-            }
-            never(
-                format!(
-                    "never recovered within the trace: the last window of {n} arrivals (from {start_ms} ms) \
-                     has {} (failed and unfinished rows count as over), at most {} allowed for p95",
-                    over.join(" and "),
-                    n - need
-                ),
-                count,
-                windows,
-                missed,
-            )
-        }
-        Some(bad) => {
-            let at = after[bad + 1].arrival_ms;
-            ClassRecovery {
-                recovery_s: Some((at - burst.end_ms) / 1000.0),
-                recovered_at_ms: Some(at),
-                reason: None,
-                arrivals_after_burst: count,
-                windows,
-                windows_missed: missed,
-                ttft_bins: Vec::new(),
-            }
-        }
+    WindowScan {
+        windows,
+        need,
+        last_bad,
+        missed,
+        last_window,
     }
+}
+
+/// The reason when the last window (starting at `start_ms`) still misses.
+fn never_recovered(scan: &WindowScan, n: usize, start_ms: f64) -> String {
+    let need = scan.need;
+    let (t, e) = scan.last_window;
+    let mut over = Vec::new();
+    if t < need {
+        over.push(format!("{} over the TTFT gate", n - t));
+    }
+    if e < need {
+        over.push(format!("{} over the E2E gate", n - e));
+    }
+    format!(
+        "never recovered within the trace: the last window of {n} arrivals (from {start_ms} ms) \
+         has {} (failed and unfinished rows count as over), at most {} allowed for p95",
+        over.join(" and "),
+        n - need
+    )
 }
 
 /// [`TTFT_BINS`] equal bins of `[start_ms, end_ms)` by arrival.

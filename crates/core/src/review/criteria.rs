@@ -153,15 +153,82 @@ pub struct ClassLimits {
     pub max_recovery_s: Option<f64>,
 }
 
+/// Why a `--class-limits` value cannot be read; each message quotes the
+/// value as written.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ClassLimitsError {
+    /// No `:` between the class and its limits.
+    #[error("--class-limits `{text}`: expected CLASS:KEY=VALUE,… (e.g. interactive:ttft=800,recovery=30)")]
+    NoClass {
+        /// The value as written.
+        text: String,
+    },
+    /// The class before the `:` is empty.
+    #[error("--class-limits `{text}`: the class needs a name")]
+    UnnamedClass {
+        /// The value as written.
+        text: String,
+    },
+    /// A limit without `=`.
+    #[error("--class-limits `{text}`: `{part}` should be KEY=VALUE")]
+    NotKeyValue {
+        /// The value as written.
+        text: String,
+        /// The limit at fault.
+        part: String,
+    },
+    /// A limit's value is not a finite number >= 0.
+    #[error("--class-limits `{text}`: `{value}` is not a finite number >= 0")]
+    BadNumber {
+        /// The value as written.
+        text: String,
+        /// The limit's value, as written.
+        value: String,
+    },
+    /// A key that names no limit.
+    #[error(
+        "--class-limits `{text}`: unknown key `{key}` (goodput, failure-share, \
+         censored-share, ttft, tpot, e2e, recovery)"
+    )]
+    UnknownKey {
+        /// The value as written.
+        text: String,
+        /// The key, trimmed.
+        key: String,
+    },
+    /// A share above 1.
+    #[error("--class-limits `{text}`: `{key}` is a share in [0, 1], not {value}")]
+    ShareAboveOne {
+        /// The value as written.
+        text: String,
+        /// The key, as written.
+        key: String,
+        /// The share given.
+        value: f64,
+    },
+    /// The same key twice.
+    #[error("--class-limits `{text}`: `{key}` is given twice")]
+    GivenTwice {
+        /// The value as written.
+        text: String,
+        /// The key, as written.
+        key: String,
+    },
+}
+
 /// Parses `CLASS:KEY=V,…` (keys: goodput, failure-share, censored-share,
 /// ttft, tpot, e2e, recovery), checking each value's range.
-pub fn parse_class_limits(text: &str) -> Result<ClassLimits, String> {
-    let (class, rest) = text.split_once(':').ok_or_else(|| {
-        format!("--class-limits `{text}`: expected CLASS:KEY=VALUE,… (e.g. interactive:ttft=800,recovery=30)")
-    })?;
+pub fn parse_class_limits(text: &str) -> Result<ClassLimits, ClassLimitsError> {
+    let (class, rest) = text
+        .split_once(':')
+        .ok_or_else(|| ClassLimitsError::NoClass {
+            text: text.to_owned(),
+        })?;
     let class = class.trim();
     if class.is_empty() {
-        return Err(format!("--class-limits `{text}`: the class needs a name"));
+        return Err(ClassLimitsError::UnnamedClass {
+            text: text.to_owned(),
+        });
     }
     let mut out = ClassLimits {
         class: class.to_owned(),
@@ -170,14 +237,18 @@ pub fn parse_class_limits(text: &str) -> Result<ClassLimits, String> {
     for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = part
             .split_once('=')
-            .ok_or_else(|| format!("--class-limits `{text}`: `{part}` should be KEY=VALUE"))?;
+            .ok_or_else(|| ClassLimitsError::NotKeyValue {
+                text: text.to_owned(),
+                part: part.to_owned(),
+            })?;
         let v: f64 = value
             .trim()
             .parse()
             .ok()
             .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| {
-                format!("--class-limits `{text}`: `{value}` is not a finite number >= 0")
+            .ok_or_else(|| ClassLimitsError::BadNumber {
+                text: text.to_owned(),
+                value: value.to_owned(),
             })?;
         let (slot, share) = match key.trim() {
             "goodput" => (&mut out.min_goodput_per_s, false),
@@ -188,19 +259,24 @@ pub fn parse_class_limits(text: &str) -> Result<ClassLimits, String> {
             "e2e" => (&mut out.max_p95_e2e_ms, false),
             "recovery" => (&mut out.max_recovery_s, false),
             other => {
-                return Err(format!(
-                    "--class-limits `{text}`: unknown key `{other}` (goodput, failure-share, \
-                     censored-share, ttft, tpot, e2e, recovery)"
-                ))
+                return Err(ClassLimitsError::UnknownKey {
+                    text: text.to_owned(),
+                    key: other.to_owned(),
+                })
             }
         };
         if share && v > 1.0 {
-            return Err(format!(
-                "--class-limits `{text}`: `{key}` is a share in [0, 1], not {v}"
-            ));
+            return Err(ClassLimitsError::ShareAboveOne {
+                text: text.to_owned(),
+                key: key.to_owned(),
+                value: v,
+            });
         }
         if slot.replace(v).is_some() {
-            return Err(format!("--class-limits `{text}`: `{key}` is given twice"));
+            return Err(ClassLimitsError::GivenTwice {
+                text: text.to_owned(),
+                key: key.to_owned(),
+            });
         }
     }
     Ok(out)
@@ -259,7 +335,7 @@ mod tests {
             ("a:failure-share=2", "a share in [0, 1]"),
             ("a:ttft=1,ttft=2", "given twice"),
         ] {
-            let e = parse_class_limits(text).unwrap_err();
+            let e = parse_class_limits(text).unwrap_err().to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
     }

@@ -64,81 +64,8 @@ pub struct Decision {
 /// Applies `criteria` to `receipt`.
 pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateError> {
     criteria.check()?;
-    let block: &Block = match &criteria.class {
-        None => &receipt.results.all,
-        Some(name) => receipt
-            .results
-            .classes
-            .get(name)
-            .ok_or_else(|| GateError::UnknownClass {
-                name: name.clone(),
-                known: receipt
-                    .results
-                    .classes
-                    .keys()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })?,
-    };
-    let share = |name, measured: Option<f64>, part: u64, ceiling: &Decimal| Check {
-        name,
-        measured,
-        comparison: "<=",
-        limit: ceiling.to_f64(),
-        derivation: None,
-        pass: exact::share_at_most(part, block.counts.cohort, ceiling),
-        class: None,
-        note: None,
-    };
-    let latency = |name, measured: Option<f64>, limit: &Decimal| Check {
-        name,
-        measured,
-        comparison: "<=",
-        limit: limit.to_f64(),
-        derivation: None,
-        pass: measured.is_some_and(|m| exact::latency_at_most(m, limit)),
-        class: None,
-        note: None,
-    };
-    let (min, margin) = (&criteria.min_goodput_per_s, &criteria.margin);
-    let window = &receipt.contract.window;
-    let mut checks = vec![
-        Check {
-            name: "goodput/s",
-            measured: Some(block.rates.goodput_per_s),
-            comparison: ">",
-            limit: exact::nearest_f64(&exact::required_per_s(min, margin)),
-            derivation: (!margin.is_zero()).then(|| format!("{min} × (1 + {margin})")),
-            pass: exact::goodput_exceeds(
-                block.counts.pass,
-                window.start_ms,
-                window.end_ms,
-                min,
-                margin,
-            ),
-            class: None,
-            note: None,
-        },
-        share(
-            "failure share",
-            block.rates.failure_share,
-            block.counts.failed,
-            &criteria.max_failure_share,
-        ),
-        share(
-            "censored share",
-            block.rates.censored_share,
-            block.counts.censored,
-            &criteria.max_censored_share,
-        ),
-    ];
-    if let Some(limit) = &criteria.max_p95_ttft_ms {
-        checks.push(latency("p95 ttft ms", block.latency.ttft_ms.p95, limit));
-    }
-    if let Some(limit) = &criteria.max_p95_e2e_ms {
-        checks.push(latency("p95 e2e ms", block.latency.e2e_ms.p95, limit));
-    }
+    let block = judged_block(receipt, criteria)?;
+    let mut checks = block_checks(receipt, block, criteria);
     let mode = receipt.contract.arrival_mode;
     let arrival = ArrivalCheck {
         mode,
@@ -160,4 +87,94 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
         arrivals_unknown: receipt.contract.arrivals_unknown.clone(),
         diagnosis: crate::review::diagnosis::diagnose(receipt),
     })
+}
+
+/// The block the criteria are checked against: all rows, or the named class.
+fn judged_block<'r>(receipt: &'r Receipt, criteria: &Criteria) -> Result<&'r Block, GateError> {
+    let Some(name) = &criteria.class else {
+        return Ok(&receipt.results.all);
+    };
+    receipt
+        .results
+        .classes
+        .get(name)
+        .ok_or_else(|| GateError::UnknownClass {
+            name: name.clone(),
+            known: receipt
+                .results
+                .classes
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// The block's own criteria: goodput/s, the failure and censored shares, and
+/// the p95 limits given.
+fn block_checks(receipt: &Receipt, block: &Block, criteria: &Criteria) -> Vec<Check> {
+    let share = |name, measured: Option<f64>, part: u64, ceiling: &Decimal| Check {
+        name,
+        measured,
+        comparison: "<=",
+        limit: ceiling.to_f64(),
+        derivation: None,
+        pass: exact::share_at_most(part, block.counts.cohort, ceiling),
+        class: None,
+        note: None,
+    };
+    let latency = |name, measured: Option<f64>, limit: &Decimal| Check {
+        name,
+        measured,
+        comparison: "<=",
+        limit: limit.to_f64(),
+        derivation: None,
+        pass: measured.is_some_and(|m| exact::latency_at_most(m, limit)),
+        class: None,
+        note: None,
+    };
+    let mut checks = vec![
+        goodput_check(receipt, block, criteria),
+        share(
+            "failure share",
+            block.rates.failure_share,
+            block.counts.failed,
+            &criteria.max_failure_share,
+        ),
+        share(
+            "censored share",
+            block.rates.censored_share,
+            block.counts.censored,
+            &criteria.max_censored_share,
+        ),
+    ];
+    if let Some(limit) = &criteria.max_p95_ttft_ms {
+        checks.push(latency("p95 ttft ms", block.latency.ttft_ms.p95, limit));
+    }
+    if let Some(limit) = &criteria.max_p95_e2e_ms {
+        checks.push(latency("p95 e2e ms", block.latency.e2e_ms.p95, limit));
+    }
+    checks
+}
+
+/// Goodput/s must exceed the required rate × (1 + margin), compared exactly.
+fn goodput_check(receipt: &Receipt, block: &Block, criteria: &Criteria) -> Check {
+    let (min, margin) = (&criteria.min_goodput_per_s, &criteria.margin);
+    let window = &receipt.contract.window;
+    Check {
+        name: "goodput/s",
+        measured: Some(block.rates.goodput_per_s),
+        comparison: ">",
+        limit: exact::nearest_f64(&exact::required_per_s(min, margin)),
+        derivation: (!margin.is_zero()).then(|| format!("{min} × (1 + {margin})")),
+        pass: exact::goodput_exceeds(
+            block.counts.pass,
+            window.start_ms,
+            window.end_ms,
+            min,
+            margin,
+        ),
+        class: None,
+        note: None,
+    }
 }

@@ -156,12 +156,11 @@ struct Subject<'c> {
 }
 
 impl Subject<'_> {
-    /// The receipt of `doc` (re-serialized), or the rejection as an observation.
-    fn judge(&self, doc: &Value) -> Result<Receipt, String> {
-        let bytes = serde_json::to_vec(doc).map_err(|e| format!("cannot serialize: {e}"))?;
-        self.calc
-            .receipt(&bytes)
-            .map_err(|r| format!("the mutated trace was rejected: {r}"))
+    /// The receipt of `doc` (re-serialized), or why there is none (reported
+    /// as the observation).
+    fn judge(&self, doc: &Value) -> Result<Receipt, Unjudged> {
+        let bytes = serde_json::to_vec(doc).map_err(Unjudged::Unserializable)?;
+        self.calc.receipt(&bytes).map_err(Unjudged::Rejected)
     }
 
     /// A copy of the document without the rows whose index `drop` selects.
@@ -188,6 +187,51 @@ impl Subject<'_> {
         self.doc.get("rows")?.get(usize::try_from(index).ok()?)
     }
 }
+
+/// Why a mutated trace has no receipt; its text is the mutation's observation.
+#[derive(Debug, thiserror::Error)]
+enum Unjudged {
+    /// The edited tree could not be written back as JSON.
+    #[error("cannot serialize: {0}")]
+    Unserializable(serde_json::Error),
+    /// The calculator rejected the edited trace.
+    #[error("the mutated trace was rejected: {0}")]
+    Rejected(Rejection),
+}
+
+/// Why a mutation's precondition does not hold on this trace; its text is
+/// the report's `whyNotApplicable`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+enum NotApplicable {
+    /// No row passes, so dropping rows cannot raise the pass share.
+    #[error("no row passes, so no pass share can rise")]
+    NoPassShareToRaise,
+    /// No row has the verdict the mutation drops.
+    #[error("there is no {0} row to drop")]
+    NothingToDrop(&'static str),
+    /// No row passes.
+    #[error("no row passes")]
+    NoPass,
+    /// No passing row has a TTFT gate to push it past.
+    #[error("no passing row belongs to a class with a TTFT gate")]
+    NoTtftGate,
+    /// Every push past the gate would leave the horizon or the 24 h span.
+    #[error(
+        "no passing row can be pushed past its TTFT gate without completing after the \
+         horizon or spanning more than 24 h"
+    )]
+    NoRoomPastGate,
+    /// The trace is strict already.
+    #[error("the trace already declares strict equality")]
+    AlreadyStrict,
+    /// No passing row sits on a gate.
+    #[error("no passing row sits exactly on a gate, so strict and inclusive agree here")]
+    NothingOnGate,
+}
+
+/// A mutation tried: whether the receipt moved as predicted, and how it
+/// moved; or why the mutation does not apply.
+type Trial = Result<(bool, String), NotApplicable>;
 
 fn all(r: &Receipt) -> &Block {
     &r.results.all
@@ -261,12 +305,12 @@ fn outcome(
     name: &'static str,
     mutation: impl Into<String>,
     predicted: impl Into<String>,
-    result: Result<(bool, String), String>,
+    result: Trial,
 ) -> MutationOutcome {
     let (status, observed, why) = match result {
         Ok((true, observed)) => (Status::Caught, Some(observed), None),
         Ok((false, observed)) => (Status::NotCaught, Some(observed), None),
-        Err(why) => (Status::NotApplicable, None, Some(why)),
+        Err(why) => (Status::NotApplicable, None, Some(why.to_string())),
     };
     MutationOutcome {
         name,
@@ -279,8 +323,8 @@ fn outcome(
 }
 
 /// A mutated trace the calculator rejected: observed, and not caught.
-fn rejected(observed: String) -> Result<(bool, String), String> {
-    Ok((false, observed))
+fn rejected(why: Unjudged) -> Trial {
+    Ok((false, why.to_string()))
 }
 
 /// Drop every row with `verdict` (`miss`, `failed` or `censored`).
@@ -303,9 +347,9 @@ fn drop_verdict(s: &Subject, verdict: &'static str, goodput_too: bool) -> Mutati
         _ => before.counts.censored,
     };
     let result = if before.counts.pass == 0 {
-        Err("no row passes, so no pass share can rise".to_owned())
+        Err(NotApplicable::NoPassShareToRaise)
     } else if n == 0 {
-        Err(format!("there is no {verdict} row to drop"))
+        Err(NotApplicable::NothingToDrop(verdict))
     } else {
         match s.judge(&s.without_rows(|r| r.verdict == verdict)) {
             Err(e) => rejected(e),
@@ -343,7 +387,7 @@ fn drop_invalid(s: &Subject) -> MutationOutcome {
                      invalid (→ 0), arrivals (− invalid) and reasons.invalid (→ empty)";
     let n = all(&s.base).counts.invalid;
     let result = if n == 0 {
-        Err("there is no invalid row to drop".to_owned())
+        Err(NotApplicable::NothingToDrop("invalid"))
     } else {
         match s.judge(&s.without_rows(|r| r.verdict == "invalid")) {
             Err(e) => rejected(e),
@@ -394,9 +438,22 @@ fn drop_invalid(s: &Subject) -> MutationOutcome {
     outcome("drop_invalid", "drop every invalid row", predicted, result)
 }
 
+/// A passing row pushed just past its TTFT gate.
+struct Push {
+    /// The row's index in the trace.
+    index: u64,
+    /// Its id (or its pointer when it has none), for the observation.
+    id: String,
+    /// TTFT before and after the push, ms.
+    old_ttft: f64,
+    new_ttft: f64,
+    /// The row as edited.
+    edited: Value,
+}
+
 /// The first passing row of a class with a TTFT gate that can be pushed just
 /// past that gate without leaving the horizon or the 24 h span; with its edit.
-fn pushable(s: &Subject) -> Result<(u64, String, f64, f64, Value), String> {
+fn pushable(s: &Subject) -> Result<Push, NotApplicable> {
     let classes = &s.base.contract.classes;
     let horizon = s.base.contract.window.horizon_ms;
     let equality = match s.base.contract.equality.as_str() {
@@ -451,23 +508,34 @@ fn pushable(s: &Subject) -> Result<(u64, String, f64, f64, Value), String> {
             .id
             .clone()
             .unwrap_or_else(|| format!("/rows/{}", rv.index));
-        return Ok((rv.index, id, first - arrival, new_first - arrival, edited));
+        return Ok(Push {
+            index: rv.index,
+            id,
+            old_ttft: first - arrival,
+            new_ttft: new_first - arrival,
+            edited,
+        });
     }
     Err(if passing == 0 {
-        "no row passes".to_owned()
+        NotApplicable::NoPass
     } else if gated == 0 {
-        "no passing row belongs to a class with a TTFT gate".to_owned()
+        NotApplicable::NoTtftGate
     } else {
-        "no passing row can be pushed past its TTFT gate without completing after the \
-         horizon or spanning more than 24 h"
-            .to_owned()
+        NotApplicable::NoRoomPastGate
     })
 }
 
 /// Push one passing row just past its TTFT gate: pass falls by exactly 1.
 fn push_past_ttft(s: &Subject) -> MutationOutcome {
     let predicted = "pass falls by exactly 1; miss and reasons.miss.ttft rise by 1";
-    let result = pushable(s).and_then(|(index, id, old_ttft, new_ttft, edited)| {
+    let result = pushable(s).and_then(|push| {
+        let Push {
+            index,
+            id,
+            old_ttft,
+            new_ttft,
+            edited,
+        } = push;
         let mut doc = s.doc.clone();
         if let Some(slot) = doc
             .get_mut("rows")
@@ -531,9 +599,9 @@ fn flip_equality(s: &Subject) -> MutationOutcome {
             .map_or_else(String::new, |id| format!(", e.g. {id:?}"))
     );
     let result = if s.base.contract.equality != "inclusive" {
-        Err("the trace already declares strict equality".to_owned())
+        Err(NotApplicable::AlreadyStrict)
     } else if k == 0 {
-        Err("no passing row sits exactly on a gate, so strict and inclusive agree here".to_owned())
+        Err(NotApplicable::NothingOnGate)
     } else {
         let mut doc = s.doc.clone();
         if let Some(obj) = doc.as_object_mut() {
@@ -568,7 +636,7 @@ fn duplicate_id(s: &Subject) -> MutationOutcome {
         .find(|r| r.verdict == "pass" && r.id.is_some())
         .and_then(|r| Some((r.id.clone()?, s.row(r.index)?.clone())));
     let result = match chosen {
-        None => Err("no row passes".to_owned()),
+        None => Err(NotApplicable::NoPass),
         Some((id, row)) => {
             let mut doc = s.doc.clone();
             if let Some(rows) = doc.get_mut("rows").and_then(Value::as_array_mut) {

@@ -15,7 +15,7 @@
 
 use crate::receipt::{Block, Receipt};
 
-pub use crate::review::criteria::{parse_class_limits, ClassLimits};
+pub use crate::review::criteria::{parse_class_limits, ClassLimits, ClassLimitsError};
 use crate::review::criteria::{Check, Criteria, GateError};
 use crate::review::exact::{self, Decimal};
 
@@ -122,73 +122,91 @@ pub fn class_limit_checks(receipt: &Receipt, criteria: &Criteria) -> Result<Vec<
             })?;
         let c = Some(name);
         if let Some(min) = limits.min_goodput_per_s {
-            // Exactly, as the base criterion (docs/contract.md §9.2): the
-            // class's rate as written, times (1 + margin), against the count.
-            let margin = &criteria.margin;
-            let goodput = block.rates.goodput_per_s;
-            let (limit, pass) = match Decimal::from_f64_shortest(min) {
-                Some(min) => {
-                    let window = &receipt.contract.window;
-                    (
-                        exact::nearest_f64(&exact::required_per_s(&min, margin)),
-                        exact::goodput_exceeds(
-                            block.counts.pass,
-                            window.start_ms,
-                            window.end_ms,
-                            &min,
-                            margin,
-                        ),
-                    )
-                }
-                None => {
-                    let required = min * (1.0 + margin.to_f64());
-                    (required, goodput > required)
-                }
-            };
-            checks.push(Check {
-                name: "goodput/s",
-                measured: Some(goodput),
-                comparison: ">",
-                limit,
-                derivation: (!margin.is_zero()).then(|| format!("{min} × (1 + {margin})")),
-                pass,
-                class: c.map(str::to_owned),
-                note: None,
-            });
+            checks.push(class_goodput_check(receipt, block, criteria, name, min));
         }
-        let lat = &block.latency;
-        for (name, measured, limit) in [
-            (
-                "failure share",
-                block.rates.failure_share,
-                limits.max_failure_share,
-            ),
-            (
-                "censored share",
-                block.rates.censored_share,
-                limits.max_censored_share,
-            ),
-            ("p95 ttft ms", lat.ttft_ms.p95, limits.max_p95_ttft_ms),
-            ("p95 tpot ms", lat.tpot_ms.p95, limits.max_p95_tpot_ms),
-            ("p95 e2e ms", lat.e2e_ms.p95, limits.max_p95_e2e_ms),
-        ] {
-            if let Some(limit) = limit {
-                let mut check = at_most(name, c, measured, limit);
-                // A share compares its counts with the ceiling exactly.
-                let part = match name {
-                    "failure share" => Some(block.counts.failed),
-                    "censored share" => Some(block.counts.censored),
-                    _ => None,
-                };
-                if let (Some(part), Some(ceiling)) = (part, Decimal::from_f64_shortest(limit)) {
-                    check.pass = exact::share_at_most(part, block.counts.cohort, &ceiling);
-                }
-                checks.push(check);
-            }
-        }
+        checks.extend(class_ceiling_checks(block, limits, name));
         if let Some(limit) = limits.max_recovery_s {
             checks.push(recovery_check(receipt, c, limit, c));
         }
     }
     Ok(checks)
+}
+
+/// A class's goodput/s against its `goodput` limit × (1 + margin). Exactly,
+/// as the base criterion (docs/contract.md §9.2): the class's rate as
+/// written, times (1 + margin), against the count.
+fn class_goodput_check(
+    receipt: &Receipt,
+    block: &Block,
+    criteria: &Criteria,
+    class: &str,
+    min: f64,
+) -> Check {
+    let margin = &criteria.margin;
+    let goodput = block.rates.goodput_per_s;
+    let (limit, pass) = match Decimal::from_f64_shortest(min) {
+        Some(min) => {
+            let window = &receipt.contract.window;
+            (
+                exact::nearest_f64(&exact::required_per_s(&min, margin)),
+                exact::goodput_exceeds(
+                    block.counts.pass,
+                    window.start_ms,
+                    window.end_ms,
+                    &min,
+                    margin,
+                ),
+            )
+        }
+        None => {
+            let required = min * (1.0 + margin.to_f64());
+            (required, goodput > required)
+        }
+    };
+    Check {
+        name: "goodput/s",
+        measured: Some(goodput),
+        comparison: ">",
+        limit,
+        derivation: (!margin.is_zero()).then(|| format!("{min} × (1 + {margin})")),
+        pass,
+        class: Some(class.to_owned()),
+        note: None,
+    }
+}
+
+/// A class's share ceilings and p95 limits, those given, in a fixed order.
+fn class_ceiling_checks(block: &Block, limits: &ClassLimits, class: &str) -> Vec<Check> {
+    let lat = &block.latency;
+    let mut checks = Vec::new();
+    for (name, measured, limit) in [
+        (
+            "failure share",
+            block.rates.failure_share,
+            limits.max_failure_share,
+        ),
+        (
+            "censored share",
+            block.rates.censored_share,
+            limits.max_censored_share,
+        ),
+        ("p95 ttft ms", lat.ttft_ms.p95, limits.max_p95_ttft_ms),
+        ("p95 tpot ms", lat.tpot_ms.p95, limits.max_p95_tpot_ms),
+        ("p95 e2e ms", lat.e2e_ms.p95, limits.max_p95_e2e_ms),
+    ] {
+        if let Some(limit) = limit {
+            let mut check = at_most(name, Some(class), measured, limit);
+            // A share compares its counts with the ceiling exactly.
+            let part = match name {
+                "failure share" => Some(block.counts.failed),
+                "censored share" => Some(block.counts.censored),
+                _ => None,
+            };
+            if let (Some(part), Some(ceiling)) = (part, Decimal::from_f64_shortest(limit)) {
+                check.pass = exact::share_at_most(part, block.counts.cohort, &ceiling);
+            }
+            checks.push(check);
+        }
+    }
+    checks
 }

@@ -19,7 +19,7 @@ pub use model::{
     ArrivalMode, Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window,
 };
 pub use parse::{Interner, NumSlot, RawRow, RawStatus, Slot};
-pub use phases::{Phase, Resources};
+pub use phases::{Phase, Resources, ResourcesError};
 pub use validate::{InvalidReason, InvalidSet};
 
 use sha2::{Digest, Sha256};

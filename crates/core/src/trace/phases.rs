@@ -60,21 +60,38 @@ pub struct Resources {
 impl Resources {
     /// Checks the ranges: `gpus` in (0, 10^6], a price finite and >= 0.
     /// The message names the field as a flag user or a trace author knows it.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ResourcesError> {
         if !(self.gpus.is_finite() && self.gpus > 0.0 && self.gpus <= MAX_GPUS) {
-            return Err(format!(
-                "gpus is {}; it must be a number of GPUs in (0, 1000000]",
-                self.gpus
-            ));
+            return Err(ResourcesError::Gpus(self.gpus));
         }
         if let Some(p) = self.gpu_hour_cost {
             if !(p.is_finite() && p >= 0.0) {
-                return Err(format!(
-                    "gpuHourCost is {p}; it must be a finite price >= 0"
-                ));
+                return Err(ResourcesError::GpuHourCost(p));
             }
         }
         Ok(())
+    }
+}
+
+/// A [`Resources`] field out of its range, named as a flag user or a trace
+/// author knows it.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+pub enum ResourcesError {
+    /// `gpus` is not a number of GPUs in (0, 10^6].
+    #[error("gpus is {0}; it must be a number of GPUs in (0, 1000000]")]
+    Gpus(f64),
+    /// `gpuHourCost` is not a finite price >= 0.
+    #[error("gpuHourCost is {0}; it must be a finite price >= 0")]
+    GpuHourCost(f64),
+}
+
+impl ResourcesError {
+    /// The trace field at fault (`gpus` or `gpuHourCost`).
+    pub fn field(&self) -> &'static str {
+        match self {
+            ResourcesError::Gpus(_) => "gpus",
+            ResourcesError::GpuHourCost(_) => "gpuHourCost",
+        }
     }
 }
 
@@ -231,14 +248,9 @@ pub fn validate_resources(v: Option<&Value>) -> Result<Option<Resources>, Reject
         gpus,
         gpu_hour_cost: number(obj, "/resources", "gpuHourCost")?,
     };
-    resources.check().map_err(|message| {
-        let field = if message.starts_with("gpus") {
-            "gpus"
-        } else {
-            "gpuHourCost"
-        };
-        Rejection::at(format!("/resources/{field}"), message)
-    })?;
+    resources
+        .check()
+        .map_err(|e| Rejection::at(format!("/resources/{}", e.field()), e))?;
     Ok(Some(resources))
 }
 

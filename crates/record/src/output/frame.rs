@@ -20,27 +20,13 @@ use goodput_core::trace::{
 
 use crate::exchange::{Ending, Observation};
 use crate::output::row::{self, RowMeta};
+use crate::plan::Plan;
 use crate::run::{Finished, RunOutcome, ShardClock};
 use crate::schedule::phased::label_rows;
 use crate::workload::body::{prompt_hash, Prompt, PromptSource};
-use crate::Plan;
 
-/// Which shard of a shared schedule a recording is (`record --shard K/N`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShardTag {
-    /// K: this shard sends the requests `i` with `i mod count = index`.
-    pub index: usize,
-    /// N: how many shards share the schedule.
-    pub count: usize,
-}
-
-impl ShardTag {
-    /// The index in the whole schedule of this shard's `local`-th request.
-    pub fn global(&self, local: usize) -> usize {
-        local * self.count + self.index
-    }
-}
+/// The shard tag lives with the plan that holds it; its old path stays.
+pub use crate::plan::ShardTag;
 
 /// What a row says about its prompt (never the text).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -230,8 +216,35 @@ impl Frame {
     /// gates, boundary and workload, for `rows` rows counted in `tokens`.
     pub fn envelope(&self, stop: &Stop, rows: usize, tokens: TokenCount) -> TraceDoc {
         let start_ms = self.warmup_ms;
+        let (end_ms, horizon_ms) = self.window_end(stop);
+        TraceDoc {
+            schema: TRACE_SCHEMA,
+            window: Window {
+                start_ms,
+                end_ms,
+                horizon_ms: Some(horizon_ms),
+            },
+            warmup: (start_ms > 0.0).then_some(Warmup {
+                start_ms: 0.0,
+                end_ms: start_ms,
+            }),
+            equality: self.equality,
+            classes: self.classes.clone(),
+            default_class: self.default_class.clone(),
+            tokens,
+            boundary: self.boundary(stop),
+            workload: self.stopped_workload(stop, rows),
+            phases: self.phases.clone(),
+            resources: self.resources,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Where the window and the horizon end, ms since t0.
+    fn window_end(&self, stop: &Stop) -> (f64, f64) {
+        let start_ms = self.warmup_ms;
         let planned_end_ms = self.window_end_ms;
-        let (end_ms, horizon_ms) = match stop.interrupted_at_ms {
+        match stop.interrupted_at_ms {
             // Cut the window at the interrupt: rates are per observed second and
             // nothing after the interrupt is claimed. Interrupted during warm-up,
             // the window is an empty 1 ms: no row arrives in it.
@@ -245,7 +258,12 @@ impl Frame {
             }
             Some(t) => (planned_end_ms, round_us(t).max(planned_end_ms)),
             None => (planned_end_ms, planned_end_ms + self.grace_ms),
-        };
+        }
+    }
+
+    /// The workload labels with what the end of the run added: the rows
+    /// scheduled, keep-alive retries, the interrupt, recovery.
+    fn stopped_workload(&self, stop: &Stop, rows: usize) -> Labels {
         let mut workload = self.workload.clone();
         workload.insert("scheduled".into(), Scalar::Number(rows as f64));
         if stop.keep_alive_retries > 0 {
@@ -261,11 +279,20 @@ impl Frame {
                 "plannedScheduled".into(),
                 Scalar::Number(stop.planned as f64),
             );
-            workload.insert("plannedWindowEndMs".into(), Scalar::Number(planned_end_ms));
+            workload.insert(
+                "plannedWindowEndMs".into(),
+                Scalar::Number(self.window_end_ms),
+            );
         }
         if stop.recovered {
             workload.insert("recovered".into(), Scalar::Bool(true));
         }
+        workload
+    }
+
+    /// The boundary labels: how arrivals, tokens and the clock were
+    /// measured, and a shard's place and clock figures.
+    fn boundary(&self, stop: &Stop) -> Labels {
         let mut boundary = Labels::new();
         let arrival = if self.open_loop {
             "scheduled"
@@ -287,27 +314,7 @@ impl Frame {
                 put("shardStartLateMs", c.start_late_ms);
             }
         }
-        TraceDoc {
-            schema: TRACE_SCHEMA,
-            window: Window {
-                start_ms,
-                end_ms,
-                horizon_ms: Some(horizon_ms),
-            },
-            warmup: (start_ms > 0.0).then_some(Warmup {
-                start_ms: 0.0,
-                end_ms: start_ms,
-            }),
-            equality: self.equality,
-            classes: self.classes.clone(),
-            default_class: self.default_class.clone(),
-            tokens,
-            boundary,
-            workload,
-            phases: self.phases.clone(),
-            resources: self.resources,
-            rows: Vec::new(),
-        }
+        boundary
     }
 
     /// The whole document, rows given (the in-memory path).

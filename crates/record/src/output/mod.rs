@@ -6,5 +6,4 @@ pub mod frame;
 pub mod recover;
 pub mod row;
 pub mod spool;
-pub mod spool_error;
 pub mod summary;

@@ -57,43 +57,11 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, RecordError> 
     if let Some(layout) = &header.sessions {
         return recover_sessions(spool_file, &scan, layout, out);
     }
-    let (rows, planned) = if frame.open_loop {
-        let scheduled = header.arrivals_ms.len();
-        if scan.end_index > scheduled {
-            return Err(SpoolError::Bad {
-                path: spool_file.display().to_string(),
-                line: 1,
-                message: format!(
-                    "the schedule holds {scheduled} requests but request {} ended",
-                    scan.end_index - 1
-                ),
-            }
-            .into());
-        }
-        let due = header.arrivals_ms.partition_point(|&a| a < cut_ms);
-        (
-            due.max(dispatched).max(scan.end_index).min(scheduled),
-            scheduled,
-        )
-    } else {
-        let rows = dispatched.max(scan.end_index);
-        (rows, rows)
-    };
-    let stop = Stop {
-        interrupted_at_ms: Some(cut_ms),
-        planned,
-        keep_alive_retries: 0,
-        recovered: true,
-        shard_clock: None,
-    };
+    let (rows, planned) = rows_and_planned(spool_file, &scan, dispatched)?;
+    let stop = recovered_stop(cut_ms, planned);
     let meta = |index: usize| {
         let global = frame.shard.map_or(index, |s| s.global(index));
-        header.prompts.meta(global).unwrap_or(PromptMeta {
-            class: None,
-            chars: 0,
-            hash: String::new(),
-            labels: Labels::new(),
-        })
+        meta_or_blank(header.prompts.meta(global))
     };
     let unended = |index: usize| -> TraceRow {
         if frame.open_loop {
@@ -128,6 +96,63 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, RecordError> 
         spooled: scan.ended_count,
         unended: unended_count,
         not_sent,
+    })
+}
+
+/// The rows of a recovered run that was not multi-turn, and the requests it
+/// planned. Open loop: every request due by the cut, dispatched or ended,
+/// within the schedule (which must hold every ended request). Closed loop:
+/// every request dispatched or ended.
+fn rows_and_planned(
+    spool_file: &Path,
+    scan: &spool::Scan,
+    dispatched: usize,
+) -> Result<(usize, usize), RecordError> {
+    let header = &scan.header;
+    if !header.frame.open_loop {
+        let rows = dispatched.max(scan.end_index);
+        return Ok((rows, rows));
+    }
+    let scheduled = header.arrivals_ms.len();
+    if scan.end_index > scheduled {
+        return Err(SpoolError::Bad {
+            path: spool_file.display().to_string(),
+            line: 1,
+            message: format!(
+                "the schedule holds {scheduled} requests but request {} ended",
+                scan.end_index - 1
+            ),
+        }
+        .into());
+    }
+    let due = header
+        .arrivals_ms
+        .partition_point(|&a| a < scan.last_instant_ms);
+    Ok((
+        due.max(dispatched).max(scan.end_index).min(scheduled),
+        scheduled,
+    ))
+}
+
+/// How a recovered run stopped: cut at `cut_ms` as by an interrupt, with
+/// `planned` requests planned, and marked recovered.
+fn recovered_stop(cut_ms: f64, planned: usize) -> Stop {
+    Stop {
+        interrupted_at_ms: Some(cut_ms),
+        planned,
+        keep_alive_retries: 0,
+        recovered: true,
+        shard_clock: None,
+    }
+}
+
+/// A prompt's meta as spooled, or a blank one when the spool has none.
+fn meta_or_blank(meta: Option<PromptMeta>) -> PromptMeta {
+    meta.unwrap_or(PromptMeta {
+        class: None,
+        chars: 0,
+        hash: String::new(),
+        labels: Labels::new(),
     })
 }
 
@@ -169,21 +194,8 @@ fn recover_sessions(
         .map_or(0, |i| session_of(i) + 1);
     let sessions = due.max(dispatched).max(last_ended).min(starts.len());
     let rows = layout.offsets[sessions];
-    let stop = Stop {
-        interrupted_at_ms: Some(cut_ms),
-        planned: total,
-        keep_alive_retries: 0,
-        recovered: true,
-        shard_clock: None,
-    };
-    let meta = |index: usize| {
-        header.prompts.meta(index).unwrap_or(PromptMeta {
-            class: None,
-            chars: 0,
-            hash: String::new(),
-            labels: Labels::new(),
-        })
-    };
+    let stop = recovered_stop(cut_ms, total);
+    let meta = |index: usize| meta_or_blank(header.prompts.meta(index));
     let unended = |index: usize| -> TraceRow {
         let s = session_of(index);
         let first = index == layout.offsets[s];

@@ -39,9 +39,9 @@ use goodput_core::trace::{Labels, TokenCount};
 use crate::exchange::{Ending, FailReason, Observation};
 use crate::output::frame::{Frame, PromptMeta, Stop};
 use crate::output::summary::{Figures, Tally};
+use crate::plan::{Plan, Written};
 use crate::run::{Collector, Finished, Load, RunOutcome};
 use crate::workload::body::PromptSource;
-use crate::{Plan, Written};
 
 /// The tag of the spool's header line.
 pub const SPOOL_SCHEMA: &str = "goodput-spool/1";
@@ -53,7 +53,7 @@ pub fn spool_path(out: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-pub use crate::output::spool_error::SpoolError;
+pub use crate::error::SpoolError;
 
 /// What the spool knows about prompts: enough to describe a request that
 /// never reported (class, length, hash), never the text.
@@ -211,6 +211,11 @@ enum Line {
     },
 }
 
+/// A spooled failure reason that no [`FailReason`] writes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown failure reason `{0}`")]
+struct UnknownReason(String);
+
 fn parse_reason(text: &str) -> Option<FailReason> {
     FailReason::parse(text)
 }
@@ -242,12 +247,11 @@ impl SpoolRow {
         }
     }
 
-    fn finished(self) -> Result<(usize, Finished), String> {
+    fn finished(self) -> Result<(usize, Finished), UnknownReason> {
         let ending = match self.ending {
             SpoolEnding::Completed { completed_ms } => Ending::Completed { completed_ms },
             SpoolEnding::Failed { reason, ended_ms } => Ending::Failed {
-                reason: parse_reason(&reason)
-                    .ok_or_else(|| format!("unknown failure reason `{reason}`"))?,
+                reason: parse_reason(&reason).ok_or(UnknownReason(reason))?,
                 ended_ms,
             },
             SpoolEnding::InFlight => Ending::InFlight,
@@ -583,7 +587,9 @@ pub fn rows<'a>(
                         ahead.insert(i, f);
                     }
                     Ok(_) => {}
-                    Err(message) => return Some(Err(io::Error::other(lines.bad(message)))),
+                    Err(unknown) => {
+                        return Some(Err(io::Error::other(lines.bad(unknown.to_string()))))
+                    }
                 },
                 Ok(Some(Line::Mark { .. })) => {}
                 Ok(None) => {

@@ -13,6 +13,14 @@
 //! Observation stops at the horizon (window end + grace) or at an interrupt:
 //! the cancellation signal goes out, every request still running reports
 //! itself in flight, and the loop ends when every spawned request has reported.
+//!
+//! Every request, whichever load sends it, goes out through one send path
+//! (`Shared::exchange`); multi-turn sessions ([`sessions`]) are started by
+//! the same pacer and send their turns through it too. Where t0 sits when
+//! shards share a start instant: `run::start`.
+
+pub mod sessions;
+pub(crate) mod start;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,7 +28,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::exchange::{run_one, Clock, Ending, Observation};
@@ -30,6 +40,7 @@ use crate::transport::error_text::Secrets;
 use crate::workload::body::{
     echoes_prompt, prompt_hash, BodyTemplate, PromptSource, WITHHELD_ERROR_TEXT,
 };
+use crate::workload::sessions::SessionSet;
 
 /// How load is offered.
 #[derive(Debug, Clone)]
@@ -48,7 +59,7 @@ pub enum Load {
     /// session's later turns wait for its earlier answers.
     Sessions {
         /// The sessions, their starts and their row layout.
-        set: Arc<crate::workload::sessions::SessionSet>,
+        set: Arc<SessionSet>,
     },
 }
 
@@ -190,9 +201,45 @@ pub(crate) struct Shared<T> {
 }
 
 impl<T> Shared<T> {
+    /// Sends one request through `transport` (the run's own, or a wrapper
+    /// of it) and reads it to its ending: the run's one send path. Counts
+    /// the send (`due_ms`: its scheduled instant, kept for the send lag),
+    /// runs the exchange with the run's timeout from `arrival_ms` and its
+    /// cancellation, labels the error text (withheld when it repeats any of
+    /// `sent`, the texts sent) and counts the ending.
+    pub(crate) async fn exchange<U: Transport>(
+        &self,
+        transport: &U,
+        body: Bytes,
+        arrival_ms: f64,
+        due_ms: Option<f64>,
+        sent: &[&str],
+    ) -> (Observation, Ending) {
+        self.note_send(due_ms);
+        let (mut obs, ending) = run_one(
+            transport,
+            body,
+            &self.clock,
+            arrival_ms,
+            self.config.timeout,
+            self.cancel.clone(),
+            self.config.max_event_bytes,
+        )
+        .await;
+        self.label_error(&mut obs, sent);
+        self.note_ending(&ending);
+        (obs, ending)
+    }
+
+    /// Hands request `index`'s row to the run loop.
+    pub(crate) fn report(&self, index: usize, finished: Finished) {
+        // The receiver lives until every sender is gone.
+        let _ = self.results.send((index, finished));
+    }
+
     /// Counts a send; in open loop, `due_ms` is its scheduled instant and
     /// the send lag is kept for the progress line.
-    pub(crate) fn note_send(&self, due_ms: Option<f64>) {
+    fn note_send(&self, due_ms: Option<f64>) {
         self.counters.sent.fetch_add(1, Ordering::Relaxed);
         if let Some(due) = due_ms {
             let lag_us = ((self.clock.now_ms() - due).max(0.0) * 1000.0) as u64;
@@ -204,7 +251,7 @@ impl<T> Shared<T> {
     /// place the label is made (secrets redacted, at most 200 characters,
     /// withheld when it repeats any of `prompts`, the texts sent). The raw
     /// bytes are not kept past here.
-    pub(crate) fn label_error(&self, obs: &mut Observation, prompts: &[&str]) {
+    fn label_error(&self, obs: &mut Observation, prompts: &[&str]) {
         obs.error_text = obs
             .error_head
             .take()
@@ -219,7 +266,7 @@ impl<T> Shared<T> {
     }
 
     /// Counts an ending.
-    pub(crate) fn note_ending(&self, ending: &Ending) {
+    fn note_ending(&self, ending: &Ending) {
         match ending {
             Ending::Completed { .. } => self.counters.completed.fetch_add(1, Ordering::Relaxed),
             Ending::Failed { .. } => self.counters.failed.fetch_add(1, Ordering::Relaxed),
@@ -241,6 +288,8 @@ impl<T> Clone for Shared<T> {
     }
 }
 
+/// Sends request `index` (open or closed loop) with its prompt and reports
+/// its row.
 async fn one_request<T: Transport>(
     shared: &Shared<T>,
     index: usize,
@@ -253,19 +302,16 @@ async fn one_request<T: Transport>(
         .config
         .template
         .body_with(&prompt.text, extras.max_tokens);
-    shared.note_send(open_loop.then_some(arrival_ms));
-    let (mut obs, ending) = run_one(
-        &*shared.transport,
-        body,
-        &shared.clock,
-        arrival_ms,
-        shared.config.timeout,
-        shared.cancel.clone(),
-        shared.config.max_event_bytes,
-    )
-    .await;
-    shared.label_error(&mut obs, &[&prompt.text]);
-    shared.note_ending(&ending);
+    let due_ms = open_loop.then_some(arrival_ms);
+    let (obs, ending) = shared
+        .exchange(
+            &*shared.transport,
+            body,
+            arrival_ms,
+            due_ms,
+            &[&prompt.text],
+        )
+        .await;
     let finished = Finished {
         arrival_ms,
         obs,
@@ -275,8 +321,7 @@ async fn one_request<T: Transport>(
         class: prompt.class,
         labels: extras.labels,
     };
-    // The receiver lives until every sender is gone.
-    let _ = shared.results.send((index, finished));
+    shared.report(index, finished);
 }
 
 /// Runs the load to its end (horizon or interrupt), keeping every result in
@@ -317,173 +362,231 @@ pub async fn run_into<T: Transport>(
         results: res_tx,
         counters,
     };
-    let stopped = Arc::new(AtomicBool::new(false));
-    let loops = match &config.load {
-        Load::Open { .. } => config.loops.max(1),
-        _ => 1,
+    let observer = Observer {
+        clock,
+        issued: Arc::new(Dispatched::new(loops_of(&config))),
+        stopped: Arc::new(AtomicBool::new(false)),
+        cancel: cancel_tx,
+        horizon_ms: config.window_end_ms + config.grace_ms,
     };
-    let issued = Arc::new(Dispatched::new(loops));
-    let mut dispatcher = match &config.load {
-        Load::Open { arrivals_ms } if loops > 1 => {
-            let threads = (0..loops)
-                .map(|lane| {
-                    let arrivals = arrivals_ms.clone();
-                    let issued = issued.clone();
-                    let mut shared = shared.clone();
-                    if let Some(own) = shared.transport.for_another_loop() {
-                        shared.transport = Arc::new(own);
-                    }
-                    // A lane whose thread cannot start sends nothing: its
-                    // requests stay due and unsent, and the trace says so.
-                    std::thread::Builder::new()
-                        .name(format!("goodput-loop-{lane}"))
-                        .spawn(move || lane_on_its_own_loop(&arrivals, lane, &issued, shared))
-                        .ok()
-                })
-                .collect::<Vec<_>>();
-            // Each lane holds its own results sender; this one goes.
-            drop(shared);
-            tokio::task::spawn_blocking(move || {
-                for thread in threads.into_iter().flatten() {
-                    let _ = thread.join();
-                }
-            })
-        }
-        Load::Open { arrivals_ms } => {
-            let arrivals = arrivals_ms.clone();
-            let issued = issued.clone();
-            tokio::spawn(async move { send_lane(&arrivals, 0, &issued, shared).await })
-        }
+    let dispatcher = dispatch(&config.load, shared, &observer);
+    let interrupted_at_ms = observer
+        .observe(&mut res_rx, dispatcher, interrupt, collector)
+        .await;
+    let issued = observer.issued.count();
+    let layout = match &config.load {
+        Load::Open { arrivals_ms } => open_layout(arrivals_ms, issued, interrupted_at_ms),
         Load::Sessions { set } => {
-            let set = set.clone();
-            let issued = issued.clone();
-            let cancel = shared.cancel.clone();
-            tokio::spawn(async move {
-                let starts = set.starts_ms.clone();
-                pace(&starts, 0, clock, cancel, &issued, |s, _| {
-                    let shared = shared.clone();
-                    let set = set.clone();
-                    tokio::spawn(crate::workload::sessions::run_session(shared, set, s));
-                })
-                .await;
-            })
+            let horizon_ms = observer.horizon_ms;
+            sessions::layout(set, issued, interrupted_at_ms, horizon_ms, collector)
         }
-        Load::Closed { concurrency } => {
-            for _ in 0..*concurrency {
-                let shared = shared.clone();
-                let issued = issued.clone();
-                let stopped = stopped.clone();
-                tokio::spawn(async move {
-                    // Every timestamp counts from t0, and the clock reads 0
-                    // before it: a worker that sent early would be stamped
-                    // later than its real send. So the workers start at t0.
-                    tokio::time::sleep_until(shared.clock.at(0.0)).await;
-                    loop {
-                        let now = shared.clock.now_ms();
-                        if stopped.load(Ordering::Relaxed)
-                            || shared.cancel.borrow().is_some()
-                            || now >= shared.config.window_end_ms
-                        {
-                            break;
-                        }
-                        let index = issued.lanes[0].fetch_add(1, Ordering::Relaxed);
-                        one_request(&shared, index, now, false).await;
-                    }
-                });
-            }
-            drop(shared);
-            tokio::spawn(async {})
-        }
-    };
-
-    let horizon_ms = config.window_end_ms + config.grace_ms;
-    let horizon = tokio::time::sleep_until(clock.at(horizon_ms));
-    tokio::pin!(horizon);
-    let mut interrupt = interrupt;
-    let mut interrupted_at_ms = None;
-    let mut dispatcher_done = false;
-    let mut horizon_passed = false;
-    let mut marks = tokio::time::interval_at(clock.at(0.0) + MARK_EVERY, MARK_EVERY);
-    marks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            message = res_rx.recv() => match message {
-                Some((index, finished)) => collector.ended(index, finished),
-                None => break,
-            },
-            _ = marks.tick() => {
-                // Hand over what has already ended, so the mark covers it.
-                while let Ok((index, finished)) = res_rx.try_recv() {
-                    collector.ended(index, finished);
-                }
-                collector.mark(clock.now_ms(), issued.count());
-            }
-            _ = &mut dispatcher, if !dispatcher_done => dispatcher_done = true,
-            () = &mut horizon, if !horizon_passed && interrupted_at_ms.is_none() => {
-                horizon_passed = true;
-                stopped.store(true, Ordering::Relaxed);
-                cancel_tx.send_replace(Some(horizon_ms));
-            }
-            () = &mut interrupt, if interrupted_at_ms.is_none() && !horizon_passed => {
-                let now = clock.now_ms();
-                interrupted_at_ms = Some(now);
-                stopped.store(true, Ordering::Relaxed);
-                cancel_tx.send_replace(Some(now));
-            }
-        }
-    }
-    if !dispatcher_done {
-        let _ = dispatcher.await;
-    }
-    let issued = issued.count();
-    let (arrivals_ms, planned, rows) = match &config.load {
-        Load::Open { arrivals_ms } => {
-            let due = match interrupted_at_ms {
-                Some(t) => arrivals_ms.partition_point(|&a| a < t),
-                None => arrivals_ms.len(),
-            };
-            let rows = due.max(issued).min(arrivals_ms.len());
-            (arrivals_ms[..rows].to_vec(), arrivals_ms.len(), rows)
-        }
-        Load::Sessions { set } => {
-            let starts = &set.starts_ms;
-            let due = match interrupted_at_ms {
-                Some(t) => starts.partition_point(|&a| a < t),
-                None => starts.len(),
-            };
-            let sessions = due.max(issued).min(starts.len());
-            let stop_ms = interrupted_at_ms.unwrap_or(horizon_ms);
-            // A session due but never started has its first turn due at its
-            // start (a row never sent, like any open-loop request); its later
-            // turns never became eligible before the stop.
-            let rows = set.rows_of(sessions);
-            for s in issued.min(sessions)..sessions {
-                for index in set.offsets[s] + 1..set.offsets[s + 1] {
-                    collector.ended(
-                        index,
-                        crate::workload::sessions::not_eligible_row(set, index, stop_ms),
-                    );
-                }
-            }
-            let arrivals = (0..rows)
-                .map(|i| match set.locate(i) {
-                    Some((s, 0)) => starts[s],
-                    _ => stop_ms,
-                })
-                .collect();
-            (arrivals, set.rows_of(starts.len()), rows)
-        }
-        Load::Closed { .. } => (Vec::new(), issued, issued),
+        Load::Closed { .. } => RowLayout {
+            arrivals_ms: Vec::new(),
+            planned: issued,
+            rows: issued,
+        },
     };
     collector.mark(clock.now_ms(), issued);
     RunOutcome {
         results: Vec::new(),
-        arrivals_ms,
+        arrivals_ms: layout.arrivals_ms,
         interrupted_at_ms,
-        planned,
+        planned: layout.planned,
         keep_alive_retries: 0,
-        rows,
+        rows: layout.rows,
         shard_clock: None,
+    }
+}
+
+/// The event loops that send the load: the configured number for an open
+/// loop, one for sessions and closed loops.
+fn loops_of(config: &RunConfig) -> usize {
+    match &config.load {
+        Load::Open { .. } => config.loops.max(1),
+        _ => 1,
+    }
+}
+
+/// Starts sending the load; the handle ends when every request has been
+/// dispatched (open loop, sessions) or at once (closed loop, whose workers
+/// stop themselves).
+fn dispatch<T: Transport>(load: &Load, shared: Shared<T>, observer: &Observer) -> JoinHandle<()> {
+    let issued = observer.issued.clone();
+    match load {
+        Load::Open { arrivals_ms } if issued.lanes.len() > 1 => {
+            spawn_loops(arrivals_ms, issued, shared)
+        }
+        Load::Open { arrivals_ms } => {
+            let arrivals = arrivals_ms.clone();
+            tokio::spawn(async move { send_lane(&arrivals, 0, &issued, shared).await })
+        }
+        Load::Sessions { set } => sessions::dispatch(set.clone(), issued, shared),
+        Load::Closed { concurrency } => {
+            for _ in 0..*concurrency {
+                let worker =
+                    closed_worker(shared.clone(), issued.clone(), observer.stopped.clone());
+                tokio::spawn(worker);
+            }
+            drop(shared);
+            tokio::spawn(async {})
+        }
+    }
+}
+
+/// Sends an open-loop schedule from one event loop per lane of `issued`,
+/// each on a thread of its own with its own connections.
+fn spawn_loops<T: Transport>(
+    arrivals_ms: &Arc<Vec<f64>>,
+    issued: Arc<Dispatched>,
+    shared: Shared<T>,
+) -> JoinHandle<()> {
+    let threads = (0..issued.lanes.len())
+        .map(|lane| {
+            let arrivals = arrivals_ms.clone();
+            let issued = issued.clone();
+            let mut shared = shared.clone();
+            if let Some(own) = shared.transport.for_another_loop() {
+                shared.transport = Arc::new(own);
+            }
+            // A lane whose thread cannot start sends nothing: its
+            // requests stay due and unsent, and the trace says so.
+            std::thread::Builder::new()
+                .name(format!("goodput-loop-{lane}"))
+                .spawn(move || lane_on_its_own_loop(&arrivals, lane, &issued, shared))
+                .ok()
+        })
+        .collect::<Vec<_>>();
+    // Each lane holds its own results sender; this one goes.
+    drop(shared);
+    tokio::task::spawn_blocking(move || {
+        for thread in threads.into_iter().flatten() {
+            let _ = thread.join();
+        }
+    })
+}
+
+/// One closed-loop worker: sends, waits for the ending, and sends again,
+/// until the window ends or the run stops.
+async fn closed_worker<T: Transport>(
+    shared: Shared<T>,
+    issued: Arc<Dispatched>,
+    stopped: Arc<AtomicBool>,
+) {
+    // Every timestamp counts from t0, and the clock reads 0
+    // before it: a worker that sent early would be stamped
+    // later than its real send. So the workers start at t0.
+    tokio::time::sleep_until(shared.clock.at(0.0)).await;
+    loop {
+        let now = shared.clock.now_ms();
+        if stopped.load(Ordering::Relaxed)
+            || shared.cancel.borrow().is_some()
+            || now >= shared.config.window_end_ms
+        {
+            break;
+        }
+        let index = issued.lanes[0].fetch_add(1, Ordering::Relaxed);
+        one_request(&shared, index, now, false).await;
+    }
+}
+
+/// The observing half of a run: the clock, how far dispatch got, and the
+/// signals that stop it.
+struct Observer {
+    clock: Clock,
+    issued: Arc<Dispatched>,
+    /// Closed-loop workers stop sending once it is set.
+    stopped: Arc<AtomicBool>,
+    /// Carries the instant observation stopped to every request.
+    cancel: watch::Sender<Option<f64>>,
+    horizon_ms: f64,
+}
+
+impl Observer {
+    /// Stops the run at `at_ms`: no more sends, every running request cut.
+    fn stop(&self, at_ms: f64) {
+        self.stopped.store(true, Ordering::Relaxed);
+        self.cancel.send_replace(Some(at_ms));
+    }
+
+    /// Hands every ending to `collector` (with a mark every [`MARK_EVERY`])
+    /// until every request has reported, stopping the run at the horizon or
+    /// at `interrupt`; returns when an interrupt stopped it, ms since t0.
+    async fn observe(
+        &self,
+        results: &mut mpsc::UnboundedReceiver<(usize, Finished)>,
+        mut dispatcher: JoinHandle<()>,
+        mut interrupt: Interrupt,
+        collector: &mut dyn Collector,
+    ) -> Option<f64> {
+        let clock = self.clock;
+        let horizon = tokio::time::sleep_until(clock.at(self.horizon_ms));
+        tokio::pin!(horizon);
+        let mut interrupted_at_ms = None;
+        let mut dispatcher_done = false;
+        let mut horizon_passed = false;
+        let mut marks = tokio::time::interval_at(clock.at(0.0) + MARK_EVERY, MARK_EVERY);
+        marks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                message = results.recv() => match message {
+                    Some((index, finished)) => collector.ended(index, finished),
+                    None => break,
+                },
+                _ = marks.tick() => {
+                    // Hand over what has already ended, so the mark covers it.
+                    while let Ok((index, finished)) = results.try_recv() {
+                        collector.ended(index, finished);
+                    }
+                    collector.mark(clock.now_ms(), self.issued.count());
+                }
+                _ = &mut dispatcher, if !dispatcher_done => dispatcher_done = true,
+                () = &mut horizon, if !horizon_passed && interrupted_at_ms.is_none() => {
+                    horizon_passed = true;
+                    self.stop(self.horizon_ms);
+                }
+                () = &mut interrupt, if interrupted_at_ms.is_none() && !horizon_passed => {
+                    let now = clock.now_ms();
+                    interrupted_at_ms = Some(now);
+                    self.stop(now);
+                }
+            }
+        }
+        if !dispatcher_done {
+            let _ = dispatcher.await;
+        }
+        interrupted_at_ms
+    }
+}
+
+/// Which rows a stopped run's trace gets, and their scheduled arrivals.
+struct RowLayout {
+    /// Scheduled arrivals of the rows (open loop and sessions).
+    arrivals_ms: Vec<f64>,
+    /// Requests the full schedule held (open loop), or were issued (closed loop).
+    planned: usize,
+    /// Rows the trace gets.
+    rows: usize,
+}
+
+/// The rows of an open-loop run once it stopped: every request due (by an
+/// interrupt, else the whole schedule) or dispatched.
+fn open_layout(arrivals_ms: &[f64], issued: usize, interrupted_at_ms: Option<f64>) -> RowLayout {
+    let rows = due_by(arrivals_ms, interrupted_at_ms)
+        .max(issued)
+        .min(arrivals_ms.len());
+    RowLayout {
+        arrivals_ms: arrivals_ms[..rows].to_vec(),
+        planned: arrivals_ms.len(),
+        rows,
+    }
+}
+
+/// How many of the (ascending) `instants` fell before an interrupt at
+/// `interrupted_at_ms`; all of them when there was none.
+fn due_by(instants: &[f64], interrupted_at_ms: Option<f64>) -> usize {
+    match interrupted_at_ms {
+        Some(t) => instants.partition_point(|&a| a < t),
+        None => instants.len(),
     }
 }
 

@@ -16,8 +16,26 @@ use goodput_core::trace::{Labels, Scalar};
 
 use crate::transport::client::{HyperTransport, TransportError};
 use crate::transport::error_text::Secrets;
-use crate::transport::headers::{self, ExtraHeader};
-use crate::transport::tls::{self, Trust};
+use crate::transport::headers::{self, ExtraHeader, HeaderError};
+use crate::transport::tls::{self, TlsSetupError, Trust};
+
+/// Why the connection flags cannot be used. Messages never hold a header
+/// value or the key.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// `--cacert` and `--insecure` together.
+    #[error("give --cacert or --insecure, not both")]
+    CacertAndInsecure,
+    /// A TLS flag on an `http://` URL.
+    #[error("--cacert and --insecure apply only to https:// URLs")]
+    TlsOnPlainUrl,
+    /// The TLS configuration could not be built.
+    #[error("{0}")]
+    Tls(#[from] TlsSetupError),
+    /// A `--header` or `--header-env` is refused.
+    #[error("{0}")]
+    Header(#[from] HeaderError),
+}
 
 /// The connection settings of a recording. `Debug` never shows the key.
 #[derive(Clone)]
@@ -67,19 +85,19 @@ impl Endpoint {
         flags: &EndpointFlags,
         api_key: Option<String>,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Endpoint, String> {
+    ) -> Result<Endpoint, EndpointError> {
         let https = uri.scheme_str() == Some("https");
         let trust = match (&flags.cacert, flags.insecure) {
-            (Some(_), true) => return Err("give --cacert or --insecure, not both".into()),
+            (Some(_), true) => return Err(EndpointError::CacertAndInsecure),
             (Some(path), false) => Trust::CaFile(path.clone()),
             (None, true) => Trust::Insecure,
             (None, false) => Trust::SystemRoots,
         };
         if !https && trust != Trust::SystemRoots {
-            return Err("--cacert and --insecure apply only to https:// URLs".into());
+            return Err(EndpointError::TlsOnPlainUrl);
         }
         let (tls, trust) = if https {
-            let config = tls::client_config(&trust).map_err(|e| e.to_string())?;
+            let config = tls::client_config(&trust)?;
             (Some(config), Some(trust))
         } else {
             (None, None)
@@ -190,7 +208,9 @@ mod tests {
     #[test]
     fn tls_flags_on_a_plain_url_are_refused() {
         let uri: Uri = "http://h/v1".parse().unwrap();
-        let err = Endpoint::from_flags(&uri, &flags(&[], true), None, |_| None).unwrap_err();
+        let err = Endpoint::from_flags(&uri, &flags(&[], true), None, |_| None)
+            .unwrap_err()
+            .to_string();
         assert_eq!(err, "--cacert and --insecure apply only to https:// URLs");
     }
 }

@@ -46,28 +46,80 @@ impl std::fmt::Debug for ExtraHeader {
     }
 }
 
+/// Why a `--header` or `--header-env` cannot be used. Each names the flag
+/// and (when it is readable) the header, never the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// No `:` between the name and the value.
+    #[error("{flag}: expected 'Name: value' (no colon found; the value is not shown)")]
+    NoColon {
+        /// The flag.
+        flag: &'static str,
+    },
+    /// The name is not a valid HTTP header name.
+    #[error("{flag}: `{name}` is not a valid header name")]
+    BadName {
+        /// The flag.
+        flag: &'static str,
+        /// The name as given.
+        name: String,
+    },
+    /// The header frames or routes the exchange ([`REFUSED`]).
+    #[error("{flag}: `{name}` is set by the HTTP client itself and cannot be given")]
+    Refused {
+        /// The flag.
+        flag: &'static str,
+        /// The name as given.
+        name: String,
+    },
+    /// The value holds characters a header cannot carry.
+    #[error("{flag} `{name}`: the value holds characters not allowed in a header (not shown)")]
+    BadValue {
+        /// The flag.
+        flag: &'static str,
+        /// The header's name.
+        name: String,
+    },
+    /// `--header-env` names no variable.
+    #[error("--header-env `{name}`: expected 'Name: ENVVAR' (no variable named)")]
+    NoVariable {
+        /// The header's name.
+        name: String,
+    },
+    /// `--header-env`'s variable is unset or empty.
+    #[error("--header-env `{name}`: the environment variable {var} is not set or empty")]
+    Unset {
+        /// The header's name.
+        name: String,
+        /// The variable.
+        var: String,
+    },
+}
+
 /// Splits `Name: value` into a checked name and the raw value. The error
 /// names the flag and (when it is readable) the header, never the value.
-fn split(text: &str, flag: &str) -> Result<(HeaderName, String), String> {
+fn split(text: &str, flag: &'static str) -> Result<(HeaderName, String), HeaderError> {
     let Some((name, value)) = text.split_once(':') else {
-        return Err(format!(
-            "{flag}: expected 'Name: value' (no colon found; the value is not shown)"
-        ));
+        return Err(HeaderError::NoColon { flag });
     };
     let name = name.trim();
-    let parsed = HeaderName::from_bytes(name.as_bytes())
-        .map_err(|_| format!("{flag}: `{name}` is not a valid header name"))?;
+    let parsed = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HeaderError::BadName {
+        flag,
+        name: name.to_owned(),
+    })?;
     if REFUSED.contains(&parsed.as_str()) {
-        return Err(format!(
-            "{flag}: `{name}` is set by the HTTP client itself and cannot be given"
-        ));
+        return Err(HeaderError::Refused {
+            flag,
+            name: name.to_owned(),
+        });
     }
     Ok((parsed, value.trim().to_owned()))
 }
 
-fn header(name: HeaderName, value: String, flag: &str) -> Result<ExtraHeader, String> {
-    let mut parsed = HeaderValue::from_str(&value).map_err(|_| {
-        format!("{flag} `{name}`: the value holds characters not allowed in a header (not shown)")
+fn header(name: HeaderName, value: String, flag: &'static str) -> Result<ExtraHeader, HeaderError> {
+    let mut parsed = HeaderValue::from_str(&value).map_err(|_| HeaderError::BadValue {
+        flag,
+        name: name.to_string(),
     })?;
     parsed.set_sensitive(true);
     Ok(ExtraHeader {
@@ -83,7 +135,7 @@ pub fn resolve(
     headers: &[String],
     header_env: &[String],
     env: impl Fn(&str) -> Option<String>,
-) -> Result<Vec<ExtraHeader>, String> {
+) -> Result<Vec<ExtraHeader>, HeaderError> {
     let mut out = Vec::with_capacity(headers.len() + header_env.len());
     for text in headers {
         let (name, value) = split(text, "--header")?;
@@ -92,13 +144,16 @@ pub fn resolve(
     for text in header_env {
         let (name, var) = split(text, "--header-env")?;
         if var.is_empty() {
-            return Err(format!(
-                "--header-env `{name}`: expected 'Name: ENVVAR' (no variable named)"
-            ));
+            return Err(HeaderError::NoVariable {
+                name: name.to_string(),
+            });
         }
-        let value = env(&var).filter(|v| !v.is_empty()).ok_or_else(|| {
-            format!("--header-env `{name}`: the environment variable {var} is not set or empty")
-        })?;
+        let value = env(&var)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| HeaderError::Unset {
+                name: name.to_string(),
+                var: var.clone(),
+            })?;
         out.push(header(name, value, "--header-env")?);
     }
     Ok(out)
@@ -160,7 +215,7 @@ mod tests {
             (vec![format!("no-colon-{value}")], vec![]),
             (vec![], vec!["X-Key: MISSING_VAR".to_owned()]),
         ] {
-            let err = resolve(&headers, &envs, env).unwrap_err();
+            let err = resolve(&headers, &envs, env).unwrap_err().to_string();
             assert!(!err.contains("hidden"), "{err}");
         }
         let ok = resolve(&["X-Key: hidden-value".into()], &[], env).unwrap();
@@ -169,12 +224,16 @@ mod tests {
 
     #[test]
     fn framing_headers_and_missing_variables_are_refused_by_name() {
-        let err = resolve(&["Content-Length: 5".into()], &[], env).unwrap_err();
+        let err = resolve(&["Content-Length: 5".into()], &[], env)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "--header: `Content-Length` is set by the HTTP client itself and cannot be given"
         );
-        let err = resolve(&[], &["X-Key: NOPE".into()], env).unwrap_err();
+        let err = resolve(&[], &["X-Key: NOPE".into()], env)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "--header-env `x-key`: the environment variable NOPE is not set or empty"

@@ -326,15 +326,27 @@ impl Connector {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// Why a URI's host cannot be a TLS server name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{host}` is not a TLS server name ({reason})")]
+pub struct ServerNameError {
+    /// The host (brackets of an IPv6 literal removed).
+    pub host: String,
+    /// What rustls said.
+    pub reason: String,
+}
+
 /// The TLS server name of a URI's host (brackets of an IPv6 literal removed).
-pub fn server_name(uri: &Uri) -> Result<ServerName<'static>, String> {
+pub fn server_name(uri: &Uri) -> Result<ServerName<'static>, ServerNameError> {
     let host = uri.host().unwrap_or_default();
     let host = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
-    ServerName::try_from(host.to_owned())
-        .map_err(|e| format!("`{host}` is not a TLS server name ({e})"))
+    ServerName::try_from(host.to_owned()).map_err(|e| ServerNameError {
+        host: host.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 impl tower_service::Service<Uri> for Connector {
@@ -366,7 +378,7 @@ impl tower_service::Service<Uri> for Connector {
             let Some((tls, name)) = tls else {
                 return Ok(Stream::Plain(tcp));
             };
-            let name = name.map_err(TlsFailure::Handshake)?;
+            let name = name.map_err(|e| TlsFailure::Handshake(e.to_string()))?;
             let tls = tokio_rustls::TlsConnector::from(tls);
             match tls.connect(name, tcp.into_inner()).await {
                 Ok(stream) => Ok(Stream::Tls(Box::new(TokioIo::new(stream)))),

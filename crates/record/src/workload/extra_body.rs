@@ -23,6 +23,42 @@ use serde_json::{Map, Value};
 /// Keys the recorder always sets.
 pub const ALWAYS_SET: [&str; 5] = ["model", "messages", "prompt", "stream", "stream_options"];
 
+/// Why an `--extra-body` object is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtraBodyError {
+    /// The text is not JSON.
+    #[error("--extra-body: not JSON (line {line}, column {column}: {error})")]
+    NotJson {
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What the JSON parser said.
+        error: serde_json::Error,
+    },
+    /// The JSON is not an object.
+    #[error("--extra-body: expected a JSON object such as '{{\"temperature\": 0}}'")]
+    NotObject,
+    /// A key the recorder always sets ([`ALWAYS_SET`]).
+    #[error(
+        "--extra-body: `{key}` is set by the recorder itself and cannot be overridden \
+         (it always sets {always})",
+        always = ALWAYS_SET.join(", ")
+    )]
+    SetByRecorder {
+        /// The key.
+        key: String,
+    },
+    /// A key another flag makes the recorder set.
+    #[error("--extra-body: `{key}` is also set by {flag}; give it in one place only")]
+    AlsoSetBy {
+        /// The key.
+        key: String,
+        /// The flag that sets it.
+        flag: String,
+    },
+}
+
 /// A validated `--extra-body` object (empty when the flag is absent).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExtraBody {
@@ -40,34 +76,27 @@ impl ExtraBody {
         text: &str,
         max_tokens_flag: Option<&str>,
         ignore_eos_flag: Option<&str>,
-    ) -> Result<ExtraBody, String> {
-        let value: Value = serde_json::from_str(text).map_err(|e| {
-            format!(
-                "--extra-body: not JSON (line {}, column {}: {e})",
-                e.line(),
-                e.column()
-            )
+    ) -> Result<ExtraBody, ExtraBodyError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| ExtraBodyError::NotJson {
+            line: e.line(),
+            column: e.column(),
+            error: e,
         })?;
         let Value::Object(map) = value else {
-            return Err(
-                "--extra-body: expected a JSON object such as '{\"temperature\": 0}'".into(),
-            );
+            return Err(ExtraBodyError::NotObject);
         };
         for key in map.keys() {
             if ALWAYS_SET.contains(&key.as_str()) {
-                return Err(format!(
-                    "--extra-body: `{key}` is set by the recorder itself and cannot be overridden \
-                     (it always sets {})",
-                    ALWAYS_SET.join(", ")
-                ));
+                return Err(ExtraBodyError::SetByRecorder { key: key.clone() });
             }
             let flag = match (key.as_str(), max_tokens_flag, ignore_eos_flag) {
                 ("max_tokens", Some(flag), _) | ("ignore_eos", _, Some(flag)) => flag,
                 _ => continue,
             };
-            return Err(format!(
-                "--extra-body: `{key}` is also set by {flag}; give it in one place only"
-            ));
+            return Err(ExtraBodyError::AlsoSetBy {
+                key: key.clone(),
+                flag: flag.to_owned(),
+            });
         }
         Ok(ExtraBody::from_map(&map))
     }
@@ -145,14 +174,18 @@ mod tests {
     #[test]
     fn keys_the_recorder_sets_are_refused_by_name() {
         for key in ALWAYS_SET {
-            let err = ExtraBody::parse(&format!("{{\"{key}\": 1}}"), None, None).unwrap_err();
+            let err = ExtraBody::parse(&format!("{{\"{key}\": 1}}"), None, None)
+                .unwrap_err()
+                .to_string();
             assert!(
                 err.starts_with(&format!("--extra-body: `{key}` is set by the recorder")),
                 "{err}"
             );
         }
         assert_eq!(
-            ExtraBody::parse(r#"{"max_tokens": 5}"#, Some("--max-tokens"), None).unwrap_err(),
+            ExtraBody::parse(r#"{"max_tokens": 5}"#, Some("--max-tokens"), None)
+                .unwrap_err()
+                .to_string(),
             "--extra-body: `max_tokens` is also set by --max-tokens; give it in one place only"
         );
         assert!(ExtraBody::parse(r#"{"max_tokens": 5}"#, None, None).is_ok());
@@ -163,8 +196,11 @@ mod tests {
     fn not_an_object_is_refused_with_where() {
         assert!(ExtraBody::parse("[1]", None, None)
             .unwrap_err()
+            .to_string()
             .contains("a JSON object"));
-        let err = ExtraBody::parse("{\"a\":\n tru}", None, None).unwrap_err();
+        let err = ExtraBody::parse("{\"a\":\n tru}", None, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 2"), "{err}");
     }
 }

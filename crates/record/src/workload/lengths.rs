@@ -15,6 +15,19 @@ use rand_distr::{Distribution, Normal};
 /// The largest length a distribution may produce (a guard, not a model limit).
 pub const MAX_LENGTH: u32 = 1_000_000;
 
+/// Why a `MEAN[:STD[:MIN:MAX]]` spec is refused: the flag, the text as
+/// given, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{flag} `{text}`: {why} (expected MEAN[:STD[:MIN:MAX]])")]
+pub struct LengthError {
+    /// The flag.
+    pub flag: String,
+    /// The spec as given.
+    pub text: String,
+    /// What is wrong.
+    pub why: &'static str,
+}
+
 /// A clipped, rounded normal distribution of token counts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LengthDist {
@@ -40,8 +53,12 @@ impl LengthDist {
     }
 
     /// Parses `MEAN[:STD[:MIN:MAX]]`; `flag` names the flag in the message.
-    pub fn parse(flag: &str, text: &str) -> Result<LengthDist, String> {
-        let bad = |why: &str| format!("{flag} `{text}`: {why} (expected MEAN[:STD[:MIN:MAX]])");
+    pub fn parse(flag: &str, text: &str) -> Result<LengthDist, LengthError> {
+        let bad = |why: &'static str| LengthError {
+            flag: flag.to_owned(),
+            text: text.to_owned(),
+            why,
+        };
         let parts: Vec<&str> = text.split(':').map(str::trim).collect();
         let number = |s: &str| s.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
         let bound = |s: &str| {
@@ -135,7 +152,9 @@ mod tests {
             })
         );
         for bad in ["0", "x", "5:-1", "5:1:3", "5:1:9:3", "5:1:0:3", "5:1:1:2:3"] {
-            let err = LengthDist::parse("--output-tokens", bad).unwrap_err();
+            let err = LengthDist::parse("--output-tokens", bad)
+                .unwrap_err()
+                .to_string();
             assert!(err.starts_with("--output-tokens"), "{err}");
         }
     }

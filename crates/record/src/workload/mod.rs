@@ -8,9 +8,10 @@
 //! the segments when it sends, which costs microseconds and no tokenizer work,
 //! so preparing prompts cannot disturb the schedule.
 //!
-//! Modules: [`tokenizer`] (a `tokenizer.json`), [`text`] (word streams and
-//! exact fitting), [`lengths`] (`MEAN[:STD[:MIN:MAX]]`), [`replay`] (mooncake
-//! traces), [`sessions`] (multi-turn datasets and their run loop),
+//! Modules: [`text`] (word streams and exact fitting, counted by
+//! [`goodput_tokenizer`]'s `tokenizer.json`), [`lengths`]
+//! (`MEAN[:STD[:MIN:MAX]]`), [`replay`] (mooncake traces), [`sessions`]
+//! (multi-turn datasets and their layout; the run loop plays them),
 //! [`accounting`] (client vs server token counts in the written rows).
 
 pub mod accounting;

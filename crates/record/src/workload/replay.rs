@@ -19,6 +19,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::workload::lengths::MAX_LENGTH;
 use crate::workload::text::{stream, Segment, StreamKind, Texts};
 use crate::workload::{fit_all, PromptPlan, RecipeSet, WorkloadError};
 use goodput_tokenizer::sha256_hex;
@@ -84,53 +85,14 @@ pub fn parse(shown: &str, bytes: &[u8]) -> Result<Replay, WorkloadError> {
         if line.trim().is_empty() {
             continue;
         }
-        let raw: RawEntry = serde_json::from_str(line)
-            .map_err(|e| bad(n, format!("not a mooncake entry ({e})")))?;
-        let timestamp_ms = raw
-            .timestamp
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .ok_or_else(|| bad(n, "`timestamp` (ms, >= 0) is required for replay".into()))?;
-        let input_length = raw
-            .input_length
-            .filter(|&l| (1..=u64::from(crate::workload::lengths::MAX_LENGTH)).contains(&l))
-            .ok_or_else(|| {
-                bad(
-                    n,
-                    "`input_length` must be a whole number from 1 to 1000000".into(),
-                )
-            })? as u32;
-        let output_length = match raw.output_length {
-            None => None,
-            Some(o) if (1..=u64::from(crate::workload::lengths::MAX_LENGTH)).contains(&o) => {
-                Some(o as u32)
-            }
-            Some(_) => {
-                return Err(bad(
-                    n,
-                    "`output_length` must be a whole number from 1 to 1000000".into(),
-                ))
-            }
-        };
-        let hash_ids = raw
-            .hash_ids
-            .ok_or_else(|| bad(n, "`hash_ids` is required".into()))?;
-        let blocks = input_length.div_ceil(BLOCK_TOKENS) as usize;
-        if hash_ids.len() != blocks {
-            return Err(bad(
-                n,
-                format!(
-                    "{} hash ids for input_length {input_length}: expected {blocks} (one per {BLOCK_TOKENS} tokens)",
-                    hash_ids.len()
-                ),
-            ));
-        }
+        let entry = parse_entry(line, &|message| bad(n, message))?;
         if let Some(prev) = entries.last() {
-            if timestamp_ms < prev.timestamp_ms {
+            if entry.timestamp_ms < prev.timestamp_ms {
                 return Err(bad(
                     n,
                     format!(
-                        "timestamp {timestamp_ms} is before the previous entry's {}",
-                        prev.timestamp_ms
+                        "timestamp {} is before the previous entry's {}",
+                        entry.timestamp_ms, prev.timestamp_ms
                     ),
                 ));
             }
@@ -138,12 +100,7 @@ pub fn parse(shown: &str, bytes: &[u8]) -> Result<Replay, WorkloadError> {
         if entries.len() >= MAX_ENTRIES {
             return Err(bad(n, format!("more than {MAX_ENTRIES} entries")));
         }
-        entries.push(Entry {
-            timestamp_ms,
-            input_length,
-            output_length,
-            hash_ids,
-        });
+        entries.push(entry);
     }
     if entries.is_empty() {
         return Err(WorkloadError::Empty(shown.to_owned()));
@@ -151,6 +108,46 @@ pub fn parse(shown: &str, bytes: &[u8]) -> Result<Replay, WorkloadError> {
     Ok(Replay {
         entries,
         sha256: sha256_hex(bytes),
+    })
+}
+
+/// One line of the file, checked on its own (`bad` names the line).
+fn parse_entry(line: &str, bad: &dyn Fn(String) -> WorkloadError) -> Result<Entry, WorkloadError> {
+    let raw: RawEntry =
+        serde_json::from_str(line).map_err(|e| bad(format!("not a mooncake entry ({e})")))?;
+    let timestamp_ms = raw
+        .timestamp
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .ok_or_else(|| bad("`timestamp` (ms, >= 0) is required for replay".into()))?;
+    let input_length = raw
+        .input_length
+        .filter(|&l| (1..=u64::from(MAX_LENGTH)).contains(&l))
+        .ok_or_else(|| bad("`input_length` must be a whole number from 1 to 1000000".into()))?
+        as u32;
+    let output_length = match raw.output_length {
+        None => None,
+        Some(o) if (1..=u64::from(MAX_LENGTH)).contains(&o) => Some(o as u32),
+        Some(_) => {
+            return Err(bad(
+                "`output_length` must be a whole number from 1 to 1000000".into(),
+            ))
+        }
+    };
+    let hash_ids = raw
+        .hash_ids
+        .ok_or_else(|| bad("`hash_ids` is required".into()))?;
+    let blocks = input_length.div_ceil(BLOCK_TOKENS) as usize;
+    if hash_ids.len() != blocks {
+        return Err(bad(format!(
+            "{} hash ids for input_length {input_length}: expected {blocks} (one per {BLOCK_TOKENS} tokens)",
+            hash_ids.len()
+        )));
+    }
+    Ok(Entry {
+        timestamp_ms,
+        input_length,
+        output_length,
+        hash_ids,
     })
 }
 

@@ -1,5 +1,6 @@
-//! `goodput compare`: contracts that must match, the regression gate, and
-//! three end-to-end pairs recorded from `goodput sim` on 127.0.0.1 (each
+//! `goodput compare`: contracts that must match, the regression gate,
+//! goodput on known cohorts, closed-loop runs, figures too small to judge,
+//! and three end-to-end pairs recorded from `goodput sim` on 127.0.0.1 (each
 //! pair recorded at the same time, on two sims, so both runs see the same
 //! machine load; every recording is 2.5 s of load plus a short grace).
 
@@ -26,7 +27,15 @@ fn compare(args: &[&str]) -> (i32, String) {
 }
 
 fn compare_json(a: &Path, b: &Path) -> Value {
-    let (code, out) = compare(&[&a.display().to_string(), &b.display().to_string(), "--json"]);
+    compare_json_with(a, b, &[])
+}
+
+/// [`compare_json`] with more flags.
+fn compare_json_with(a: &Path, b: &Path, more: &[&str]) -> Value {
+    let (a, b) = (a.display().to_string(), b.display().to_string());
+    let mut args = vec![a.as_str(), b.as_str(), "--json"];
+    args.extend_from_slice(more);
+    let (code, out) = compare(&args);
     assert_eq!(code, 0, "{out}");
     let v: Value = serde_json::from_str(&out).expect("JSON");
     let errors: Vec<String> = common::validator("compare.schema.json")
@@ -76,7 +85,15 @@ fn different_equality_rules_are_refused_unless_b_is_judged_under_a() {
     assert_eq!(c["judgedUnderA"], true);
     for x in c["blocks"][0]["figures"].as_array().unwrap() {
         assert_eq!(x["a"], x["b"], "{x}");
-        assert_eq!(x["verdict"], "indistinguishable", "{x}");
+        // 5 rows: too few for any p95 or p99 interval (72 and 368 needed),
+        // and a zero difference has no run size.
+        let want = if x["figure"].as_str().unwrap().starts_with("p9") {
+            "too_few_values"
+        } else {
+            "indistinguishable"
+        };
+        assert_eq!(x["verdict"], want, "{x}");
+        assert_eq!(x["requiredRequestsPerRun"], Value::Null, "{x}");
     }
 }
 
@@ -197,20 +214,35 @@ fn two_runs_with_identical_settings_and_different_seeds_are_indistinguishable() 
         "{}",
         compare(&[&a.display().to_string(), &b.display().to_string()]).1
     );
+    // About 90 requests per run: enough for a p95 interval (72), too few for
+    // a p99 one (368), which cannot be judged.
     for block in c["blocks"].as_array().unwrap() {
         for x in block["figures"].as_array().unwrap() {
-            assert_eq!(x["verdict"], "indistinguishable", "{x}");
+            let want = if x["figure"].as_str().unwrap().starts_with("p99") {
+                "too_few_values"
+            } else {
+                "indistinguishable"
+            };
+            assert_eq!(x["verdict"], want, "{x}");
         }
     }
-    // The gate passes (exit 0) on every figure.
+    // The gate passes (exit 0) on every figure it can judge …
+    let (a, b) = (a.display().to_string(), b.display().to_string());
     let (code, out) = compare(&[
-        &a.display().to_string(),
-        &b.display().to_string(),
+        &a,
+        &b,
         "--fail-if-worse",
-        "goodput,pass_share,failure_share,p95_ttft,p99_ttft,p95_tpot,p99_tpot,p95_e2e,p99_e2e",
+        "goodput,pass_share,failure_share,p95_ttft,p95_tpot,p95_e2e",
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("PASS: B is not worse"), "{out}");
+    // … and fails on one it cannot: "cannot tell" is not "not worse".
+    let (code, out) = compare(&[&a, &b, "--fail-if-worse", "goodput,p99_ttft"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL: too few values to judge p99_ttft (all)") && !out.contains("PASS"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -246,7 +278,7 @@ fn a_slower_decode_step_is_worse_on_tpot_and_pass_share() {
 }
 
 #[test]
-fn a_tiny_run_is_indistinguishable_and_says_how_many_requests_it_would_take() {
+fn a_tiny_run_has_too_few_values_for_p95_and_says_how_many_requests_it_needs() {
     // About 20 requests per run (Poisson 8 req/s over a 2.5 s window; the two
     // seeded schedules give 21 and 22): too few values for any p95 interval
     // (it needs 72: 0.95^71 = 0.0262 > 0.025 >= 0.95^72 = 0.0249).
@@ -259,7 +291,7 @@ fn a_tiny_run_is_indistinguishable_and_says_how_many_requests_it_would_take() {
         compare(&[&a.display().to_string(), &b.display().to_string()]).1
     );
     let p95 = figure(&c, "p95_ttft");
-    assert_eq!(p95["verdict"], "indistinguishable");
+    assert_eq!(p95["verdict"], "too_few_values");
     assert_eq!(p95["interval"], Value::Null);
     assert_eq!(p95["requiredRequestsPerRun"], 72);
     let cohort = f(&c["blocks"][0]["cohortA"]);
@@ -267,7 +299,9 @@ fn a_tiny_run_is_indistinguishable_and_says_how_many_requests_it_would_take() {
     let goodput = figure(&c, "goodput");
     assert_eq!(goodput["verdict"], "indistinguishable");
     // The two seeded Poisson schedules put different counts in the window, so
-    // goodput differs; the size needed is n × (MDD / |d|)², n the mean cohort.
+    // goodput differs and its interval is the Poisson MOVER (the arrival
+    // counts differ too); the size needed is n × (MDD / |d|)², n the mean cohort.
+    assert_eq!(c["blocks"][0]["goodputMethod"], "mover-exact-poisson");
     let d = f(&goodput["difference"]);
     assert_ne!(d, 0.0, "{goodput}");
     let n = (f(&c["blocks"][0]["cohortA"]) + f(&c["blocks"][0]["cohortB"])) / 2.0;
@@ -275,4 +309,261 @@ fn a_tiny_run_is_indistinguishable_and_says_how_many_requests_it_would_take() {
     let needed = (n * (mdd / d).powi(2)).ceil();
     assert_eq!(f(&goodput["requiredRequestsPerRun"]), needed);
     assert!(needed > n, "{needed} <= {n}");
+}
+
+/// A trace of `n` rows arriving evenly over `window_s` seconds (row i at
+/// i × window / n), the first `pass` meeting every gate (TTFT 100 ms, TPOT
+/// `tpot_ms`, E2E 100 + 10 × TPOT ms) and the rest missing the 1,000 ms TTFT
+/// gate (first token after 2,000 ms). Every row completes within the 5 s grace.
+fn cohort_trace(n: u64, pass: u64, window_s: u64, tpot_ms: &[f64], closed: bool) -> String {
+    let end_ms = window_s * 1000;
+    let rows: Vec<Value> = (0..n)
+        .map(|i| {
+            let arrival = (i * end_ms) as f64 / n as f64;
+            let ttft = if i < pass { 100.0 } else { 2000.0 };
+            let tpot = tpot_ms.get(i as usize).copied().unwrap_or(20.0);
+            serde_json::json!({
+                "id": format!("r{i}"),
+                "arrivalMs": arrival,
+                "status": "completed",
+                "firstTokenMs": arrival + ttft,
+                "completedMs": arrival + ttft + 10.0 * tpot,
+                "outputTokens": 11,
+            })
+        })
+        .collect();
+    let (boundary, workload) = if closed {
+        ("closed-loop", "closed")
+    } else {
+        ("scheduled", "fixed")
+    };
+    serde_json::json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": end_ms, "horizonMs": end_ms + 5000},
+        "equality": "inclusive",
+        "classes": {"chat": {"ttftMs": 1000, "tpotMs": 100, "e2eMs": 5000}},
+        "tokens": "usage",
+        "boundary": {"arrival": boundary, "tokens": "client"},
+        "workload": {"arrival": workload},
+        "rows": rows,
+    })
+    .to_string()
+}
+
+/// 1,000-row traces are over the default input limits (64 KiB, 500 rows).
+const BIG: [&str; 2] = ["--max-bytes=1000000", "--max-rows=5000"];
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write trace");
+    path.display().to_string()
+}
+
+#[test]
+fn goodput_on_the_same_cohort_reads_as_pass_share_and_the_gate_fails() {
+    // Issue 26, case 9: the same 1,000 arrivals in the same 100 s; A passes
+    // 1,000, B 950. Pass share −5.0 % in Newcombe's [−6.53138 %, −3.75286 %]
+    // (Wilson 1000/1000 = [0.9961732, 1], 950/1000 = [0.9346862, 0.9618697]).
+    // Goodput −0.5/s: the same interval times n / T = 1000 / 100 s = 10,
+    // [−0.653138, −0.375286] req/s, worse. Before: the Poisson MOVER's
+    // [−1.373216, +0.372696], indistinguishable, and the gate passed.
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.json",
+        &cohort_trace(1000, 1000, 100, &[], false),
+    );
+    let b = write(
+        dir.path(),
+        "b.json",
+        &cohort_trace(1000, 950, 100, &[], false),
+    );
+    let c = compare_json_with(Path::new(&a), Path::new(&b), &BIG);
+    assert_eq!(c["blocks"][0]["goodputMethod"], "known-cohort-newcombe");
+    assert_eq!(
+        c["methods"]["rateDifferenceKnownCohort"],
+        "known-cohort-newcombe"
+    );
+    let share = figure(&c, "pass_share");
+    assert!(
+        (f(&share["interval"]["lower"]) + 0.065_313_820).abs() < 1e-8,
+        "{share}"
+    );
+    assert!(
+        (f(&share["interval"]["upper"]) + 0.037_528_643).abs() < 1e-8,
+        "{share}"
+    );
+    assert_eq!(share["verdict"], "worse");
+    let goodput = figure(&c, "goodput");
+    assert!((f(&goodput["difference"]) + 0.5).abs() < 1e-12, "{goodput}");
+    assert!(
+        (f(&goodput["interval"]["lower"]) + 0.653_138_20).abs() < 1e-7,
+        "{goodput}"
+    );
+    assert!(
+        (f(&goodput["interval"]["upper"]) + 0.375_286_43).abs() < 1e-7,
+        "{goodput}"
+    );
+    assert_eq!(goodput["verdict"], "worse");
+    assert_eq!(goodput["requiredRequestsPerRun"], Value::Null);
+    let (code, out) = compare(&[&a, &b, BIG[0], BIG[1], "--fail-if-worse", "goodput"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL: B is worse than A beyond noise on goodput (all), goodput (chat)"),
+        "{out}"
+    );
+    assert!(out.contains("-0.500 [-0.653, -0.375]"), "{out}");
+}
+
+#[test]
+fn goodput_on_cohorts_of_different_sizes_keeps_the_poisson_interval() {
+    // A: 1,000 rows, B: 1,045 (another seed's count), every row passes, 100 s.
+    // Garwood 95 %: 1000 → [938.9730, 1063.9521], 1045 → [982.5937, 1110.3308];
+    // MOVER /100 s: 0.45 − √(0.6240630² + 0.6395214²) = −0.443556 and
+    // 0.45 + √(0.6533078² + 0.6102698²) = +1.344002: indistinguishable. The
+    // arrivals differ, so how many arrived is part of the noise; binomial
+    // noise alone would read [0.4117, 0.4883], "better", for two servers
+    // that both passed everything.
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.json",
+        &cohort_trace(1000, 1000, 100, &[], false),
+    );
+    let b = write(
+        dir.path(),
+        "b.json",
+        &cohort_trace(1045, 1045, 100, &[], false),
+    );
+    let c = compare_json_with(Path::new(&a), Path::new(&b), &BIG);
+    assert_eq!(c["blocks"][0]["goodputMethod"], "mover-exact-poisson");
+    let goodput = figure(&c, "goodput");
+    assert!(
+        (f(&goodput["interval"]["lower"]) + 0.443_556).abs() < 1e-5,
+        "{goodput}"
+    );
+    assert!(
+        (f(&goodput["interval"]["upper"]) - 1.344_002).abs() < 1e-5,
+        "{goodput}"
+    );
+    assert_eq!(goodput["verdict"], "indistinguishable");
+}
+
+#[test]
+fn closed_loop_against_open_loop_is_refused_unless_allowed() {
+    // Issue 26, case 10: the reviewer fixtures are the same rows, one of them
+    // closed-loop (boundary.arrival "closed-loop", workload.arrival "closed").
+    let open = fixture("reviewer/mixed.json");
+    let closed = fixture("reviewer/closed-loop.json");
+    let (code, message) = compare(&[&open, &closed]);
+    assert_eq!(code, 2, "{message}");
+    assert!(
+        message.starts_with("cannot compare: B is closed-loop and A is open-loop")
+            && message.contains("--allow-closed-loop"),
+        "{message}"
+    );
+    let (code, message) = compare(&[&closed, &open]);
+    assert_eq!(code, 2, "{message}");
+    assert!(
+        message.contains("A is closed-loop and B is open-loop"),
+        "{message}"
+    );
+    // Allowed: compared, and it says which side and that it is not SLA evidence.
+    let (code, out) = compare(&[&open, &closed, "--allow-closed-loop", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let c: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(c["a"]["arrivalMode"], "open-loop");
+    assert_eq!(c["b"]["arrivalMode"], "closed-loop");
+    let note = c["closedLoop"].as_str().unwrap();
+    assert!(
+        note.starts_with("B is closed-loop") && note.contains("not SLA evidence"),
+        "{note}"
+    );
+    let (code, text) = compare(&[&open, &closed, "--allow-closed-loop"]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(
+        text.lines().nth(1).unwrap_or(""),
+        format!("WARNING closed-loop workload: {note}.")
+    );
+    // Two closed loops compare as before, with the warning; two open loops
+    // have none.
+    let (code, out) = compare(&[&closed, &closed, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let c: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        c["closedLoop"]
+            .as_str()
+            .unwrap()
+            .starts_with("A and B are closed-loop"),
+        "{c}"
+    );
+    let c = compare_json(Path::new(&open), Path::new(&open));
+    assert_eq!(c["closedLoop"], Value::Null);
+}
+
+#[test]
+fn a_figure_without_an_interval_reads_too_few_values_and_fails_the_gate() {
+    // Issue 26, case 10: 10 rows a run; every TPOT is 20 ms but one, 28.3 ms
+    // in A and 86.2 ms in B, so the nearest-rank p95 (rank ⌈9.5⌉ = 10, the
+    // largest) is 28.3 vs 86.2. A p95 interval needs 72 values at 95 %
+    // (0.95^71 = 0.0262 > 0.025 ≥ 0.95^72 = 0.0249): none here.
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.json",
+        &cohort_trace(10, 10, 10, &[28.3], false),
+    );
+    let b = write(
+        dir.path(),
+        "b.json",
+        &cohort_trace(10, 10, 10, &[86.2], false),
+    );
+    let c = compare_json(Path::new(&a), Path::new(&b));
+    let p95 = figure(&c, "p95_tpot");
+    assert!(
+        (f(&p95["a"]) - 28.3).abs() < 1e-9 && (f(&p95["b"]) - 86.2).abs() < 1e-9,
+        "{p95}"
+    );
+    assert_eq!(p95["interval"], Value::Null);
+    assert_eq!(p95["verdict"], "too_few_values");
+    assert_eq!(p95["requiredRequestsPerRun"], 72);
+    // 10 of 10 pass in both: judged, and the same.
+    assert_eq!(figure(&c, "pass_share")["verdict"], "indistinguishable");
+    let (code, text) = compare(&[&a, &b]);
+    assert_eq!(code, 0);
+    let line = text.lines().find(|l| l.contains("p95 TPOT ms")).unwrap();
+    assert!(
+        line.contains("[no interval]")
+            && line.contains("too few values")
+            && !line.contains("indistinguishable"),
+        "{line}"
+    );
+    // The gate cannot judge p95 TPOT, so it does not pass.
+    let (code, out) = compare(&[&a, &b, "--fail-if-worse", "pass_share,p95_tpot"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL: too few values to judge p95_tpot (all), p95_tpot (chat)")
+            && !out.contains("PASS"),
+        "{out}"
+    );
+    let (code, out) = compare(&[&a, &b, "--fail-if-worse", "pass_share"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn a_zero_difference_states_no_required_size() {
+    // Issue 26, case 10: a 5-row run against itself. p95 TTFT differs by 0 and
+    // has no interval: before, "72 values per run"; now null, with the reason.
+    let a = fixture("equality_strict.json");
+    let c = compare_json(Path::new(&a), Path::new(&a));
+    let p95 = figure(&c, "p95_ttft");
+    assert_eq!(p95["difference"], 0.0);
+    assert_eq!(p95["verdict"], "too_few_values");
+    assert_eq!(p95["requiredRequestsPerRun"], Value::Null);
+    let note = p95["note"].as_str().unwrap();
+    assert!(
+        note.contains("it needs at least 72 per run")
+            && note.ends_with("no observed difference to size a run for"),
+        "{note}"
+    );
 }

@@ -114,6 +114,11 @@ fn decision(measured: f64, limit: f64, pass: bool) -> Decision {
             closed_loop_allowed: false,
             pass: true,
         },
+        overload: goodput_core::review::gate::OverloadCheck {
+            verdict: goodput_core::receipt::SaturationVerdict::Steady,
+            overload_allowed: false,
+            pass: true,
+        },
         admit: pass,
         arrivals_unknown: None,
         diagnosis: Vec::new(),

@@ -9,7 +9,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput_core::frontier::{frontier, Capacity, Frontier, Knee, KneeSignal};
+use goodput_core::frontier::{
+    frontier, frontier_judged, BlockLimits, Capacity, Frontier, Knee, KneeSignal,
+};
 use goodput_render::frontier::{markdown, svg, text, MAX_TEXT_COLUMNS};
 use serde_json::{json, Value};
 
@@ -370,6 +372,243 @@ fn json_is_canonical_and_tagged() {
     assert_eq!(v["points"][0]["offeredPerS"], 5);
     let back: Frontier = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(back, f);
+}
+
+// ------------------------------------------ capacity judged by limits ----
+
+/// The issue's case: pass share meets a 90 % target at every rate, but p95
+/// TTFT crosses 1000 ms at the third.
+///
+/// | offered | pass | miss (TTFT) | share | p95 TTFT |
+/// |---|---|---|---|---|
+/// | 10 | 10 | 0           | 1.0  | 300 (every row) |
+/// | 20 | 19 | 1 (1500 ms) | 0.95 | 300 (rank ⌈0.95·20⌉ = 19 of 19×300, 1×1500) |
+/// | 30 | 27 | 3 (1102 ms) | 0.9  | 1102 (rank ⌈0.95·30⌉ = 29 of 27×300, 3×1102) |
+fn tail_crossing() -> Vec<(&'static str, Spec)> {
+    vec![
+        ("t-30.json", spec(27, 3, 0, 1102.0)),
+        ("t-10.json", spec(10, 0, 0, 0.0)),
+        ("t-20.json", spec(19, 1, 0, 1500.0)),
+    ]
+}
+
+/// The text view with its wrapped lines joined and runs of spaces made one,
+/// so a sentence can be looked for whatever its line breaks.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn ttft_limit(ms: &str) -> BlockLimits {
+    BlockLimits {
+        max_p95_ttft_ms: Some(ms.parse().expect("decimal")),
+        ..BlockLimits::default()
+    }
+}
+
+#[test]
+fn a_p95_ttft_limit_caps_the_capacity_where_the_pass_share_never_fell() {
+    let r = receipts(&tail_crossing());
+    // By pass share alone: 1.0, 0.95, 0.9 all ≥ 0.9 → capacity ≥ 30/s, the
+    // answer that ignores p95 TTFT 1102 ms.
+    let plain = frontier(&r, None, 0.9).expect("frontier");
+    assert_eq!(
+        plain.capacity,
+        Capacity::AtLeast {
+            offered_per_s: 30.0,
+            below_target_under_capacity: vec![]
+        }
+    );
+    // With p95 TTFT ≤ 1000 ms: 10/s (300) and 20/s (300) hold; 30/s (1102)
+    // does not; its pass share (0.9) met the target, so only the TTFT is named.
+    let f = frontier_judged(&r, None, 0.9, &ttft_limit("1000")).expect("frontier");
+    let Capacity::Limited {
+        offered_per_s,
+        held,
+        fails,
+        ref failed,
+        ref below_target_under_capacity,
+    } = f.capacity
+    else {
+        panic!("{:?}", f.capacity);
+    };
+    assert_eq!(offered_per_s, 20.0);
+    assert_eq!((held.offered_per_s, held.pass_share), (20.0, 0.95));
+    assert_eq!((fails.offered_per_s, fails.pass_share), (30.0, 0.9));
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].name, "p95 ttft ms");
+    assert_eq!(
+        (failed[0].measured, failed[0].limit),
+        (Some(1102.0), 1000.0)
+    );
+    assert!(below_target_under_capacity.is_empty());
+    assert_eq!(f.limits.len(), 1);
+    assert_eq!(
+        (f.limits[0].name.as_str(), f.limits[0].limit),
+        ("p95 ttft ms", 1000.0)
+    );
+    let p95: Vec<Option<f64>> = f.points.iter().map(|p| p.checks[0].measured).collect();
+    assert_eq!(p95, vec![Some(300.0), Some(300.0), Some(1102.0)]);
+    // The views name the criteria and what failed.
+    let t = flat(&text(&f));
+    assert!(
+        t.contains(
+            "capacity 20/s, the highest rate that held every criterion; the next did not — \
+             30/s: p95 TTFT 1102 ms > 1000 ms"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("p95 TTFT 1102 ms > 1000 ms"), "{t}");
+    assert!(
+        t.contains("judged by pass share ≥ 90 %, p95 TTFT ≤ 1000 ms"),
+        "{t}"
+    );
+    let md = markdown(&f);
+    assert!(md.contains("30/s: p95 TTFT 1102 ms > 1000 ms"), "{md}");
+    assert!(
+        md.contains("- judged by pass share ≥ 90 %, p95 TTFT ≤ 1000 ms"),
+        "{md}"
+    );
+    assert!(svg(&f).contains("capacity 20/s (held every limit)"));
+    // The JSON says the same and reads back.
+    let bytes = goodput_util::json::to_canonical_json(&f).unwrap();
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["capacity"]["status"], "limited");
+    assert_eq!(v["capacity"]["failed"][0]["measured"], 1102);
+    assert_eq!(
+        v["limits"],
+        json!([{"name": "p95 ttft ms", "comparison": "<=", "limit": 1000}])
+    );
+    let back: Frontier = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(back, f);
+}
+
+#[test]
+fn a_limit_exactly_met_holds_and_a_limit_held_everywhere_changes_nothing() {
+    let r = receipts(&tail_crossing());
+    // 1102 ≤ 1102: every rate holds, capacity ≥ 30/s; the text says every
+    // rate held every criterion instead of "never fell below the target".
+    let f = frontier_judged(&r, None, 0.9, &ttft_limit("1102")).expect("frontier");
+    assert!(matches!(f.capacity, Capacity::AtLeast { offered_per_s, .. } if offered_per_s == 30.0));
+    assert!(flat(&text(&f)).contains("every rate held every criterion"));
+    // 200 fails everywhere (300, 300, 1102): none holds, and the lowest
+    // rate's failure is named.
+    let f = frontier_judged(&r, None, 0.9, &ttft_limit("200")).expect("frontier");
+    assert!(matches!(
+        f.capacity,
+        Capacity::NoneHolds { lowest_offered_per_s, best_pass_share, .. }
+            if lowest_offered_per_s == 10.0 && best_pass_share == 1.0
+    ));
+    assert!(
+        flat(&text(&f)).contains(
+            "no rate tested held every criterion; at the lowest, 10/s: p95 TTFT 300 ms > 200 ms"
+        ),
+        "{}",
+        text(&f)
+    );
+    // 1101.9 fails at 30/s.
+    let f = frontier_judged(&r, None, 0.9, &ttft_limit("1101.9")).expect("frontier");
+    assert!(matches!(f.capacity, Capacity::Limited { offered_per_s, .. } if offered_per_s == 20.0));
+}
+
+#[test]
+fn without_limits_the_frontier_and_its_json_are_as_before() {
+    // No limit: the same frontier as `frontier`, and the JSON has no
+    // `limits` nor per-point `checks` (the snapshots hold the views).
+    let r = receipts(&classic());
+    let plain = frontier(&r, None, 0.9).expect("frontier");
+    let judged = frontier_judged(&r, None, 0.9, &BlockLimits::default()).expect("frontier");
+    assert_eq!(plain, judged);
+    let v: Value =
+        serde_json::from_slice(&goodput_util::json::to_canonical_json(&plain).unwrap()).unwrap();
+    assert!(v.get("limits").is_none(), "{v}");
+    assert!(v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|p| p.get("checks").is_none()));
+    assert!(!text(&plain).contains("judged by"));
+}
+
+#[test]
+fn a_share_ceiling_names_the_pass_share_first_then_the_share() {
+    // Classic sweep with --max-failure-share 0.05: 20/s (failure 0) holds;
+    // 40/s has pass share 0.25 and failure share 4/40 = 0.1 > 0.05: a limit
+    // failed, so no interpolation (without it, "met exactly at 20/s").
+    let f = frontier_judged(
+        &receipts(&classic()),
+        None,
+        0.9,
+        &BlockLimits {
+            max_failure_share: Some("0.05".parse().unwrap()),
+            ..BlockLimits::default()
+        },
+    )
+    .expect("frontier");
+    assert!(matches!(f.capacity, Capacity::Limited { offered_per_s, .. } if offered_per_s == 20.0));
+    let t = flat(&text(&f));
+    assert!(
+        t.contains("40/s: pass share 25.0 % < 90.0 %; failure share 10.0 % > 5.0 %"),
+        "{t}"
+    );
+}
+
+#[test]
+fn the_cli_takes_the_gates_limits_and_refuses_bad_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (name, s) in tail_crossing() {
+        let p = dir.path().join(name);
+        std::fs::write(&p, trace(s)).unwrap();
+        paths.push(p.display().to_string());
+    }
+    let with = |extra: &[&str]| {
+        let mut a: Vec<&str> = vec!["frontier"];
+        a.extend(paths.iter().map(String::as_str));
+        a.extend_from_slice(extra);
+        run(&a)
+    };
+    let (code, stdout, stderr) = with(&["--max-p95-ttft-ms", "1000"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        flat(&stdout).contains("30/s: p95 TTFT 1102 ms > 1000 ms"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = with(&["--max-p95-ttft-ms", "1000", "--json"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["capacity"]["status"], "limited");
+    assert_eq!(v["capacity"]["offeredPerS"], 20);
+    let (_, stdout, _) = with(&[]);
+    assert!(flat(&stdout).contains("capacity ≥ 30/s"), "{stdout}");
+    for bad in [
+        vec!["--max-failure-share", "1.5"],
+        vec!["--max-censored-share=-0.1"],
+        vec!["--max-p95-ttft-ms=-1"],
+        vec!["--max-p95-tpot-ms", "inf"],
+        vec!["--max-p95-e2e-ms", "soon"],
+    ] {
+        let (code, _, stderr) = with(&bad);
+        assert_eq!(code, 2, "{bad:?}: {stderr}");
+    }
+    // A limit without --find-capacity judges nothing: refused before any request.
+    let (code, _, stderr) = run(&[
+        "record",
+        "--model",
+        "m",
+        "--url",
+        "http://127.0.0.1:9",
+        "--request-rate",
+        "5",
+        "--duration",
+        "1s",
+        "--max-p95-ttft-ms",
+        "1000",
+        "--out",
+        dir.path().join("never.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("add --find-capacity"), "{stderr}");
+    assert!(!dir.path().join("never.json").exists());
 }
 
 // ------------------------------------------------------------- the CLI ----

@@ -19,7 +19,7 @@ use goodput_record::exchange::{Ending, FailReason, Observation};
 use goodput_record::output::frame::Stop;
 use goodput_record::output::spool::{self, SpoolWriter};
 use goodput_record::output::summary;
-use goodput_record::run::{Collector, Finished, RunOutcome};
+use goodput_record::run::{Collector, Finished, FirstToken, RunOutcome};
 use goodput_record::{build_trace, Plan};
 use goodput_sim::engine::EngineParams;
 use goodput_sim::{SimConfig, SimServer};
@@ -129,7 +129,9 @@ fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
 }
 
 /// Spools `outcome` in a scrambled order (endings do not come in index
-/// order), with marks in between, and writes the trace from the spool.
+/// order), each first token told before its ending (as a block ahead of the
+/// block's endings), with marks in between, and writes the trace from the
+/// spool.
 fn through_the_spool(plan: &Plan, outcome: &RunOutcome, seed: u64) -> (Vec<u8>, spool::Built) {
     let spool_file = spool::spool_path(&plan.out);
     let mut writer = SpoolWriter::create(&spool_file, &spool::header(plan)).expect("create");
@@ -141,7 +143,23 @@ fn through_the_spool(plan: &Plan, outcome: &RunOutcome, seed: u64) -> (Vec<u8>, 
             block.swap(k, rng.random_range(0..=k));
         }
     }
+    let mut told = 0;
     for (n, &i) in order.iter().enumerate() {
+        // The first tokens of this block of 40, before any of its endings.
+        while told < order.len() && told < (n / 40 + 1) * 40 {
+            let j = order[told];
+            if let Some(f) = &outcome.results[j] {
+                if let Some(at_ms) = f.obs.first_token_ms {
+                    let first = FirstToken {
+                        arrival_ms: f.arrival_ms,
+                        sent_ms: f.obs.sent_ms,
+                        at_ms,
+                    };
+                    writer.first_token(j, first);
+                }
+            }
+            told += 1;
+        }
         if let Some(f) = &outcome.results[i] {
             writer.ended(i, f.clone());
         }
@@ -150,6 +168,17 @@ fn through_the_spool(plan: &Plan, outcome: &RunOutcome, seed: u64) -> (Vec<u8>, 
         }
     }
     writer.finish().expect("spool flushed");
+    let text = std::fs::read_to_string(&spool_file).unwrap();
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("{\"first\"")).count(),
+        outcome
+            .results
+            .iter()
+            .flatten()
+            .filter(|f| f.obs.first_token_ms.is_some())
+            .count(),
+        "one first-token line per request with a first token"
+    );
     let built = spool::finish_run(
         plan,
         outcome,
@@ -276,11 +305,12 @@ fn the_trace_from_the_spool_is_byte_identical_to_the_in_memory_trace() {
         );
         assert_eq!(built.written.bytes, expected.len(), "case {n}");
         assert_eq!(built.written.rows, memory.rows.len(), "case {n}");
-        assert_eq!(
-            built.figures,
-            summary::figures(&memory.rows, true),
-            "case {n}"
-        );
+        // The schedule note is read from the spool's header (the drawn
+        // schedule against the asked rate, tested in `output::summary`);
+        // every other figure must be what the in-memory rows give.
+        let mut expected = summary::figures(&memory.rows, true);
+        expected.schedule = built.figures.schedule;
+        assert_eq!(built.figures, expected, "case {n}");
         let text = String::from_utf8(bytes).unwrap();
         assert_eq!(
             text.contains("\"tokens\": \"chunks\""),
@@ -345,6 +375,12 @@ fn a_run_with_no_row_writes_the_same_empty_trace_both_ways() {
 /// A spool written line by line: the header of a real plan (constant 10/s
 /// for 0.5 s: arrivals at 0, 100, 200, 300, 400 ms), then the lines given.
 fn hand_spool(dir: &Path, lines: &[&str]) -> std::path::PathBuf {
+    hand_spool_of(dir, lines, true)
+}
+
+/// [`hand_spool`]; `first_tokens: false` writes the header as a recorder
+/// before first-token lines did (no `firstTokens` member).
+fn hand_spool_of(dir: &Path, lines: &[&str], first_tokens: bool) -> std::path::PathBuf {
     let p = plan(
         &dir.join("dead.json"),
         &[
@@ -358,9 +394,13 @@ fn hand_spool(dir: &Path, lines: &[&str]) -> std::path::PathBuf {
             "1s",
         ],
     );
-    let header = serde_json::to_string(&spool::header(&p)).unwrap();
+    let mut header = serde_json::to_value(spool::header(&p)).unwrap();
+    assert_eq!(header["firstTokens"], true);
+    if !first_tokens {
+        header.as_object_mut().unwrap().remove("firstTokens");
+    }
     let path = dir.join("dead.json.spool");
-    let mut text = header + "\n";
+    let mut text = header.to_string() + "\n";
     for l in lines {
         text.push_str(l);
     }
@@ -533,11 +573,16 @@ fn recovery_keeps_every_spooled_row_as_the_in_memory_path_writes_it_with_every_t
     );
 }
 
-#[test]
-fn a_multi_turn_spool_recovers_each_turn_with_its_session_labels() {
-    let dir = tempfile::tempdir().unwrap();
-    // Three sessions of two turns, started at 0, 100 and 200 ms.
-    let sessions = dir.path().join("sessions.jsonl");
+/// Session 0's first turn, completed at 80 ms.
+const SESSION_0_TURN_1: &str = "{\"ended\":{\"index\":0,\"arrivalMs\":0.0,\"sentMs\":0.5,\"firstTokenMs\":20.0,\"contentChunks\":3,\"usageOutputTokens\":3,\"finished\":true,\"ending\":{\"completed\":{\"completedMs\":80.0}},\"promptChars\":7,\"promptHash\":\"aaaaaaaaaaaa\",\"labels\":{\"session\":\"0\",\"turn\":1,\"conversation\":0}}}";
+
+/// A mark at 150 ms with two sessions started.
+const SESSION_MARK: &str = "{\"mark\":{\"atMs\":150.0,\"dispatched\":2}}";
+
+/// The spool header of three sessions of two turns (each second turn 50 ms
+/// after its first ends), started at 0, 100 and 200 ms.
+fn multi_turn_header(dir: &Path) -> String {
+    let sessions = dir.join("sessions.jsonl");
     std::fs::write(
         &sessions,
         "{\"session_id\": \"a\", \"turns\": [{\"text\": \"one two\"}, {\"text\": \"three\", \"delay\": 50}]}\n\
@@ -546,7 +591,7 @@ fn a_multi_turn_spool_recovers_each_turn_with_its_session_labels() {
     )
     .unwrap();
     let p = plan(
-        &dir.path().join("dead.json"),
+        &dir.join("dead.json"),
         &[
             "--request-rate",
             "10",
@@ -561,15 +606,17 @@ fn a_multi_turn_spool_recovers_each_turn_with_its_session_labels() {
             sessions.to_str().unwrap(),
         ],
     );
-    let header = serde_json::to_string(&spool::header(&p)).unwrap();
+    serde_json::to_string(&spool::header(&p)).unwrap()
+}
+
+#[test]
+fn a_multi_turn_spool_recovers_each_turn_with_its_session_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = multi_turn_header(dir.path());
     let spool_file = dir.path().join("dead.json.spool");
     // Session 0's first turn completed at 80 ms; a mark at 150 ms had two
     // sessions started; nothing else ended before the kill.
-    let lines = [
-        header.as_str(),
-        "{\"ended\":{\"index\":0,\"arrivalMs\":0.0,\"sentMs\":0.5,\"firstTokenMs\":20.0,\"contentChunks\":3,\"usageOutputTokens\":3,\"finished\":true,\"ending\":{\"completed\":{\"completedMs\":80.0}},\"promptChars\":7,\"promptHash\":\"aaaaaaaaaaaa\",\"labels\":{\"session\":\"0\",\"turn\":1,\"conversation\":0}}}",
-        "{\"mark\":{\"atMs\":150.0,\"dispatched\":2}}",
-    ];
+    let lines = [header.as_str(), SESSION_0_TURN_1, SESSION_MARK];
     std::fs::write(&spool_file, lines.join("\n") + "\n").unwrap();
     let out = dir.path().join("recovered.json");
     let (code, text, trace) = recover(&spool_file, &out);
@@ -610,6 +657,34 @@ fn a_multi_turn_spool_recovers_each_turn_with_its_session_labels() {
 }
 
 #[test]
+fn a_later_turn_that_told_its_first_token_is_recovered_at_its_arrival() {
+    let dir = tempfile::tempdir().unwrap();
+    // As above, but session 0's second turn (eligible at 80 + 50 = 130
+    // ms) told its first token (140 ms): its arrival is known, in flight
+    // at 130, in the window [0, 150), judged (TTFT 10 ms: not late).
+    let header = multi_turn_header(dir.path());
+    let told = "{\"first\":{\"index\":1,\"arrivalMs\":130.0,\"sentMs\":130.5,\"atMs\":140.0}}";
+    let lines = [header.as_str(), SESSION_0_TURN_1, told, SESSION_MARK];
+    let spool_file = dir.path().join("dead.json.spool");
+    std::fs::write(&spool_file, lines.join("\n") + "\n").unwrap();
+    let out = dir.path().join("recovered.json");
+    let (code, text, trace) = recover(&spool_file, &out);
+    assert_eq!(code, 0, "{text}");
+    let r = rows(&trace);
+    assert_eq!(r[1]["arrivalMs"], 130);
+    assert_eq!(r[1]["firstTokenMs"], 140);
+    assert_eq!(r[1]["labels"]["sendLagMs"], 0.5);
+    assert!(r[1]["labels"].get("arrivalUnknown").is_none());
+    assert_eq!(r[1]["labels"]["turn"], 2);
+    let counts = &receipt(&out)["results"]["all"]["counts"];
+    assert_eq!(
+        (counts["cohort"].as_u64(), counts["censored"].as_u64()),
+        (Some(3), Some(2))
+    );
+    assert_eq!(censored(&out), (2, 0));
+}
+
+#[test]
 fn a_dispatched_request_without_an_ending_is_recovered_in_flight_and_a_bad_line_is_named() {
     let dir = tempfile::tempdir().unwrap();
     // A mark at 350 ms with 4 dispatched and no ending: rows 0–3 in flight
@@ -645,6 +720,159 @@ fn a_dispatched_request_without_an_ending_is_recovered_in_flight_and_a_bad_line_
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("dead.json.spool:3:"), "{text}");
     assert!(trace.is_null(), "no trace is written from a bad spool");
+}
+
+/// The censored counts of a trace's receipt: (in flight, knownLate).
+fn censored(trace: &Path) -> (u64, u64) {
+    let c = &receipt(trace)["results"]["all"]["reasons"]["censored"];
+    (
+        c["in_flight"].as_u64().unwrap(),
+        c["knownLate"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn recovery_keeps_the_first_tokens_of_requests_that_never_ended_and_invents_no_lateness() {
+    let dir = tempfile::tempdir().unwrap();
+    // Arrivals 0, 100, 200, 300, 400 ms; gates TTFT 1000, E2E 10000. All
+    // five sent; requests 0–3 got their first token 30, 40, 50.125 and 30
+    // ms after arriving; request 0 then completed at 120 ms; a mark at
+    // 1350 ms, then the kill. Request 4 got none.
+    let lines = [
+        "{\"first\":{\"index\":0,\"sentMs\":0.5,\"atMs\":30.0}}\n",
+        "{\"first\":{\"index\":1,\"sentMs\":100.25,\"atMs\":140.0}}\n",
+        "{\"ended\":{\"index\":0,\"arrivalMs\":0.0,\"sentMs\":0.5,\"firstTokenMs\":30.0,\"contentChunks\":4,\"usageOutputTokens\":5,\"finished\":true,\"ending\":{\"completed\":{\"completedMs\":120.0}},\"promptChars\":11,\"promptHash\":\"aaaaaaaaaaaa\"}}\n",
+        "{\"first\":{\"index\":2,\"sentMs\":200.0,\"atMs\":250.125}}\n",
+        "{\"first\":{\"index\":3,\"sentMs\":300.5,\"atMs\":330.0}}\n",
+        "{\"mark\":{\"atMs\":1350.0,\"dispatched\":5}}\n",
+    ];
+    let spool_file = hand_spool(dir.path(), &lines);
+    let out = dir.path().join("recovered.json");
+    let (code, text, trace) = recover(&spool_file, &out);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("4 dispatched without an ending (in_flight; 3 with their first token)"),
+        "{text}"
+    );
+    assert!(!text.contains("firstTokenUnknown"), "{text}");
+    // The cut is the mark (1350 ms), in the grace: window [0, 500),
+    // horizon 1350.
+    assert_eq!(
+        trace["window"],
+        serde_json::json!({"startMs": 0, "endMs": 500, "horizonMs": 1350})
+    );
+    let r = rows(&trace);
+    assert_eq!(r.len(), 5);
+    assert_eq!(r[0]["status"], "completed");
+    assert_eq!(r[0]["completedMs"], 120);
+    for (i, first, lag) in [(1, 140.0, 0.25), (2, 250.125, 0.0), (3, 330.0, 0.5)] {
+        assert_eq!(r[i]["status"], "in_flight", "{}", r[i]);
+        assert_eq!(f(&r[i]["firstTokenMs"]), first, "{}", r[i]);
+        assert_eq!(f(&r[i]["labels"]["sendLagMs"]), lag, "{}", r[i]);
+        assert!(r[i]["labels"].get("firstTokenUnknown").is_none());
+    }
+    assert_eq!(r[4]["status"], "in_flight");
+    assert!(r[4].get("firstTokenMs").is_none());
+    assert!(r[4]["labels"].get("sendLagMs").is_none());
+    // Rows 1–3: TTFT 40, 50.125, 30 ≤ 1000, final; E2E evidence 1250,
+    // 1150, 1050 < 10000. Row 4: no first token by 1350, TTFT evidence
+    // 1350 − 400 = 950 < 1000. Nothing is known late.
+    assert_eq!(censored(&out), (4, 0));
+
+    // The same spool without its first-token lines says "no first token
+    // by 1350" of rows 1–3, whose elapsed 1250, 1150, 1050 ≥ 1000: late.
+    let bare = dir.path().join("bare");
+    std::fs::create_dir(&bare).unwrap();
+    let spool_file = hand_spool(&bare, &[lines[2], lines[5]]);
+    let out = bare.join("recovered.json");
+    let (code, text, _) = recover(&spool_file, &out);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(censored(&out), (4, 3));
+
+    // A request that gets a first token twice: refused, the line named.
+    let twice = dir.path().join("twice");
+    std::fs::create_dir(&twice).unwrap();
+    let spool_file = hand_spool(&twice, &[lines[1], lines[1]]);
+    let (code, text, _) = recover(&spool_file, &twice.join("never.json"));
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("dead.json.spool:3:"), "{text}");
+    assert!(
+        text.contains("request 1 gets a first token a second time"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_a_schedule_a_first_token_line_gives_the_row_its_arrival() {
+    let dir = tempfile::tempdir().unwrap();
+    // Closed loop, 2 workers: requests 0 and 1 sent at 1 and 2 ms, their
+    // first tokens at 40 and 45 ms; a mark at 250 ms with 3 dispatched
+    // (request 2, sent at 60 ms, has no line).
+    let p = plan(
+        &dir.path().join("dead.json"),
+        &["--max-concurrency", "2", "--duration", "1s"],
+    );
+    let header = serde_json::to_string(&spool::header(&p)).unwrap();
+    let lines = [
+        header.as_str(),
+        "{\"first\":{\"index\":0,\"arrivalMs\":1.0,\"atMs\":40.0}}",
+        "{\"first\":{\"index\":1,\"arrivalMs\":2.0,\"atMs\":45.0}}",
+        "{\"mark\":{\"atMs\":250.0,\"dispatched\":3}}",
+    ];
+    let spool_file = dir.path().join("dead.json.spool");
+    std::fs::write(&spool_file, lines.join("\n") + "\n").unwrap();
+    let out = dir.path().join("recovered.json");
+    let (code, text, trace) = recover(&spool_file, &out);
+    assert_eq!(code, 0, "{text}");
+    let r = rows(&trace);
+    assert_eq!(r.len(), 3);
+    // Their own arrivals and first tokens (closed loop: no send lag), not
+    // the mark's instant.
+    for (i, arrival, first) in [(0, 1.0, 40.0), (1, 2.0, 45.0)] {
+        assert_eq!(f(&r[i]["arrivalMs"]), arrival, "{}", r[i]);
+        assert_eq!(f(&r[i]["firstTokenMs"]), first, "{}", r[i]);
+        assert!(r[i]["labels"].get("arrivalFromMark").is_none());
+        assert!(r[i]["labels"].get("sendLagMs").is_none());
+    }
+    // Request 2: dated by the mark that counted it, as before.
+    assert_eq!(f(&r[2]["arrivalMs"]), 250.0);
+    assert_eq!(r[2]["labels"]["arrivalFromMark"], true);
+    assert_eq!(receipt(&out)["results"]["all"]["counts"]["invalid"], 0);
+}
+
+#[test]
+fn a_spool_from_before_first_token_lines_recovers_rows_whose_first_token_is_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    // The header of an older recorder (no `firstTokens`): request 0
+    // completed at 120 ms; a mark at 1350 ms with 4 dispatched. Rows 1–3
+    // are in flight, row 4 (400 ms) due but not proven sent; none of the
+    // four can say whether a first token came.
+    let spool_file = hand_spool_of(
+        dir.path(),
+        &[
+            "{\"ended\":{\"index\":0,\"arrivalMs\":0.0,\"sentMs\":0.5,\"firstTokenMs\":30.0,\"contentChunks\":4,\"usageOutputTokens\":5,\"finished\":true,\"ending\":{\"completed\":{\"completedMs\":120.0}},\"promptChars\":11,\"promptHash\":\"aaaaaaaaaaaa\"}}\n",
+            "{\"mark\":{\"atMs\":1350.0,\"dispatched\":4}}\n",
+        ],
+        false,
+    );
+    let out = dir.path().join("recovered.json");
+    let (code, text, trace) = recover(&spool_file, &out);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("its 4 rows without an ending say firstTokenUnknown"),
+        "{text}"
+    );
+    let r = rows(&trace);
+    assert_eq!(r.len(), 5);
+    assert!(r[0]["labels"].get("firstTokenUnknown").is_none());
+    for row in &r[1..] {
+        assert_eq!(row["status"], "in_flight", "{row}");
+        assert_eq!(row["labels"]["firstTokenUnknown"], true, "{row}");
+    }
+    assert_eq!(r[4]["labels"]["notSent"], true);
+    // Unmarked, rows 1–3 (elapsed 1250, 1150, 1050 ≥ 1000) would be late
+    // on TTFT; marked, only E2E is judged (evidence ≤ 1250 < 10000).
+    assert_eq!(censored(&out), (4, 0));
 }
 
 // ---------------------------------------------------------------- SIGKILL
@@ -694,23 +922,40 @@ fn kill_seed() -> u64 {
         })
 }
 
-/// The spool's complete `ended` lines, by index.
-fn spooled_rows(spool_file: &Path) -> (Vec<(usize, Value)>, usize) {
+/// What a killed recorder's spool holds, read line by line.
+struct Spooled {
+    /// The complete `ended` lines, by index.
+    ended: Vec<(usize, Value)>,
+    /// The complete `first` lines, by index.
+    firsts: std::collections::BTreeMap<usize, Value>,
+    /// The last mark: (ms since t0, requests dispatched).
+    last_mark: (f64, usize),
+}
+
+fn spooled_rows(spool_file: &Path) -> Spooled {
     let text = std::fs::read_to_string(spool_file).expect("the spool is left");
-    let mut ended = Vec::new();
-    let mut dispatched = 0;
+    let mut spooled = Spooled {
+        ended: Vec::new(),
+        firsts: Default::default(),
+        last_mark: (0.0, 0),
+    };
     for line in text.split_inclusive('\n').skip(1) {
         if !line.ends_with('\n') {
             continue; // torn by the kill
         }
         let v: Value = serde_json::from_str(line).expect("a complete spool line is JSON");
+        let index = |v: &Value| v["index"].as_u64().unwrap() as usize;
         if let Some(e) = v.get("ended") {
-            ended.push((e["index"].as_u64().unwrap() as usize, e.clone()));
+            spooled.ended.push((index(e), e.clone()));
+        } else if let Some(first) = v.get("first") {
+            let old = spooled.firsts.insert(index(first), first.clone());
+            assert!(old.is_none(), "one first-token line per request: {first}");
         } else {
-            dispatched = v["mark"]["dispatched"].as_u64().unwrap() as usize;
+            let m = &v["mark"];
+            spooled.last_mark = (f(&m["atMs"]), m["dispatched"].as_u64().unwrap() as usize);
         }
     }
-    (ended, dispatched)
+    spooled
 }
 
 /// Whether a trace time is the spooled time rounded to the microsecond (at
@@ -719,50 +964,33 @@ fn close(a: &Value, b: f64) -> bool {
     (f(a) - b).abs() <= 0.0005 + 1e-9
 }
 
+/// How long after its arrival a request to `fast_sim(20.0, 50.0)` surely
+/// has its first token at the recorder: the sim sends it within two 50 ms
+/// decode steps; the rest is room for a loaded machine.
+const SURELY_FIRST_MS: f64 = 500.0;
+
 #[test]
 fn sigkill_at_seeded_random_instants_leaves_a_spool_that_recovers_every_row() {
     let seed = kill_seed();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let server = fast_sim(12.0, 3.0);
+    // Requests of 20 ± 10 tokens at 50 ms a step: about a second each, so
+    // the kill finds many in flight, most of them past their first token.
+    let server = fast_sim(20.0, 50.0);
     let dir = tempfile::tempdir().unwrap();
     for attempt in 0..3 {
         // The run's schedule lasts 2.3 s from the spool's creation (its
-        // t0); the kill lands anywhere in the first 2.2 s of it.
-        let delay_ms: f64 = rng.random_range(0.0..2200.0);
+        // t0); the kill lands anywhere in the first 2.2 s of it (the first
+        // attempt's after 1.2 s, so requests older than SURELY_FIRST_MS
+        // are in flight at its last mark).
+        let earliest = if attempt == 0 { 1200.0 } else { 0.0 };
+        let delay_ms: f64 = rng.random_range(earliest..2200.0);
         eprintln!(
             "GOODPUT_KILL_SEED={seed}: attempt {attempt}: SIGKILL {delay_ms:.1} ms after the spool appears"
         );
         let out = dir.path().join(format!("k{attempt}.json"));
-        let mut child = spawn_record(
-            &server.url(),
-            &out,
-            &[
-                "--request-rate",
-                "200",
-                "--duration",
-                "2s",
-                "--warmup",
-                "0.3s",
-                "--grace",
-                "1s",
-                "--seed",
-                &attempt.to_string(),
-            ],
-        );
-        let spool_file = spool::spool_path(&out);
-        let started = Instant::now();
-        while !spool_file.exists() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "the recorder never created its spool"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        std::thread::sleep(Duration::from_secs_f64(delay_ms / 1000.0));
-        child.kill().expect("SIGKILL");
-        let _ = child.wait();
-        assert!(!out.exists(), "killed before its end: no trace");
-        let (ended, dispatched) = spooled_rows(&spool_file);
+        let spool_file = record_killed(&server.url(), &out, attempt, delay_ms);
+        let spooled_file = spooled_rows(&spool_file);
+        let ended = &spooled_file.ended;
 
         let recovered = dir.path().join(format!("k{attempt}-recovered.json"));
         let (code, text, trace) = recover(&spool_file, &recovered);
@@ -774,42 +1002,22 @@ fn sigkill_at_seeded_random_instants_leaves_a_spool_that_recovers_every_row() {
         let all = rows(&trace);
         let cut = f(&trace["workload"]["interruptedAtMs"]);
         // Every spooled row is there, unchanged.
-        for (index, e) in &ended {
-            let row = &all[*index];
-            assert_eq!(row["id"], format!("r{index}"));
-            assert!(close(&row["arrivalMs"], f(&e["arrivalMs"])), "{row} {e}");
-            let lag = f(&e["sentMs"]) - f(&e["arrivalMs"]);
-            assert!(close(&row["labels"]["sendLagMs"], lag), "{row} {e}");
-            if let Some(t) = e.get("firstTokenMs") {
-                assert!(close(&row["firstTokenMs"], f(t)), "{row} {e}");
-            }
-            match &e["ending"] {
-                Value::Object(m) if m.contains_key("completed") => {
-                    assert_eq!(row["status"], "completed", "{row}");
-                    assert!(close(
-                        &row["completedMs"],
-                        f(&m["completed"]["completedMs"])
-                    ));
-                    assert_eq!(row["outputTokens"], e["usageOutputTokens"], "{row} {e}");
-                    assert!(f(&row["completedMs"]) <= cut + 0.0005);
-                }
-                Value::Object(m) if m.contains_key("failed") => {
-                    assert_eq!(row["status"], "failed", "{row}");
-                    assert_eq!(row["reason"], m["failed"]["reason"]);
-                }
-                other => panic!("a request killed mid-run cannot have ended {other}"),
-            }
-        }
-        // Every other row: dispatched → in flight, else not sent.
-        let spooled: std::collections::BTreeSet<usize> = ended.iter().map(|(i, _)| *i).collect();
-        for (index, row) in all.iter().enumerate() {
-            if spooled.contains(&index) {
-                continue;
-            }
-            assert_eq!(row["status"], "in_flight", "{row}");
-            let unsent = row["labels"].get("notSent") == Some(&Value::Bool(true));
-            assert_eq!(unsent, index >= dispatched, "{row} dispatched {dispatched}");
-            assert!(f(&row["arrivalMs"]) < cut, "{row} cut {cut}");
+        spooled_rows_unchanged(all, ended, cut);
+        // Every other row: in flight with what the spool saw of it.
+        let checked = unended_rows_kept(all, &spooled_file, cut);
+        let with_first = all
+            .iter()
+            .filter(|r| r["status"] == "in_flight" && r.get("firstTokenMs").is_some())
+            .count();
+        eprintln!(
+            "  {with_first} in flight with their first token; {checked} of them dispatched \
+             {SURELY_FIRST_MS} ms or more before the last mark"
+        );
+        if attempt == 0 {
+            assert!(
+                checked > 0,
+                "the kill after 1.2 s finds old requests in flight"
+            );
         }
         let counts = &r["results"]["all"]["counts"];
         assert_eq!(counts["invalid"], 0);
@@ -818,5 +1026,123 @@ fn sigkill_at_seeded_random_instants_leaves_a_spool_that_recovers_every_row() {
             all.len() as f64,
             "every row is an arrival of the recovered trace"
         );
+        // Every first token was within TTFT 1000 ms (sim: two steps), so
+        // nothing in flight is known late unless it is late on E2E (10 s,
+        // beyond this run): knownLate 0.
+        assert_eq!(r["results"]["all"]["reasons"]["censored"]["knownLate"], 0);
     }
+}
+
+/// Runs `record` at 200 req/s for 2 s (0.3 s warm-up, 1 s grace) against
+/// `url` into `out`, and kills it with SIGKILL `delay_ms` after its spool
+/// appears; returns the spool.
+fn record_killed(url: &str, out: &Path, attempt: usize, delay_ms: f64) -> std::path::PathBuf {
+    let seed = attempt.to_string();
+    let mut child = spawn_record(
+        url,
+        out,
+        &[
+            "--request-rate",
+            "200",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0.3s",
+            "--grace",
+            "1s",
+            "--seed",
+            &seed,
+        ],
+    );
+    let spool_file = spool::spool_path(out);
+    let started = Instant::now();
+    while !spool_file.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the recorder never created its spool"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_secs_f64(delay_ms / 1000.0));
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    assert!(!out.exists(), "killed before its end: no trace");
+    spool_file
+}
+
+/// Every spooled ending of a killed run is its row of the recovered trace
+/// (`all`, cut at `cut`), unchanged.
+fn spooled_rows_unchanged(all: &[Value], ended: &[(usize, Value)], cut: f64) {
+    for (index, e) in ended {
+        let row = &all[*index];
+        assert_eq!(row["id"], format!("r{index}"));
+        assert!(close(&row["arrivalMs"], f(&e["arrivalMs"])), "{row} {e}");
+        let lag = f(&e["sentMs"]) - f(&e["arrivalMs"]);
+        assert!(close(&row["labels"]["sendLagMs"], lag), "{row} {e}");
+        if let Some(t) = e.get("firstTokenMs") {
+            assert!(close(&row["firstTokenMs"], f(t)), "{row} {e}");
+        }
+        match &e["ending"] {
+            Value::Object(m) if m.contains_key("completed") => {
+                assert_eq!(row["status"], "completed", "{row}");
+                assert!(close(
+                    &row["completedMs"],
+                    f(&m["completed"]["completedMs"])
+                ));
+                assert_eq!(row["outputTokens"], e["usageOutputTokens"], "{row} {e}");
+                assert!(f(&row["completedMs"]) <= cut + 0.0005);
+            }
+            Value::Object(m) if m.contains_key("failed") => {
+                assert_eq!(row["status"], "failed", "{row}");
+                assert_eq!(row["reason"], m["failed"]["reason"]);
+            }
+            other => panic!("a request killed mid-run cannot have ended {other}"),
+        }
+    }
+}
+
+/// Checks the rows without an ending of a recovered trace (`all`, cut at
+/// `cut`) against its spool: in flight, not sent only when nothing proves
+/// they left, never "first token unknown"; a row with a `first` line keeps
+/// that first token and send lag, one without has none, and every row
+/// dispatched at least [`SURELY_FIRST_MS`] before the last mark (so it got
+/// its first token before that mark) has one. Returns how many rows the
+/// last check saw.
+fn unended_rows_kept(all: &[Value], spooled: &Spooled, cut: f64) -> usize {
+    let ended: std::collections::BTreeSet<usize> = spooled.ended.iter().map(|(i, _)| *i).collect();
+    let (mark_ms, dispatched) = spooled.last_mark;
+    let mut checked = 0;
+    for (index, row) in all.iter().enumerate() {
+        if ended.contains(&index) {
+            continue;
+        }
+        assert_eq!(row["status"], "in_flight", "{row}");
+        let unsent = row["labels"].get("notSent") == Some(&Value::Bool(true));
+        let sent = index < dispatched || spooled.firsts.contains_key(&index);
+        assert_eq!(unsent, !sent, "{row} dispatched {dispatched}");
+        assert!(f(&row["arrivalMs"]) < cut, "{row} cut {cut}");
+        assert!(row["labels"].get("firstTokenUnknown").is_none(), "{row}");
+        let arrival = f(&row["arrivalMs"]);
+        if let Some(line) = spooled.firsts.get(&index) {
+            assert!(
+                close(&row["firstTokenMs"], f(&line["atMs"])),
+                "{row} {line}"
+            );
+            // The lag from the row's arrival (itself rounded to the µs).
+            let lag = (f(&line["sentMs"]) - arrival).max(0.0);
+            let kept = f(&row["labels"]["sendLagMs"]);
+            assert!((kept - lag).abs() <= 0.001 + 1e-9, "{row} {line}");
+            assert!(f(&row["firstTokenMs"]) <= cut + 0.0005, "{row} cut {cut}");
+        } else {
+            assert!(row.get("firstTokenMs").is_none(), "{row}");
+        }
+        if index < dispatched && arrival + SURELY_FIRST_MS <= mark_ms {
+            checked += 1;
+            assert!(
+                row.get("firstTokenMs").is_some(),
+                "{row}: its first token came before the mark at {mark_ms} ms"
+            );
+        }
+    }
+    checked
 }

@@ -518,14 +518,14 @@ fn a_closed_loop_trace_is_named_in_every_view_and_refused_by_gate_unless_allowed
         "{text}"
     );
     assert!(
-        text.contains("REFUSE: 1 of 4 criteria fail (arrival mode)"),
+        text.contains("REFUSE: 1 of 5 criteria fail (arrival mode)"),
         "{text}"
     );
     args.push("--allow-closed-loop");
     let o = goodput(&args);
     assert_eq!(code(&o), EXIT_OK, "{}", stdout(&o));
     assert!(
-        stdout(&o).contains("ADMIT: all 4 criteria pass"),
+        stdout(&o).contains("ADMIT: all 5 criteria pass"),
         "{}",
         stdout(&o)
     );

@@ -1,6 +1,8 @@
 //! `goodput verify` and `goodput gate` as library calls, on the reviewer
 //! fixtures, with hand-computed expectations.
 
+mod common;
+
 use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
 use goodput_core::review::exact::Decimal;
 use goodput_core::review::gate::{decide, Criteria, GateError};
@@ -220,6 +222,7 @@ fn criteria(min: &str) -> Criteria {
         max_recovery_s: None,
         class_limits: Vec::new(),
         allow_closed_loop: false,
+        allow_overload: false,
     }
 }
 
@@ -393,4 +396,62 @@ fn a_closed_loop_run_is_refused_unless_allowed_and_nothing_else_changes() {
             .expect("decide")
             .admit
     );
+}
+
+/// 40 req/s offered for 10 s to a FIFO server that completes one request
+/// every 50 ms (20/s), observed for 30 s more so that every request ends:
+/// row i arrives at 25·i and completes (one token) at 50·(i + 1). With no
+/// gate every completion passes: goodput 400 / 10 s = 40/s, twice what the
+/// server sustains.
+fn overloaded_with_a_long_grace() -> Vec<u8> {
+    let rows: Vec<Value> = (0..400)
+        .map(|i| {
+            let done = 50.0 * (i + 1) as f64;
+            json!({"id": format!("r{i}"), "arrivalMs": 25.0 * i as f64, "status": "completed",
+                   "firstTokenMs": done, "completedMs": done, "outputTokens": 1})
+        })
+        .collect();
+    serde_json::to_vec(&json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": 10000, "horizonMs": 40000},
+        "equality": "inclusive",
+        "classes": {"chat": {"ttftMs": null, "tpotMs": null, "e2eMs": null}},
+        "rows": rows,
+    }))
+    .unwrap()
+}
+
+#[test]
+fn gate_refuses_an_overloaded_run_whatever_its_goodput_unless_told_to_allow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("overloaded.json");
+    std::fs::write(&path, overloaded_with_a_long_grace()).unwrap();
+    let run = |extra: &[&str]| {
+        let out = common::goodput()
+            .args([
+                "gate",
+                path.to_str().unwrap(),
+                "--min-goodput",
+                "20",
+                "--max-bytes",
+                "200000",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    let (code, text) = run(&[]);
+    assert_eq!(code, Some(1), "{text}");
+    // goodput 40/s > 20 passes its own line; the saturation line refuses.
+    assert!(
+        text.contains("saturation         overloaded  not overloaded               FAIL"),
+        "{text}"
+    );
+    assert!(text.contains("REFUSE: 1 of"), "{text}");
+    assert!(text.contains("(saturation)"), "{text}");
+    let (code, text) = run(&["--allow-overload"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("allowed by --allow-overload"), "{text}");
+    assert!(text.starts_with("") && text.contains("ADMIT"), "{text}");
 }

@@ -98,7 +98,7 @@ fn twice_the_sims_capacity_with_a_short_grace_reads_overloaded() {
     let served = s["servedPerS"].as_f64().unwrap();
     assert!(served < 0.9 * 40.0, "{s}");
     assert!(
-        stdout.contains("saturation: overloaded: in flight grew"),
+        stdout.contains("saturation: overloaded: waiting grew"),
         "{stdout}"
     );
     assert!(stdout.contains("the server was the bottleneck"), "{stdout}");
@@ -142,7 +142,7 @@ fn the_issue_case_twice_capacity_for_10_s_with_a_5_s_grace_reads_overloaded() {
     let l = &all["littlesLaw"];
     assert_eq!(l["steadyState"], false, "{l}");
     assert!(
-        stdout.contains("saturation: overloaded: in flight grew"),
+        stdout.contains("saturation: overloaded: waiting grew"),
         "{stdout}"
     );
     assert!(stdout.contains("the server was the bottleneck"), "{stdout}");
@@ -201,4 +201,76 @@ fn the_capacity_search_lands_within_ten_percent_of_the_sims_capacity() {
         .unwrap_or_else(|| panic!("{line}"));
     assert!((18.0..=22.0).contains(&low), "{stdout}");
     assert!(line.contains("(bracket "), "{line}");
+}
+
+#[test]
+fn a_capacity_search_judged_by_p95_ttft_stops_where_the_tail_does() {
+    // The sim of the search above (20/s), under a 5 s TTFT gate that every
+    // request meets at every rate tried, so the pass share alone would keep
+    // doubling past 24/s. With --max-p95-ttft-ms 200: below 20/s a request
+    // waits at most two 50 ms steps; at 24/s the queue grows 4/s and the
+    // p95 arrival (t ≈ 2.4 s) waits about 0.2 t ≈ 475 ms: 12 holds, 24 does
+    // not, and the bisection lands between 18 and 22.
+    let _alone = exclusive();
+    let server = sim(20, 50.0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trace-{rate}.json");
+    let (code, stdout, _) = record(
+        &server.url(),
+        &out,
+        &[
+            "--find-capacity",
+            "--request-rate",
+            "12",
+            "--max-p95-ttft-ms",
+            "200",
+            "--precision",
+            "10%",
+            "--max-points",
+            "5",
+            "--arrival",
+            "constant",
+            "--duration",
+            "2.5s",
+            "--grace",
+            "2.5s",
+            "--cooldown",
+            "0.3s",
+            "--slo",
+            "chat:ttft=5000",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains("frontier (5 points, target pass share 90 %, p95 TTFT ≤ 200 ms):"),
+        "{stdout}"
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("capacity: "))
+        .unwrap_or_else(|| panic!("no capacity line: {stdout}"));
+    assert!(
+        line.contains("holding pass share ≥ 90 %, p95 TTFT ≤ 200 ms (bracket "),
+        "{line}"
+    );
+    let low: f64 = line["capacity: ".len()..]
+        .split('/')
+        .next()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!((15.0..=22.0).contains(&low), "{stdout}");
+    // The first rate above it that did not hold is named by its p95 TTFT.
+    let not_held = stdout
+        .lines()
+        .find(|l| l.starts_with("  not held at "))
+        .unwrap_or_else(|| panic!("no `not held` line: {stdout}"));
+    assert!(
+        not_held.contains("p95 TTFT") && not_held.contains("ms > 200 ms"),
+        "{not_held}"
+    );
+    // The `frontier` it suggests judges the traces by the same criteria.
+    assert!(
+        stdout.contains("--svg frontier.svg --attainment 0.9 --max-p95-ttft-ms 200\n"),
+        "{stdout}"
+    );
 }

@@ -11,7 +11,7 @@ use crate::cli::flags::{confidence_flag, LimitArgs};
 use crate::cli::output::{emit, json_bytes};
 use crate::cli::release::{release_options, CostArgs};
 use goodput_core::analyze::{judge_and_count, Analysis, AnalyzeOptions};
-use goodput_core::compare::{adopt_gates, compare, CompareError, Figure};
+use goodput_core::compare::{adopt_gates, compare, CompareError, CompareOptions, Figure};
 use goodput_core::intervals::Confidence;
 use goodput_core::receipt::release::attach;
 use goodput_core::review::verify;
@@ -22,17 +22,21 @@ use goodput_util::io::read_limited;
 pub const COMPARE_EXIT_HELP: &str = "\
 Exit status:
   0  the comparison was printed (and, with --fail-if-worse, B is not worse
-     beyond noise on any listed figure)
-  1  --fail-if-worse: B is worse than A beyond noise on a listed figure
-     (in any block: all rows or a class)
+     beyond noise on any listed figure, and every listed figure was judged)
+  1  --fail-if-worse: B is worse than A beyond noise on a listed figure, or a
+     listed figure has too few values to be judged (no interval), in any
+     block: all rows or a class
   2  a trace was rejected or unreadable, a receipt does not verify against its
      trace, the contracts differ (gates, equality, window, warm-up, grace,
-     classes; --judge-under A re-judges B under A's gates), or a flag is wrong
+     classes; --judge-under A re-judges B under A's gates), one run is
+     closed-loop and the other open-loop (--allow-closed-loop compares them
+     anyway), or a flag is wrong
 
 Figures: goodput, pass_share, failure_share, p95_ttft, p99_ttft, p95_tpot,
 p99_tpot, p95_e2e, p99_e2e. Differences are B - A: shares by Newcombe's hybrid
-score interval, goodput/s and percentiles by the MOVER on their exact Poisson
-and order-statistic intervals.";
+score interval; goodput/s by Newcombe's interval times cohort / window when
+both blocks have the same cohort, else by the MOVER on exact Poisson
+intervals; percentiles by the MOVER on order-statistic intervals.";
 
 /// Whose contract to judge both runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -61,9 +65,14 @@ pub struct CompareArgs {
     /// Two-sided confidence level of every interval, in [0.5, 0.9999].
     #[arg(long, value_name = "LEVEL", default_value_t = Confidence::DEFAULT)]
     pub confidence: f64,
-    /// Exit 1 when B is worse than A beyond noise on any of these figures (comma-separated).
+    /// Exit 1 when B is worse than A beyond noise on any of these figures
+    /// (comma-separated), or when one of them has too few values to judge.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub fail_if_worse: Vec<Figure>,
+    /// Compare a closed-loop run with an open-loop one anyway; by default it
+    /// is refused (exit 2), since a closed loop paced its own load.
+    #[arg(long)]
+    pub allow_closed_loop: bool,
     /// Print the comparison as JSON (`goodput schema compare`).
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -95,8 +104,13 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         attach(&mut run.receipt, &run.trace, &run.judgements, &release)
             .map_err(|e| Error::Usage(e.to_string()))?;
     }
-    let comparison = compare(&a.receipt, &b.receipt, judged_under_a)?;
+    let options = CompareOptions {
+        judged_under_a,
+        allow_closed_loop: args.allow_closed_loop,
+    };
+    let comparison = compare(&a.receipt, &b.receipt, options)?;
     let worse = comparison.worse_on(&args.fail_if_worse);
+    let unjudged = comparison.unjudged_on(&args.fail_if_worse);
     if args.json {
         emit(stdout, &json_bytes(&comparison, "comparison")?)?;
     } else {
@@ -115,23 +129,43 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
             }
         }
         if !args.fail_if_worse.is_empty() {
-            text.push_str(&gate_line(&worse));
+            text.push_str(&gate_line(&worse, &unjudged));
         }
         emit(stdout, text.as_bytes())?;
     }
-    Ok(if worse.is_empty() { EXIT_OK } else { EXIT_NO })
+    Ok(if worse.is_empty() && unjudged.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_NO
+    })
 }
 
-fn gate_line(worse: &[(String, String)]) -> String {
-    if worse.is_empty() {
-        "\nPASS: B is not worse than A beyond noise on any listed figure.\n".to_owned()
-    } else {
-        let list: Vec<String> = worse.iter().map(|(b, f)| format!("{f} ({b})")).collect();
-        format!(
+/// The regression gate's verdict: a listed figure that cannot be judged
+/// fails it as a worse one does, since "cannot tell" is not "not worse".
+fn gate_line(worse: &[(String, String)], unjudged: &[(String, String)]) -> String {
+    let list = |xs: &[(String, String)]| {
+        xs.iter()
+            .map(|(b, f)| format!("{f} ({b})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = String::new();
+    if !worse.is_empty() {
+        out.push_str(&format!(
             "\nFAIL: B is worse than A beyond noise on {}.\n",
-            list.join(", ")
-        )
+            list(worse)
+        ));
     }
+    if !unjudged.is_empty() {
+        out.push_str(&format!(
+            "\nFAIL: too few values to judge {}: no interval, so the gate cannot say B is not worse.\n",
+            list(unjudged)
+        ));
+    }
+    if out.is_empty() {
+        out.push_str("\nPASS: B is not worse than A beyond noise on any listed figure.\n");
+    }
+    out
 }
 
 /// Reads a trace; with a receipt, first checks that the receipt is exactly

@@ -1,15 +1,67 @@
 //! Flag values that several commands read the same way: input limits, SLO
-//! classes (`--slo`), request rates (`--request-rate`). Durations are in
+//! classes (`--slo`), request rates (`--request-rate`), the tail and share
+//! limits of `gate`, `frontier` and `record --find-capacity`. Durations are in
 //! [`crate::cli::duration`].
 
 use std::ffi::OsString;
 
 use crate::cli::error::Error;
+use goodput_core::review::criteria::BlockLimits;
+use goodput_core::review::exact::Decimal;
 use goodput_core::trace::{Gates, Limits};
 
 /// A usage error (exit 2): the flags, not the data, are wrong.
 pub(crate) fn usage(message: impl std::fmt::Display) -> Error {
     Error::Usage(message.to_string())
+}
+
+/// The p95 limits on a run's tails, as `gate` reads them; `frontier` and
+/// `record --find-capacity` take the very same flags (through [`HoldArgs`]),
+/// so a limit means one thing wherever it is written.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TailArgs {
+    /// Most nearest-rank p95 TTFT allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p95_ttft_ms: Option<Decimal>,
+    /// Most nearest-rank p95 E2E allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p95_e2e_ms: Option<Decimal>,
+    /// Most nearest-rank p95 TPOT allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p95_tpot_ms: Option<f64>,
+}
+
+/// What a rate must hold, besides the pass-share target, to count toward
+/// the capacity (`frontier`, `record --find-capacity`): the gate's tail
+/// limits and share ceilings, checked by the gate's own evaluation. Each is
+/// optional and has no default (unlike `gate`'s share ceilings), so without
+/// them a rate is judged by its pass share alone, as it always was.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HoldArgs {
+    /// Most failed / cohort a rate may have to count toward the capacity (as `gate`).
+    #[arg(long, value_name = "F")]
+    pub max_failure_share: Option<Decimal>,
+    /// Most censored / cohort a rate may have to count toward the capacity (as `gate`).
+    #[arg(long, value_name = "F")]
+    pub max_censored_share: Option<Decimal>,
+    /// The p95 limits.
+    #[command(flatten)]
+    pub tails: TailArgs,
+}
+
+impl HoldArgs {
+    /// The limits given, range-checked (a bad one is a usage error, exit 2).
+    pub(crate) fn limits(&self) -> Result<BlockLimits, Error> {
+        let limits = BlockLimits {
+            max_failure_share: self.max_failure_share.clone(),
+            max_censored_share: self.max_censored_share.clone(),
+            max_p95_ttft_ms: self.tails.max_p95_ttft_ms.clone(),
+            max_p95_e2e_ms: self.tails.max_p95_e2e_ms.clone(),
+            max_p95_tpot_ms: self.tails.max_p95_tpot_ms,
+        };
+        limits.check().map_err(usage)?;
+        Ok(limits)
+    }
 }
 
 /// Input limits shared by every command that reads a trace. A flag wins; with

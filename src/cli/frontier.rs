@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::cli::error::Error;
 use goodput_core::analyze::{analyze_owned_at, AnalyzeOptions};
-use goodput_core::frontier::{frontier, Frontier, FrontierError, DEFAULT_ATTAINMENT};
+use goodput_core::frontier::{frontier_judged, Frontier, FrontierError, DEFAULT_ATTAINMENT};
 use goodput_core::intervals::Confidence;
 use goodput_core::receipt::Receipt;
 use goodput_core::trace::{Limits, Rejection};
@@ -15,7 +15,7 @@ use goodput_render::frontier as render;
 use goodput_util::io::{read_limited, ReadError};
 
 use crate::cli::exit::EXIT_OK;
-use crate::cli::flags::LimitArgs;
+use crate::cli::flags::{HoldArgs, LimitArgs};
 use crate::cli::output::{emit, json_bytes, write_file};
 use crate::cli::sidecar::Sidecar;
 use goodput_core::server_metrics::{peaks, Peaks};
@@ -26,15 +26,19 @@ Exit status:
   0  the frontier was computed (whatever it shows)
   2  a trace was rejected or unreadable (the message names it; raise --max-rows /
      --max-bytes, or GOODPUT_MAX_ROWS / GOODPUT_MAX_BYTES, for long recordings), --attainment is not in (0, 1], --class
-     names no class of some trace, or the SVG could not be written
+     names no class of some trace, a limit is out of range, or the SVG could not be written
 
 Points are sorted by measured offered load (cohort / window s). The knee is the
 last rate before goodput stops rising for good (each later rate adds at most
 0.1 × its extra offered load as goodput) while the extra load shows up as
 completions, p95 TTFT growing faster than load, or failed + censored work. The
 capacity is the highest offered rate whose pass share is at least --attainment,
-interpolated linearly to the crossing (DistServe's per-GPU goodput). Full rules:
-docs/frontier.md.";
+interpolated linearly to the crossing (DistServe's per-GPU goodput). With
+--max-p95-ttft-ms, --max-p95-e2e-ms, --max-p95-tpot-ms, --max-failure-share or
+--max-censored-share (gate's criteria, checked as gate checks them), a rate
+holds only when every repeat also meets every limit; the capacity is then the
+highest rate that held, and the output names what failed at the next rate.
+Full rules: docs/frontier.md.";
 
 /// Flags of `goodput frontier`.
 #[derive(Debug, clap::Args)]
@@ -48,6 +52,9 @@ pub struct FrontierArgs {
     /// Use this class's figures instead of all rows.
     #[arg(long, value_name = "NAME")]
     pub class: Option<String>,
+    /// The limits a rate must hold besides the pass share.
+    #[command(flatten)]
+    pub hold: HoldArgs,
     /// Print the frontier as JSON (`goodput-frontier/1`).
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -103,7 +110,8 @@ fn receipt_of(
 }
 
 /// Builds the frontier of the named traces (the part of the command that
-/// reads files; tests call [`frontier`] on receipts directly).
+/// reads files; tests call [`goodput_core::frontier::frontier`] on receipts
+/// directly).
 pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
     // Flags first: a bad target is exit 2 before any file is read.
     if !(args.attainment > 0.0 && args.attainment <= 1.0) {
@@ -111,6 +119,7 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
             FrontierError::BadAttainment(args.attainment).to_string(),
         ));
     }
+    let hold = args.hold.limits()?;
     let confidence = crate::cli::flags::confidence_flag(args.confidence)?;
     let limits = args.limits.limits()?;
     let mut receipts = Vec::with_capacity(args.traces.len());
@@ -120,7 +129,7 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
         receipts.push((path.clone(), receipt));
         server.push((path.clone(), peaks));
     }
-    let mut f = frontier(&receipts, args.class.as_deref(), args.attainment)
+    let mut f = frontier_judged(&receipts, args.class.as_deref(), args.attainment, &hold)
         .map_err(|e| Error::Usage(e.to_string()))?;
     for point in &mut f.points {
         if let Some((_, Some(p))) = server.iter().find(|(label, _)| *label == point.label) {

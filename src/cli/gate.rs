@@ -9,7 +9,7 @@ use goodput_core::review::gate::{
 };
 
 use crate::cli::exit::{EXIT_NO, EXIT_OK};
-use crate::cli::flags::LimitArgs;
+use crate::cli::flags::{LimitArgs, TailArgs};
 use crate::cli::input::load;
 use crate::cli::output::{emit, json_bytes};
 use crate::cli::release::{release_options, RecoveryArgs};
@@ -53,15 +53,9 @@ pub struct GateArgs {
     /// Most censored / cohort allowed.
     #[arg(long, value_name = "F", default_value = DEFAULT_MAX_CENSORED_SHARE)]
     pub max_censored_share: Decimal,
-    /// Most nearest-rank p95 TTFT allowed, ms.
-    #[arg(long, value_name = "X")]
-    pub max_p95_ttft_ms: Option<Decimal>,
-    /// Most nearest-rank p95 E2E allowed, ms.
-    #[arg(long, value_name = "X")]
-    pub max_p95_e2e_ms: Option<Decimal>,
-    /// Most nearest-rank p95 TPOT allowed, ms.
-    #[arg(long, value_name = "X")]
-    pub max_p95_tpot_ms: Option<f64>,
+    /// The p95 limits (shared with `frontier` and `record --find-capacity`).
+    #[command(flatten)]
+    pub tails: TailArgs,
     /// Most recovery time after the burst phase, s (fails when the run never
     /// recovers or the trace has no burst phase).
     #[arg(long, value_name = "S")]
@@ -81,6 +75,11 @@ pub struct GateArgs {
     /// default it is refused, since the server paced its own load.
     #[arg(long)]
     pub allow_closed_loop: bool,
+    /// Admit a run whose saturation verdict is overloaded anyway; by default
+    /// it is refused, since goodput counted with the grace period's
+    /// completions can exceed what the server sustains.
+    #[arg(long)]
+    pub allow_overload: bool,
     /// Print the decision as JSON.
     #[arg(long)]
     pub json: bool,
@@ -96,13 +95,14 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         margin: args.margin,
         max_failure_share: args.max_failure_share,
         max_censored_share: args.max_censored_share,
-        max_p95_ttft_ms: args.max_p95_ttft_ms,
-        max_p95_e2e_ms: args.max_p95_e2e_ms,
+        max_p95_ttft_ms: args.tails.max_p95_ttft_ms,
+        max_p95_e2e_ms: args.tails.max_p95_e2e_ms,
         class: args.class,
-        max_p95_tpot_ms: args.max_p95_tpot_ms,
+        max_p95_tpot_ms: args.tails.max_p95_tpot_ms,
         max_recovery_s: args.max_recovery_s,
         class_limits: args.class_limits,
         allow_closed_loop: args.allow_closed_loop,
+        allow_overload: args.allow_overload,
     };
     // Flags first: a bad flag is exit 2 before any work.
     criteria.check().map_err(|e| Error::Usage(e.to_string()))?;

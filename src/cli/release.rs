@@ -1,14 +1,12 @@
 //! Flags of the release-gate figures, shared by several commands: the phases
 //! of `record --phases`, the recovery options (`--burst-phase`,
-//! `--recovery-window`) of `analyze`, `report` and `gate`, and the hardware
+//! `--recovery-tolerance`) of `analyze`, `report` and `gate`, and the hardware
 //! (`--gpus`, `--gpu-hour-cost`) of `record`, `analyze`, `report` and
 //! `compare`. Only parsing lives here; the figures are the library's
 //! (`receipt::release`).
 
 use crate::cli::error::Error;
-use goodput_core::receipt::recovery::{
-    RecoveryOptions, DEFAULT_BURST_PHASE, DEFAULT_WINDOW_ARRIVALS,
-};
+use goodput_core::receipt::recovery::{RecoveryOptions, DEFAULT_BURST_PHASE, DEFAULT_TOLERANCE};
 use goodput_core::receipt::release::ReleaseOptions;
 use goodput_core::trace::Resources;
 use goodput_record::schedule::phased::PhaseSpec;
@@ -67,17 +65,31 @@ pub struct RecoveryArgs {
     /// naming a phase the trace does not declare is an error).
     #[arg(long, value_name = "NAME")]
     pub burst_phase: Option<String>,
-    /// Size of the rolling window of recovery, in consecutive arrivals of a class.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_WINDOW_ARRIVALS)]
-    pub recovery_window: usize,
+    /// Misses allowed among a class's arrivals from its recovery instant on
+    /// (0: every later arrival must meet the TTFT and E2E gates).
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_TOLERANCE)]
+    pub recovery_tolerance: u64,
+    /// The removed rolling window: refused, so that an old script does not
+    /// silently get a different figure.
+    #[arg(
+        long,
+        value_name = "N",
+        hide = true,
+        allow_hyphen_values = true,
+        num_args = 0..=1,
+        default_missing_value = ""
+    )]
+    pub recovery_window: Option<String>,
 }
 
 impl RecoveryArgs {
     /// The library's options.
     pub fn options(&self) -> Result<RecoveryOptions, Error> {
-        if self.recovery_window == 0 {
+        if self.recovery_window.is_some() {
             return Err(Error::Usage(
-                "--recovery-window must be at least 1 arrival".into(),
+                "--recovery-window was removed: recovery is now the first arrival after the last \
+                 miss (docs/contract.md §10.10); use --recovery-tolerance K to allow K misses after it"
+                    .into(),
             ));
         }
         Ok(RecoveryOptions {
@@ -86,7 +98,7 @@ impl RecoveryArgs {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_BURST_PHASE.to_owned()),
             required: self.burst_phase.is_some(),
-            window_arrivals: self.recovery_window,
+            tolerance: self.recovery_tolerance,
         })
     }
 }

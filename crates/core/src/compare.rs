@@ -6,20 +6,33 @@
 //! every headline figure it gives A, B, the difference B − A with its
 //! interval, a verdict, and the smallest difference this pair could have
 //! detected. The interval methods are in [`crate::intervals`]: Newcombe's
-//! hybrid score interval for shares, the MOVER on exact Poisson intervals for
-//! goodput/s, the MOVER on order-statistic intervals for percentiles.
+//! hybrid score interval for shares, the MOVER on order-statistic intervals
+//! for percentiles, and for goodput/s either Newcombe's interval of the pass
+//! shares scaled by cohort / window (two blocks with the same cohort in the
+//! same window: the pass count of a known cohort is binomial, see
+//! [`goodput_difference`]) or the MOVER on exact Poisson intervals (cohorts
+//! that differ: the arrivals differ too, and their count is part of the noise).
 //!
 //! **Verdict.** When the difference interval lies entirely on the good side
-//! of 0 the figure is `better`; entirely on the bad side, `worse`; otherwise
-//! `indistinguishable` (higher goodput and pass share are good; lower failure
-//! share and latency are good).
+//! of 0 the figure is `better`; entirely on the bad side, `worse`; when it
+//! contains 0, `indistinguishable`; when there is no interval at all (an
+//! empty cohort, or too few values for a percentile's), `too_few_values`,
+//! never `indistinguishable`: a figure that cannot be judged has not been
+//! found equal (higher goodput and pass share are good; lower failure share
+//! and latency are good).
+//!
+//! **Closed loop.** A closed-loop run (docs/contract.md §10.2) paced its own
+//! load, so it is not compared with an open-loop run unless asked
+//! ([`CompareOptions::allow_closed_loop`]); any comparison with a closed-loop
+//! side says that it is not SLA evidence.
 //!
 //! **Minimum detectable difference** (at 80 % power):
 //! `MDD = (z_{1−α/2} + z_{0.80}) · SE`, with `SE = (U − L) / (2 z_{1−α/2})`
 //! recovered from the difference interval `[L, U]`. **Requests per run
 //! needed** to detect the observed difference `d`:
 //! `n · (MDD / |d|)²`, with `n` the mean cohort of the two runs (every
-//! interval here narrows as 1/√n).
+//! interval here narrows as 1/√n); null for a zero difference (nothing to
+//! detect) and beyond [`PRACTICAL_REQUESTS_PER_RUN`] (no run could).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -30,14 +43,25 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::intervals::{
-    self, min_n_for_quantile, minimum_detectable, mover, newcombe, percent, required_requests,
-    Confidence, Estimate, Interval, QuantileInterval,
+    self, min_n_for_quantile, minimum_detectable, mover, newcombe, percent, poisson_exact,
+    required_requests, Confidence, Estimate, Interval, QuantileInterval,
 };
 use crate::receipt::{Block, ContractInfo, LatencySummary, PercentileIntervals, Receipt};
-use crate::trace::Trace;
+use crate::trace::{ArrivalMode, Trace};
 
 /// The schema tag of every comparison this version writes.
 pub const COMPARE_SCHEMA: &str = "goodput-compare/1";
+
+/// The goodput difference of two blocks with the same cohort in windows of
+/// the same length: Newcombe's interval of the pass shares times cohort /
+/// window seconds ([`goodput_difference`]).
+pub const KNOWN_COHORT_RATE_DIFFERENCE: &str = "known-cohort-newcombe";
+
+/// The largest `requiredRequestsPerRun` stated: 10⁹ requests is a run at
+/// 10,000 req/s for more than a day. Beyond it the figure is null with a
+/// note, since a number that large (or the 2⁶⁴ − 1 an unchecked cast would
+/// give for a difference of 10⁻¹²) only says "no run of this kind will tell".
+pub const PRACTICAL_REQUESTS_PER_RUN: u64 = 1_000_000_000;
 
 /// A headline figure that two runs are compared on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -155,17 +179,22 @@ pub enum Verdict {
     Better,
     /// B is worse than A beyond the noise.
     Worse,
-    /// The difference interval contains 0 (or there is no interval).
+    /// The difference interval contains 0.
     Indistinguishable,
+    /// There is no difference interval (an empty cohort, or too few values
+    /// for a percentile's interval): the figure cannot be judged, which is
+    /// not the same as finding it equal. `--fail-if-worse` fails on it.
+    TooFewValues,
 }
 
 impl Verdict {
-    /// The word printed for people.
+    /// The words printed for people.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
             Verdict::Indistinguishable => "indistinguishable",
+            Verdict::TooFewValues => "too few values",
         }
     }
 }
@@ -187,6 +216,9 @@ pub struct Comparison {
     pub b: RunInfo,
     /// Whether B was re-judged under A's gates and equality rule (`--judge-under A`).
     pub judged_under_a: bool,
+    /// Null when both runs are open-loop. Otherwise which run is closed-loop
+    /// (docs/contract.md §10.2) and why the comparison is not SLA evidence.
+    pub closed_loop: Option<String>,
     /// All rows first (`class` null), then each class by name.
     pub blocks: Vec<BlockComparison>,
 }
@@ -197,8 +229,12 @@ pub struct Comparison {
 pub struct CompareMethods {
     /// Difference of two shares: `newcombe-hybrid-score`.
     pub share_difference: String,
-    /// Difference of two goodput rates: `mover-exact-poisson`.
+    /// Difference of two goodput rates whose blocks' cohorts differ:
+    /// `mover-exact-poisson`.
     pub rate_difference: String,
+    /// Difference of two goodput rates whose blocks have the same cohort in
+    /// windows of the same length: `known-cohort-newcombe`.
+    pub rate_difference_known_cohort: String,
     /// Difference of two percentiles: `mover-order-statistic`.
     pub quantile_difference: String,
     /// The formula of `minimumDetectable`.
@@ -217,6 +253,8 @@ pub struct RunInfo {
     pub cohort: u64,
     /// Window length, s.
     pub window_s: f64,
+    /// `open-loop` or `closed-loop`, as the run's receipt names it (§10.2).
+    pub arrival_mode: ArrivalMode,
     /// Per-GPU and cost figures of the run, when resources are in force
     /// (declared by its trace, or `--gpus` / `--gpu-hour-cost`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -233,6 +271,9 @@ pub struct BlockComparison {
     pub cohort_a: u64,
     /// Cohort of this block in B.
     pub cohort_b: u64,
+    /// How goodput's difference interval was found: `known-cohort-newcombe`
+    /// (same cohort, same window length) or `mover-exact-poisson`.
+    pub goodput_method: String,
     /// One entry per figure, in a fixed order.
     pub figures: Vec<FigureComparison>,
 }
@@ -255,12 +296,16 @@ pub struct FigureComparison {
     pub difference: Option<f64>,
     /// Interval of B − A at the declared confidence (null when either side has no interval).
     pub interval: Option<Interval>,
-    /// `better`, `worse` or `indistinguishable`.
+    /// `better`, `worse`, `indistinguishable`, or `too_few_values` when
+    /// there is no interval.
     pub verdict: Verdict,
     /// The smallest true difference this pair would detect at 80 % power (same unit).
     pub minimum_detectable: Option<f64>,
     /// For an indistinguishable, non-zero difference: requests per run needed
-    /// to detect a difference this large at 80 % power.
+    /// to detect a difference this large at 80 % power (null beyond 10⁹).
+    /// For `too_few_values` on a percentile with a non-zero difference: the
+    /// values per run needed before an interval exists at all (a lower bound).
+    /// Null for a zero difference: there is nothing to detect.
     pub required_requests_per_run: Option<u64>,
     /// Why something is null, for people.
     pub note: Option<String>,
@@ -270,6 +315,17 @@ impl Comparison {
     /// Every (block, figure) among `watched` on which B is worse: the
     /// regression gate. Blocks are named `all` or by class.
     pub fn worse_on(&self, watched: &[Figure]) -> Vec<(String, String)> {
+        self.with_verdict(watched, Verdict::Worse)
+    }
+
+    /// Every (block, figure) among `watched` that cannot be judged
+    /// (`too_few_values`): the regression gate fails on these too, since a
+    /// gate that cannot judge must not say "not worse".
+    pub fn unjudged_on(&self, watched: &[Figure]) -> Vec<(String, String)> {
+        self.with_verdict(watched, Verdict::TooFewValues)
+    }
+
+    fn with_verdict(&self, watched: &[Figure], verdict: Verdict) -> Vec<(String, String)> {
         let names: Vec<&str> = watched.iter().map(|f| f.key()).collect();
         self.blocks
             .iter()
@@ -277,11 +333,21 @@ impl Comparison {
                 block
                     .figures
                     .iter()
-                    .filter(|f| f.verdict == Verdict::Worse && names.contains(&f.figure.as_str()))
+                    .filter(|f| f.verdict == verdict && names.contains(&f.figure.as_str()))
                     .map(|f| (block_name(block), f.figure.clone()))
             })
             .collect()
     }
+}
+
+/// What a comparison is asked to do beyond comparing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompareOptions {
+    /// B was re-judged under A's gates and equality rule (`--judge-under A`).
+    pub judged_under_a: bool,
+    /// Compare a closed-loop run with an open-loop one (`--allow-closed-loop`)
+    /// instead of refusing.
+    pub allow_closed_loop: bool,
 }
 
 /// `all` or the class's name.
@@ -315,6 +381,19 @@ pub enum CompareError {
         }
     )]
     ContractsDiffer(Vec<ContractDifference>),
+    /// One run is closed-loop, the other open-loop (docs/contract.md §10.2).
+    #[error(
+        "{closed} is closed-loop and {open} is open-loop (contract.arrivalMode): a closed loop \
+         sends each request when an earlier one ends, so its server paced its own load and its \
+         figures are not comparable with a run under an offered rate (docs/contract.md §10.2); \
+         --allow-closed-loop compares them anyway"
+    )]
+    ClosedAgainstOpen {
+        /// `A` or `B`: the closed-loop run.
+        closed: &'static str,
+        /// The other, open-loop run.
+        open: &'static str,
+    },
     /// A receipt given for one side is not what its trace gives.
     #[error(
         "{receipt} does not verify against {trace} ({first}); \
@@ -419,29 +498,47 @@ pub fn contract_differences(a: &ContractInfo, b: &ContractInfo) -> Vec<ContractD
     differences
 }
 
-/// Compares two receipts judged under the same contract (checked here).
-pub fn compare(a: &Receipt, b: &Receipt, judged_under_a: bool) -> Result<Comparison, CompareError> {
+/// Compares two receipts judged under the same contract (checked here),
+/// refusing a closed-loop run against an open-loop one unless allowed.
+pub fn compare(
+    a: &Receipt,
+    b: &Receipt,
+    options: CompareOptions,
+) -> Result<Comparison, CompareError> {
     let differences = contract_differences(&a.contract, &b.contract);
     if !differences.is_empty() {
         return Err(CompareError::ContractsDiffer(differences));
     }
+    let closed_loop = closed_loop_note(
+        a.contract.arrival_mode,
+        b.contract.arrival_mode,
+        options.allow_closed_loop,
+    )?;
     let confidence = Confidence::new(a.contract.intervals.confidence).unwrap_or_default();
+    let window_s = |r: &Receipt| r.contract.window.duration_ms / 1000.0;
+    let windows = (window_s(a), window_s(b));
     let mut blocks = vec![compare_blocks(
         None,
-        &a.results.all,
-        &b.results.all,
+        (&a.results.all, &b.results.all),
+        windows,
         confidence,
     )];
     let classes_b: &BTreeMap<String, Block> = &b.results.classes;
     for (name, block_a) in &a.results.classes {
         if let Some(block_b) = classes_b.get(name) {
-            blocks.push(compare_blocks(Some(name), block_a, block_b, confidence));
+            blocks.push(compare_blocks(
+                Some(name),
+                (block_a, block_b),
+                windows,
+                confidence,
+            ));
         }
     }
     let run = |r: &Receipt| RunInfo {
         sha256: r.trace.sha256.clone(),
         cohort: r.results.all.counts.cohort,
-        window_s: r.contract.window.duration_ms / 1000.0,
+        window_s: window_s(r),
+        arrival_mode: r.contract.arrival_mode,
         cost: r.cost.clone(),
     };
     Ok(Comparison {
@@ -450,32 +547,71 @@ pub fn compare(a: &Receipt, b: &Receipt, judged_under_a: bool) -> Result<Compari
         methods: CompareMethods {
             share_difference: intervals::method::SHARE_DIFFERENCE.to_owned(),
             rate_difference: intervals::method::RATE_DIFFERENCE.to_owned(),
+            rate_difference_known_cohort: KNOWN_COHORT_RATE_DIFFERENCE.to_owned(),
             quantile_difference: intervals::method::QUANTILE_DIFFERENCE.to_owned(),
             minimum_detectable:
                 "(z(1-alpha/2) + z(0.80)) * SE, SE = (upper - lower) / (2 z(1-alpha/2))".to_owned(),
             required_requests_per_run:
-                "n * (minimumDetectable / |difference|)^2, n = mean cohort of the two runs"
+                "n * (minimumDetectable / |difference|)^2, n = mean cohort of the two runs; \
+                 null for a zero difference or beyond 1e9"
                     .to_owned(),
         },
         a: run(a),
         b: run(b),
-        judged_under_a,
+        judged_under_a: options.judged_under_a,
+        closed_loop,
         blocks,
     })
 }
 
+/// Refuses a closed-loop run against an open-loop one unless `allow`; any
+/// comparison with a closed-loop side gets the note that says so.
+fn closed_loop_note(
+    a: ArrivalMode,
+    b: ArrivalMode,
+    allow: bool,
+) -> Result<Option<String>, CompareError> {
+    let closed = |m: ArrivalMode| m == ArrivalMode::ClosedLoop;
+    let (who, open) = match (closed(a), closed(b)) {
+        (false, false) => return Ok(None),
+        (true, true) => {
+            return Ok(Some(
+                "A and B are closed-loop: each request was sent when an earlier one ended, so \
+                 each server paced its own load; the comparison is not SLA evidence at any \
+                 offered rate (docs/contract.md §10.2)"
+                    .to_owned(),
+            ))
+        }
+        (true, false) => ("A", "B"),
+        (false, true) => ("B", "A"),
+    };
+    if !allow {
+        return Err(CompareError::ClosedAgainstOpen { closed: who, open });
+    }
+    Ok(Some(format!(
+        "{who} is closed-loop and {open} is open-loop (compared with --allow-closed-loop): {who}'s \
+         server paced its own load, so the comparison is not SLA evidence (docs/contract.md §10.2)"
+    )))
+}
+
 fn compare_blocks(
     class: Option<&String>,
-    a: &Block,
-    b: &Block,
+    (a, b): (&Block, &Block),
+    windows: (f64, f64),
     confidence: Confidence,
 ) -> BlockComparison {
     let n_now = (a.counts.cohort + b.counts.cohort) as f64 / 2.0;
+    let side = |x: &Block, window_s: f64| PassCount {
+        pass: x.counts.pass,
+        cohort: x.counts.cohort,
+        window_s,
+    };
+    let goodput = goodput_difference(side(a, windows.0), side(b, windows.1), confidence);
     let figures = Figure::ALL
         .into_iter()
         .map(|figure| {
             let sides = match figure {
-                Figure::Goodput => rate_sides(a, b),
+                Figure::Goodput => rate_sides(a, b, goodput.interval),
                 Figure::PassShare => share_sides(a.counts.pass, a, b.counts.pass, b, confidence),
                 Figure::FailureShare => {
                     share_sides(a.counts.failed, a, b.counts.failed, b, confidence)
@@ -489,6 +625,7 @@ fn compare_blocks(
         class: class.cloned(),
         cohort_a: a.counts.cohort,
         cohort_b: b.counts.cohort,
+        goodput_method: goodput.method.to_owned(),
         figures,
     }
 }
@@ -535,15 +672,80 @@ impl NoInterval {
     }
 }
 
-fn rate_sides(a: &Block, b: &Block) -> Sides {
-    let est = |x: &Block| Estimate {
-        value: x.rates.goodput_per_s,
-        interval: x.intervals.goodput_per_s,
+/// One side of a goodput figure: its pass count, cohort and window length.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PassCount {
+    /// Cohort rows that passed.
+    pub pass: u64,
+    /// Rows arriving in the window (after any warm-up).
+    pub cohort: u64,
+    /// Window seconds goodput divides by.
+    pub window_s: f64,
+}
+
+/// A goodput difference interval and the method that gave it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GoodputDifference {
+    /// Interval of `pass_B / T_B − pass_A / T_A`.
+    pub interval: Interval,
+    /// [`KNOWN_COHORT_RATE_DIFFERENCE`] or `mover-exact-poisson`.
+    pub method: &'static str,
+}
+
+/// The interval of goodput B − A (docs/intervals.md, "Goodput on known
+/// cohorts").
+///
+/// Goodput is `pass / T`. Given its cohort `n` (the arrivals the schedule put
+/// in the window) each row passes or not, so `pass` is Binomial(n, p); the
+/// Poisson interval on `pass` adds the noise of how many arrivals there
+/// were, which two runs with the same cohort do not differ by. With
+/// `n_A = n_B = n > 0` and `T_A = T_B = T`, B − A is exactly
+/// `(n / T)(p̂_B − p̂_A)`, so its interval is `(n / T)` times Newcombe's
+/// interval of the pass shares, and goodput always reads as pass share does.
+///
+/// When the cohorts (or windows) differ, the runs did not see the same
+/// arrivals, and the difference in how many arrived is part of the noise:
+/// `n_B p̂_B − n_A p̂_A = n̄ (p̂_B − p̂_A) + (n_B − n_A) p̄`, whose variance
+/// under independent Poisson schedules is `2 n̄ p q` (binomial) + `2 n̄ p²`
+/// (arrivals) = `2 n̄ p`, the variance of two Poisson counts of mean `n̄ p`.
+/// That is the MOVER on the exact Poisson intervals, kept for this case.
+/// Binomial noise alone would call identical servers better or worse
+/// whenever their seeds drew different arrival counts (a unit test below
+/// measures how often).
+pub fn goodput_difference(a: PassCount, b: PassCount, confidence: Confidence) -> GoodputDifference {
+    if a.window_s == b.window_s && a.cohort == b.cohort && a.window_s > 0.0 {
+        let scale = a.cohort as f64 / a.window_s;
+        if let Some(i) = newcombe(a.pass, a.cohort, b.pass, b.cohort, confidence) {
+            return GoodputDifference {
+                interval: Interval {
+                    lower: scale * i.lower,
+                    upper: scale * i.upper,
+                },
+                method: KNOWN_COHORT_RATE_DIFFERENCE,
+            };
+        }
+    }
+    let estimate = |x: PassCount| {
+        let i = poisson_exact(x.pass, confidence);
+        Estimate {
+            value: x.pass as f64 / x.window_s,
+            interval: Interval {
+                lower: i.lower / x.window_s,
+                upper: i.upper / x.window_s,
+            },
+        }
     };
+    GoodputDifference {
+        interval: mover(estimate(a), estimate(b)),
+        method: intervals::method::RATE_DIFFERENCE,
+    }
+}
+
+fn rate_sides(a: &Block, b: &Block, interval: Interval) -> Sides {
     Sides {
         a: Some(a.rates.goodput_per_s),
         b: Some(b.rates.goodput_per_s),
-        interval: Ok(mover(est(a), est(b))),
+        interval: Ok(interval),
     }
 }
 
@@ -610,27 +812,27 @@ fn figure_comparison(
     confidence: Confidence,
 ) -> FigureComparison {
     let difference = sides.a.zip(sides.b).map(|(a, b)| b - a);
-    let (interval, needed_for_interval, note) = match sides.interval {
+    let (interval, needed_for_interval, why) = match sides.interval {
         Ok(i) => (Some(i), None, None),
         Err(why) => (None, why.needed_per_run(), Some(why.to_string())),
     };
     let verdict = match interval {
         Some(i) if i.lower > 0.0 => higher(figure),
         Some(i) if i.upper < 0.0 => lower(figure),
-        _ => Verdict::Indistinguishable,
+        Some(_) => Verdict::Indistinguishable,
+        None => Verdict::TooFewValues,
     };
     let mdd = interval.map(|i| minimum_detectable(i, confidence));
-    let required = match (verdict, mdd, difference) {
-        (Verdict::Indistinguishable, Some(m), Some(d)) => required_requests(n_now, m, d),
-        (Verdict::Indistinguishable, None, _) => needed_for_interval,
-        _ => None,
+    let (required, sizing_note) = match (verdict, mdd) {
+        (Verdict::Indistinguishable, Some(m)) => size_for(difference, n_now, m),
+        (Verdict::TooFewValues, _) if difference == Some(0.0) => (None, Some(NOTHING_TO_SIZE)),
+        (Verdict::TooFewValues, _) => (needed_for_interval, None),
+        _ => (None, None),
     };
-    let note = note.or_else(|| match (verdict, difference, required) {
-        (Verdict::Indistinguishable, Some(0.0), None) => {
-            Some("no observed difference to size a run for".to_owned())
-        }
-        _ => None,
-    });
+    let note = match (why, sizing_note) {
+        (Some(why), Some(more)) => Some(format!("{why}; {more}")),
+        (why, more) => why.or_else(|| more.map(str::to_owned)),
+    };
     FigureComparison {
         figure: figure.key().to_owned(),
         unit: figure.unit().to_owned(),
@@ -651,6 +853,27 @@ fn figure_comparison(
     }
 }
 
+/// The note of a zero difference: there is no run size that detects it.
+const NOTHING_TO_SIZE: &str = "no observed difference to size a run for";
+
+/// The note of a difference too small for any run to detect.
+const BEYOND_PRACTICAL: &str = "beyond any practical run: detecting a difference this small \
+                                would take more than 1,000,000,000 requests per run";
+
+/// Requests per run needed to detect `difference` (an indistinguishable
+/// figure with minimum detectable difference `mdd`), or null with the reason:
+/// nothing to detect (0), or beyond [`PRACTICAL_REQUESTS_PER_RUN`].
+fn size_for(difference: Option<f64>, n_now: f64, mdd: f64) -> (Option<u64>, Option<&'static str>) {
+    match difference {
+        None => (None, None),
+        Some(0.0) => (None, Some(NOTHING_TO_SIZE)),
+        Some(d) => match required_requests(n_now, mdd, d) {
+            Some(n) if n <= PRACTICAL_REQUESTS_PER_RUN => (Some(n), None),
+            _ => (None, Some(BEYOND_PRACTICAL)),
+        },
+    }
+}
+
 fn higher(figure: Figure) -> Verdict {
     if figure.higher_is_better() {
         Verdict::Better
@@ -664,5 +887,313 @@ fn lower(figure: Figure) -> Verdict {
         Verdict::Worse
     } else {
         Verdict::Better
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn ci95() -> Confidence {
+        Confidence::default()
+    }
+
+    fn close(got: f64, want: f64, tol: f64) {
+        assert!((got - want).abs() <= tol, "got {got}, want {want} ± {tol}");
+    }
+
+    fn side(pass: u64, cohort: u64, window_s: f64) -> PassCount {
+        PassCount {
+            pass,
+            cohort,
+            window_s,
+        }
+    }
+
+    fn sign(i: Interval) -> i8 {
+        if i.lower > 0.0 {
+            1
+        } else if i.upper < 0.0 {
+            -1
+        } else {
+            0
+        }
+    }
+
+    #[test]
+    fn goodput_of_equal_cohorts_is_newcombe_times_cohort_per_second() {
+        // Issue 26, case 9: 1,000 arrivals in 100 s, A passes 1,000, B 950.
+        // Wilson (z = 1.959964): 1000/1000 → [1000/(1000 + z²), 1] =
+        // [0.9961732, 1]; 950/1000 → [0.9346862, 0.9618697]. Newcombe:
+        // L = −0.05 − (0.95 − 0.9346862) = −0.0653138,
+        // U = −0.05 + √(0.0118697² + 0.0038268²) = −0.0375286; times
+        // n / T = 1000 / 100 = 10: [−0.653138, −0.375286] req/s, wholly
+        // below 0 (the old Poisson MOVER gave [−1.373216, +0.372696]).
+        let d = goodput_difference(side(1000, 1000, 100.0), side(950, 1000, 100.0), ci95());
+        assert_eq!(d.method, KNOWN_COHORT_RATE_DIFFERENCE);
+        close(d.interval.lower, -0.653_138_202_4, 1e-9);
+        close(d.interval.upper, -0.375_286_427_6, 1e-9);
+    }
+
+    #[test]
+    fn on_equal_cohorts_goodput_always_reads_as_pass_share() {
+        // Every pair of pass counts of two 20-row cohorts in 8 s: the goodput
+        // interval is 20/8 = 2.5 times the pass share's, so the verdicts agree.
+        // The Poisson MOVER disagrees on e.g. 20 vs 14 (share worse, goodput
+        // indistinguishable).
+        let mut disagreed_before = 0;
+        for xa in 0..=20 {
+            for xb in 0..=20 {
+                let share = newcombe(xa, 20, xb, 20, ci95()).expect("non-empty");
+                let d = goodput_difference(side(xa, 20, 8.0), side(xb, 20, 8.0), ci95());
+                close(d.interval.lower, 2.5 * share.lower, 1e-12);
+                close(d.interval.upper, 2.5 * share.upper, 1e-12);
+                assert_eq!(sign(d.interval), sign(share), "{xa} vs {xb}");
+                let poisson = poisson_goodput(side(xa, 20, 8.0), side(xb, 20, 8.0));
+                disagreed_before += usize::from(sign(poisson) != sign(share));
+            }
+        }
+        assert!(disagreed_before > 0);
+    }
+
+    fn poisson_goodput(a: PassCount, b: PassCount) -> Interval {
+        // Different windows force the Poisson branch (compare itself refuses them).
+        let b = PassCount {
+            window_s: b.window_s * (1.0 + f64::EPSILON),
+            ..b
+        };
+        goodput_difference(a, b, ci95()).interval
+    }
+
+    #[test]
+    fn unequal_cohorts_keep_the_exact_poisson_mover() {
+        // A: 1000 of 1000 pass, B: 1045 of 1045, both in 100 s (two seeds of
+        // one schedule at 10/s). Garwood 95 %: 1000 → [938.9730, 1063.9521],
+        // 1045 → [982.5937, 1110.3308]; MOVER on /100 s:
+        // L = 0.45 − √(0.6240630² + 0.6395214²) = −0.4435559,
+        // U = 0.45 + √(0.6533078² + 0.6102698²) = +1.3440024.
+        // Binomial noise alone (MOVER on 10 × Wilson and 10.45 × Wilson) would
+        // give [0.4117, 0.4883]: "better" for two servers that passed everything.
+        let d = goodput_difference(side(1000, 1000, 100.0), side(1045, 1045, 100.0), ci95());
+        assert_eq!(d.method, "mover-exact-poisson");
+        close(d.interval.lower, -0.443_555_863, 1e-6);
+        close(d.interval.upper, 1.344_002_397, 1e-6);
+    }
+
+    /// How often an interval method excludes 0 over `trials` seeded draws of
+    /// (n_A, pass_A, n_B, pass_B).
+    fn rejection_rate(
+        trials: u32,
+        draw: impl Fn(&mut ChaCha8Rng) -> (u64, u64, u64, u64),
+        method: impl Fn(PassCount, PassCount) -> Interval,
+    ) -> f64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(26);
+        let rejected = (0..trials)
+            .filter(|_| {
+                let (na, xa, nb, xb) = draw(&mut rng);
+                sign(method(side(xa, na, 40.0), side(xb, nb, 40.0))) != 0
+            })
+            .count();
+        rejected as f64 / f64::from(trials)
+    }
+
+    /// Arrivals of a Poisson schedule at 10/s over 40 s (mean 400).
+    fn poisson_count(rng: &mut ChaCha8Rng) -> u64 {
+        let (mut t, mut n) = (0.0, 0);
+        loop {
+            t += -(1.0 - rng.random::<f64>()).ln() / 10.0;
+            if t >= 40.0 {
+                return n;
+            }
+            n += 1;
+        }
+    }
+
+    fn binomial(rng: &mut ChaCha8Rng, n: u64, p: f64) -> u64 {
+        (0..n).filter(|_| rng.random::<f64>() < p).count() as u64
+    }
+
+    /// The rejected alternative for unequal cohorts: binomial noise only.
+    fn binomial_only(a: PassCount, b: PassCount) -> Interval {
+        let est = |x: PassCount| {
+            let w = intervals::wilson(x.pass, x.cohort, ci95()).expect("non-empty");
+            let scale = x.cohort as f64 / x.window_s;
+            Estimate {
+                value: x.pass as f64 / x.window_s,
+                interval: Interval {
+                    lower: scale * w.lower,
+                    upper: scale * w.upper,
+                },
+            }
+        };
+        mover(est(a), est(b))
+    }
+
+    #[test]
+    fn identical_servers_rarely_differ_and_a_5_point_drop_is_found() {
+        // 1,000 seeded pairs of identical servers (p = 0.9) at 10/s for 40 s.
+        let chosen = |a, b| goodput_difference(a, b, ci95()).interval;
+        // Two seeds: independent schedules, so the cohorts differ. The chosen
+        // method (Poisson there) is near 5 %; binomial noise alone, far above
+        // (its SD is √(2·400·0.09) = 8.5 passes against √(2·400·0.9) = 26.8).
+        let two_seeds = |rng: &mut ChaCha8Rng| {
+            let (na, nb) = (poisson_count(rng), poisson_count(rng));
+            (na, binomial(rng, na, 0.9), nb, binomial(rng, nb, 0.9))
+        };
+        let chosen_rate = rejection_rate(1000, two_seeds, chosen);
+        let binomial_rate = rejection_rate(1000, two_seeds, binomial_only);
+        eprintln!("two seeds: chosen {chosen_rate}, binomial only {binomial_rate}");
+        assert!(chosen_rate <= 0.08, "{chosen_rate}");
+        assert!(binomial_rate >= 0.3, "{binomial_rate}");
+        // One schedule replayed: the cohort is shared, the known-cohort
+        // interval applies, and it is near 5 % too.
+        let one_seed = |rng: &mut ChaCha8Rng| {
+            let n = poisson_count(rng);
+            (n, binomial(rng, n, 0.9), n, binomial(rng, n, 0.9))
+        };
+        let replay_rate = rejection_rate(1000, one_seed, chosen);
+        eprintln!("one schedule: known cohort {replay_rate}");
+        assert!(replay_rate <= 0.08, "{replay_rate}");
+        // Power on the replayed schedule: A passes all, B 95 %. The drop is
+        // 20 ± 4.4 passes of 400 (binomial SD √(400 · 0.0475)), about 4.6 SDs
+        // of the pass-share difference: always found. The Poisson MOVER's
+        // half-width is 1.96 × √(400 + 380) = 54.7 passes: never.
+        let drop = |rng: &mut ChaCha8Rng| {
+            let n = poisson_count(rng);
+            (n, n, n, binomial(rng, n, 0.95))
+        };
+        let found = rejection_rate(1000, drop, chosen);
+        let found_poisson = rejection_rate(1000, drop, poisson_goodput);
+        eprintln!("5-point drop found: known cohort {found}, Poisson {found_poisson}");
+        assert!(found >= 0.95, "{found}");
+        assert!(found_poisson <= 0.01, "{found_poisson}");
+    }
+
+    fn percentile_sides(a: f64, b: f64) -> Sides {
+        Sides {
+            a: Some(a),
+            b: Some(b),
+            interval: Err(NoInterval::TooFewValues {
+                percent: "95".to_owned(),
+                p: 95,
+                needed: 72,
+            }),
+        }
+    }
+
+    #[test]
+    fn no_interval_reads_too_few_values_never_indistinguishable() {
+        // Issue 26, case 10: p95 TPOT 28.3 vs 86.2 ms on tiny runs.
+        let f = figure_comparison(Figure::P95Tpot, percentile_sides(28.3, 86.2), 10.0, ci95());
+        assert_eq!(f.verdict, Verdict::TooFewValues);
+        assert_eq!(f.verdict.as_str(), "too few values");
+        assert_eq!(
+            serde_json::to_value(f.verdict).unwrap(),
+            serde_json::json!("too_few_values")
+        );
+        assert_eq!(f.interval, None);
+        // A lower bound: no run under 72 values has an interval at all.
+        assert_eq!(f.required_requests_per_run, Some(72));
+        assert!(f.note.as_deref().unwrap().starts_with("too few values"));
+    }
+
+    #[test]
+    fn a_zero_difference_has_no_required_size() {
+        // Without an interval (the old code said 72) and with one.
+        let f = figure_comparison(Figure::P95Ttft, percentile_sides(410.0, 410.0), 5.0, ci95());
+        assert_eq!(f.difference, Some(0.0));
+        assert_eq!(f.required_requests_per_run, None);
+        assert!(
+            f.note.as_deref().unwrap().ends_with(NOTHING_TO_SIZE),
+            "{f:?}"
+        );
+        let with = Sides {
+            a: Some(0.5),
+            b: Some(0.5),
+            interval: Ok(Interval {
+                lower: -0.1,
+                upper: 0.1,
+            }),
+        };
+        let f = figure_comparison(Figure::PassShare, with, 100.0, ci95());
+        assert_eq!(f.verdict, Verdict::Indistinguishable);
+        assert_eq!(f.required_requests_per_run, None);
+        assert_eq!(f.note.as_deref(), Some(NOTHING_TO_SIZE));
+    }
+
+    fn share_sides(d: f64, lower: f64, upper: f64) -> Sides {
+        Sides {
+            a: Some(0.5),
+            b: Some(0.5 + d),
+            interval: Ok(Interval { lower, upper }),
+        }
+    }
+
+    #[test]
+    fn a_required_size_is_stated_up_to_a_practical_run_and_null_beyond() {
+        // Interval [−0.1, 0.3] at 95 %: MDD = 0.2858813 (intervals' own test).
+        // d = 0.1 (b = 0.6 − a = 0.5 is 0.09999999999999998 in doubles), n = 100:
+        // 100 × (0.2858813 / 0.1)² = 817.28… → 818.
+        let f = figure_comparison(
+            Figure::PassShare,
+            share_sides(0.1, -0.1, 0.3),
+            100.0,
+            ci95(),
+        );
+        assert_eq!(f.required_requests_per_run, Some(818));
+        assert_eq!(f.note, None);
+        // d = 10⁻⁶ in [−0.1, 0.1]: MDD = 2.8015852 × 0.2 / (2 × 1.959964) =
+        // 0.1429406; 1000 × (0.1429406 / 10⁻⁶)² = 2.04 × 10¹³ > 10⁹: null
+        // (the old code stated about 20,432,028,820,966 requests per run).
+        let f = figure_comparison(
+            Figure::PassShare,
+            share_sides(1e-6, -0.1, 0.1),
+            1000.0,
+            ci95(),
+        );
+        assert_eq!(f.verdict, Verdict::Indistinguishable);
+        assert_eq!(f.required_requests_per_run, None);
+        assert_eq!(f.note.as_deref(), Some(BEYOND_PRACTICAL));
+        // d = 10⁻¹²: the old unchecked cast gave u64::MAX.
+        let f = figure_comparison(
+            Figure::PassShare,
+            share_sides(1e-12, -0.1, 0.1),
+            1000.0,
+            ci95(),
+        );
+        assert_eq!(f.required_requests_per_run, None);
+    }
+
+    #[test]
+    fn closed_loop_against_open_loop_is_refused_unless_allowed() {
+        use ArrivalMode::{ClosedLoop, OpenLoop};
+        assert_eq!(closed_loop_note(OpenLoop, OpenLoop, false), Ok(None));
+        let refused = closed_loop_note(OpenLoop, ClosedLoop, false).unwrap_err();
+        assert_eq!(
+            refused,
+            CompareError::ClosedAgainstOpen {
+                closed: "B",
+                open: "A"
+            }
+        );
+        assert!(refused
+            .to_string()
+            .starts_with("B is closed-loop and A is open-loop"));
+        let refused = closed_loop_note(ClosedLoop, OpenLoop, false).unwrap_err();
+        assert!(refused.to_string().starts_with("A is closed-loop"));
+        let allowed = closed_loop_note(OpenLoop, ClosedLoop, true)
+            .unwrap()
+            .unwrap();
+        assert!(
+            allowed.starts_with("B is closed-loop") && allowed.contains("not SLA evidence"),
+            "{allowed}"
+        );
+        // Two closed loops compare without the flag, and say what they are not.
+        let both = closed_loop_note(ClosedLoop, ClosedLoop, false)
+            .unwrap()
+            .unwrap();
+        assert!(both.contains("not SLA evidence"), "{both}");
     }
 }

@@ -21,7 +21,13 @@
 //!   the smallest with `F(u − 1) ≥ 1 − α/2`; the coverage actually reached
 //!   (≥ the declared one) is reported beside them. When `(1 − q)ⁿ > α/2` or
 //!   `qⁿ > α/2` no such ranks exist: the interval is null, with a reason
-//!   naming the smallest `n` that would have one.
+//!   naming the smallest `n` that would have one. A tail that *equals* α/2
+//!   is enough (3 values at 75 %: ranks (1, 3) cover 1 − 2 × 0.5³ = 0.75
+//!   exactly), so every comparison with α/2 allows a relative slack of
+//!   [`TAIL_SLACK`]: the tabulated CDF carries rounding of about 10⁻¹⁵, and
+//!   without the slack an exact boundary falls on either side by chance. A
+//!   coverage that rounds under the level it meets exactly (0.75 computed
+//!   as 0.7499999999999999) is reported as the level.
 //! - **Differences** (B − A): the *MOVER* (method of variance estimates
 //!   recovery, Zou & Donner 2008). For estimates `a ∈ [a_L, a_U]` and
 //!   `b ∈ [b_L, b_U]`, `d = b − a` has
@@ -217,30 +223,41 @@ pub struct QuantileInterval {
     pub reason: Option<String>,
 }
 
+/// The relative slack of every comparison with a tail α/2 (module docs):
+/// a tail within `α/2 · (1 + 10⁻⁹)` counts as at most α/2. Far above the
+/// CDF's rounding (about 10⁻¹⁵ relative at the small `n` where the boundary
+/// matters), far below any coverage a reader could tell apart.
+pub const TAIL_SLACK: f64 = 1e-9;
+
+/// α/2 with its slack: the largest tail that still counts as α/2.
+fn allowed_tail(confidence: Confidence) -> f64 {
+    let tail = confidence.alpha() / 2.0;
+    tail + tail * TAIL_SLACK
+}
+
 /// The ranks `(l, u)` (1-based) of the equal-tailed order-statistic interval
 /// of quantile `p`/100 among `n` values, with their exact coverage; `None`
-/// when `n` is too small for any.
+/// exactly when `n` is under [`min_n_for_quantile`] (one rule decides both,
+/// so a refusal and the size it names always agree).
 pub fn quantile_ranks(n: u64, p: u32, confidence: Confidence) -> Option<(u64, u64, f64)> {
-    if n == 0 {
+    if n == 0 || n < min_n_for_quantile(p, confidence) {
         return None;
     }
     let q = f64::from(p) / 100.0;
-    let tail = confidence.alpha() / 2.0;
+    let tail = allowed_tail(confidence);
     let cdf = BinomialCdf::new(n, q);
     // l: the largest l >= 1 with F(l − 1) <= tail; F is non-decreasing.
-    if cdf.at(0) > tail {
-        return None;
-    }
     let l = 1 + last_at_most(&cdf, tail);
     // u: the smallest u <= n with F(u − 1) >= 1 − tail.
-    if n < 1 || cdf.at(n - 1) < 1.0 - tail {
-        return None;
-    }
     let u = 1 + first_at_least(&cdf, 1.0 - tail);
-    Some((l, u, cdf.at(u - 1) - cdf.at(l - 1)))
+    // Each tail is at most α/2 · (1 + slack), so the coverage is at least
+    // the level less α · slack; under the level it is a boundary met exactly
+    // (rounding apart), and is reported as the level it meets.
+    let coverage = cdf.at(u - 1) - cdf.at(l - 1);
+    Some((l, u, coverage.max(confidence.level())))
 }
 
-/// The largest k in [0, n] with F(k) <= target (F(0) <= target is given).
+/// The largest k in [0, n] with F(k) <= target (0 when even F(0) is over it).
 fn last_at_most(cdf: &BinomialCdf, target: f64) -> u64 {
     let (mut lo, mut hi) = (0, cdf.n);
     while lo < hi {
@@ -254,7 +271,7 @@ fn last_at_most(cdf: &BinomialCdf, target: f64) -> u64 {
     lo
 }
 
-/// The smallest k in [0, n − 1] with F(k) >= target (F(n − 1) >= target is given).
+/// The smallest k in [0, n − 1] with F(k) >= target (n − 1 when even F(n − 1) is under it).
 fn first_at_least(cdf: &BinomialCdf, target: f64) -> u64 {
     let (mut lo, mut hi) = (0, cdf.n - 1);
     while lo < hi {
@@ -269,11 +286,15 @@ fn first_at_least(cdf: &BinomialCdf, target: f64) -> u64 {
 }
 
 /// The smallest `n` for which [`quantile_ranks`] gives an interval:
-/// both `(1 − q)ⁿ` and `qⁿ` at most α/2.
+/// both `(1 − q)ⁿ` and `qⁿ` at most α/2 (with its [`TAIL_SLACK`]).
 pub fn min_n_for_quantile(p: u32, confidence: Confidence) -> u64 {
     let q = f64::from(p) / 100.0;
     let worst = q.max(1.0 - q);
-    let tail = confidence.alpha() / 2.0;
+    let tail = allowed_tail(confidence);
+    if worst >= 1.0 {
+        // p0 or p100: no sample size bounds an extreme's interval.
+        return u64::MAX;
+    }
     let mut n = 1_u64;
     let mut power = worst;
     while power > tail {
@@ -574,6 +595,109 @@ mod tests {
             q.reason.as_deref(),
             Some("10 values are too few for a distribution-free 95% interval of p95: it needs at least 72")
         );
+    }
+
+    #[test]
+    fn a_coverage_equal_to_the_confidence_is_enough() {
+        // p50 of 3 values at 75 %: α/2 = 0.125 = 0.5³ = F(0), so l = 1;
+        // F(1) = 4/8 > 0.125. 1 − α/2 = 0.875 = F(2) = 7/8, so u = 3;
+        // coverage = F(2) − F(0) = 7/8 − 1/8 = 0.75, exactly the level.
+        let c75 = Confidence::new(0.75).unwrap();
+        assert_eq!(min_n_for_quantile(50, c75), 3);
+        let (l, u, c) = quantile_ranks(3, 50, c75).unwrap();
+        assert_eq!((l, u), (1, 3));
+        // F(2) − F(0) rounds to 0.7499999999999999: reported as the level it meets.
+        assert_eq!(c, 0.75);
+        let q = quantile_interval(&[10.0, 20.0, 30.0], 50, c75);
+        assert_eq!((q.lower, q.upper), (Some(10.0), Some(30.0)));
+        assert_eq!(
+            (q.lower_rank, q.upper_rank, q.reason),
+            (Some(1), Some(3), None)
+        );
+        // Two values: 0.5² = 0.25 > 0.125.
+        let q = quantile_interval(&[10.0, 20.0], 50, c75);
+        assert_eq!(
+            q.reason.as_deref(),
+            Some("2 values are too few for a distribution-free 75% interval of p50: it needs at least 3")
+        );
+    }
+
+    #[test]
+    fn a_coverage_just_under_the_confidence_still_refuses() {
+        // 75.00001 %: α/2 = 0.12499995 < 0.125 = 0.5³ (beyond the 10⁻⁹ slack),
+        // so 3 values are too few and 4 (0.5⁴ = 0.0625) are the least.
+        let c = Confidence::new(0.750_000_1).unwrap();
+        assert_eq!(quantile_ranks(3, 50, c), None);
+        assert_eq!(min_n_for_quantile(50, c), 4);
+        let q = quantile_interval(&[10.0, 20.0, 30.0], 50, c);
+        assert_eq!(
+            q.reason.as_deref(),
+            Some("3 values are too few for a distribution-free 75% interval of p50: it needs at least 4")
+        );
+    }
+
+    #[test]
+    fn more_boundaries_by_hand() {
+        // p50, n = 5, level 1 − 2/32 = 0.9375: α/2 = 1/32 = F(0), F(1) = 6/32,
+        // so l = 1; F(3) = 26/32 < 31/32 = F(4), so u = 5; coverage 30/32.
+        let c = Confidence::new(0.9375).unwrap();
+        assert_eq!(min_n_for_quantile(50, c), 5);
+        let (l, u, cov) = quantile_ranks(5, 50, c).unwrap();
+        assert_eq!((l, u), (1, 5));
+        close(cov, 0.9375, 1e-12);
+        assert_eq!(quantile_ranks(4, 50, c), None);
+        // p75, n = 5, level 1 − 2 × 0.75⁵ = 1 − 486/1024 = 0.525390625
+        // (α/2 = 243/1024): the upper tail is the one at its boundary.
+        // Binomial(5, 0.75) CDF × 1024: 1, 16, 106, 376, 781, 1024.
+        // l − 1 = 2 (106 ≤ 243 < 376), u − 1 = 4 (781 = 1024 − 243);
+        // coverage (781 − 106)/1024 = 675/1024.
+        let c = Confidence::new(0.525_390_625).unwrap();
+        assert_eq!(min_n_for_quantile(75, c), 5);
+        let (l, u, cov) = quantile_ranks(5, 75, c).unwrap();
+        assert_eq!((l, u), (3, 5));
+        close(cov, 675.0 / 1024.0, 1e-12);
+        assert_eq!(quantile_ranks(4, 75, c), None);
+        // An interior boundary: p50, n = 12, level 1 − 2 × 13/4096 = 0.99365234375.
+        // F(1) = (1 + 12)/4096 = α/2 and F(2) = 79/4096, so l = 2; by symmetry
+        // F(10) = 1 − 13/4096 = 1 − α/2, so u = 11 (not 12); coverage 4070/4096.
+        let c = Confidence::new(0.993_652_343_75).unwrap();
+        let (l, u, cov) = quantile_ranks(12, 50, c).unwrap();
+        assert_eq!((l, u), (2, 11));
+        close(cov, 4070.0 / 4096.0, 1e-12);
+    }
+
+    #[test]
+    fn every_exact_median_boundary_gets_its_exact_ranks() {
+        // Binomial(n, ½) has F(k) = S(k)/2ⁿ with S(k) = Σ_{i≤k} C(n, i). At the
+        // level 1 − 2F(k) (exact in binary for n ≤ 40), α/2 = F(k) and, by
+        // symmetry, 1 − α/2 = F(n − 1 − k): the ranks are (k + 1, n − k) and
+        // cover exactly the level.
+        let mut checked = 0;
+        let mut row = vec![1_u64, 1]; // Pascal's row n: C(n, 0), …, C(n, n)
+        for n in 2..=40_u64 {
+            row = std::iter::once(1)
+                .chain(row.windows(2).map(|w| w[0] + w[1]))
+                .chain(std::iter::once(1))
+                .collect();
+            let mut s = 0_u64; // S(k)
+            for k in 0..n {
+                s += row[k as usize];
+                let level = 1.0 - 2.0 * s as f64 / (1_u64 << n) as f64;
+                let Ok(c) = Confidence::new(level) else {
+                    continue;
+                };
+                let (l, u, cov) = quantile_ranks(n, 50, c).unwrap();
+                assert_eq!((l, u), (k + 1, n - k), "n = {n}, level {level}");
+                close(cov, level, 1e-12);
+                if k == 0 {
+                    // α/2 = 0.5ⁿ: n is the least size, and n − 1 is refused.
+                    assert_eq!(min_n_for_quantile(50, c), n);
+                    assert_eq!(quantile_ranks(n - 1, 50, c), None);
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 100, "{checked}");
     }
 
     #[test]

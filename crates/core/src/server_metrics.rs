@@ -9,18 +9,28 @@
 //!   are skipped; a sample is `name{label="value",…} value [timestamp]`.
 //!   A malformed line rejects the scrape with its line number (the scrape is
 //!   then a gap).
-//! - **Mapping** ([`Mapped::from_samples`]), summed over label sets:
-//!   vLLM `vllm:num_requests_waiting` → `waiting`, `vllm:num_requests_running`
+//! - **Mapping** ([`Mapped::from_samples`]): vLLM
+//!   `vllm:num_requests_waiting` → `waiting`, `vllm:num_requests_running`
 //!   → `running`, `vllm:kv_cache_usage_perc` (or the older
 //!   `vllm:gpu_cache_usage_perc`; both a fraction 0–1) → `kvUsage`,
 //!   `vllm:num_preemptions_total` (or `vllm:num_preemptions`) →
 //!   `preemptions`; llama.cpp `llamacpp:requests_deferred` → `waiting`,
 //!   `llamacpp:requests_processing` → `running`,
 //!   `llamacpp:kv_cache_usage_ratio` → `kvUsage`. `goodput sim` serves
-//!   vLLM's names. Every series is also kept raw.
+//!   vLLM's names. A server with several engines (data parallelism) exposes
+//!   one series per engine, told apart by labels: counts (waiting, running,
+//!   preemptions) add up across them, so they are summed over label sets;
+//!   a ratio does not (two engines at 60 % are not a cache 120 % full), so
+//!   `kvUsage` is the mean over label sets and `kvUsageMax` the fullest
+//!   one, the figure that says whether any engine ran out of cache.
+//!   Every series is also kept raw.
+//! - **Older sidecars** (written before `kvUsageMax`, when `kvUsage` was a
+//!   sum) still read: their ratio is recomputed from the `raw` series kept
+//!   beside it, and without those, `kvUsage` stands for both.
 //! - **The sidecar** ([`sidecar_bytes`], [`parse_sidecar`]): one
 //!   [`MetricsLine`] a line; a failed scrape is a line with `error` (a gap).
-//! - **Peaks** ([`peaks`]): the largest queue, running count and KV use seen.
+//! - **Peaks** ([`peaks`]): the largest queue, running count and KV use seen
+//!   (of the fullest engine, with the largest mean across engines beside it).
 
 use std::collections::BTreeMap;
 
@@ -216,35 +226,84 @@ fn parse_value(text: &str) -> Option<f64> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Mapped {
-    /// Requests queued, not yet running.
+    /// Requests queued, not yet running (summed over engines).
     pub waiting: Option<f64>,
-    /// Requests running (in the batch).
+    /// Requests running, in the batch (summed over engines).
     pub running: Option<f64>,
-    /// KV-cache use, a fraction 0–1.
+    /// KV-cache use, a fraction 0–1: the mean over engines.
     pub kv_usage: Option<f64>,
-    /// Preemptions so far (a counter).
+    /// KV-cache use of the fullest engine, 0–1 (absent from sidecars
+    /// written before it was: see [`parse_sidecar`]).
+    #[serde(default)]
+    pub kv_usage_max: Option<f64>,
+    /// Preemptions so far (a counter, summed over engines).
     pub preemptions: Option<f64>,
 }
 
+/// The names each mapped ratio is read from, first found first.
+const KV_USAGE: [&str; 3] = [
+    "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",
+    "llamacpp:kv_cache_usage_ratio",
+];
+
+/// The mean and the largest of a ratio's finite values over its label sets;
+/// `None` without any.
+fn mean_and_max(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (n, sum, max) = values
+        .filter(|v| v.is_finite())
+        .fold((0_u32, 0.0, f64::NEG_INFINITY), |(n, sum, max), v| {
+            (n + 1, sum + v, max.max(v))
+        });
+    (n > 0).then(|| (sum / f64::from(n), max))
+}
+
 impl Mapped {
-    /// Maps the known series, summing each over its label sets.
+    /// Maps the known series: counts summed over their label sets, the KV
+    /// ratio as its mean and its largest (module docs say why).
     pub fn from_samples(samples: &[Sample]) -> Mapped {
-        let sum = |names: &[&str]| {
+        let named = |names: &[&str]| {
             names.iter().find_map(|n| {
-                let mut found = samples.iter().filter(|s| s.name == *n).peekable();
-                found.peek()?;
-                Some(found.map(|s| s.value).sum::<f64>())
+                let found: Vec<f64> = samples
+                    .iter()
+                    .filter(|s| s.name == *n)
+                    .map(|s| s.value)
+                    .collect();
+                (!found.is_empty()).then_some(found)
             })
         };
+        let sum = |names: &[&str]| named(names).map(|v| v.iter().sum::<f64>());
+        let kv = named(&KV_USAGE).and_then(|v| mean_and_max(v.into_iter()));
         Mapped {
             waiting: sum(&["vllm:num_requests_waiting", "llamacpp:requests_deferred"]),
             running: sum(&["vllm:num_requests_running", "llamacpp:requests_processing"]),
-            kv_usage: sum(&[
-                "vllm:kv_cache_usage_perc",
-                "vllm:gpu_cache_usage_perc",
-                "llamacpp:kv_cache_usage_ratio",
-            ]),
+            kv_usage: kv.map(|(mean, _)| mean),
+            kv_usage_max: kv.map(|(_, max)| max),
             preemptions: sum(&["vllm:num_preemptions_total", "vllm:num_preemptions"]),
+        }
+    }
+
+    /// The KV-cache use of the fullest engine: `kvUsageMax`, or, in a
+    /// sidecar too old to carry it and its raw series, `kvUsage`.
+    pub fn kv_fullest(&self) -> Option<f64> {
+        self.kv_usage_max.or(self.kv_usage)
+    }
+
+    /// The KV ratio of an older sidecar line, recomputed from its `raw`
+    /// series (keyed `name{…}`): its `kvUsage` was their sum. Left as it
+    /// is when `raw` holds none of the ratio's names.
+    fn repair_kv_from_raw(&mut self, raw: &BTreeMap<String, f64>) {
+        let name_of = |key: &str| key.split('{').next().unwrap_or(key).to_owned();
+        let kv = KV_USAGE.iter().find_map(|n| {
+            mean_and_max(
+                raw.iter()
+                    .filter(|(k, _)| name_of(k) == *n)
+                    .map(|(_, v)| *v),
+            )
+        });
+        if let Some((mean, max)) = kv {
+            self.kv_usage = Some(mean);
+            self.kv_usage_max = Some(max);
         }
     }
 }
@@ -329,7 +388,9 @@ pub struct SidecarError {
     pub message: String,
 }
 
-/// Reads a sidecar back (blank lines are skipped).
+/// Reads a sidecar back (blank lines are skipped). A snapshot without
+/// `kvUsageMax` was written when `kvUsage` summed the engines: its ratio is
+/// recomputed from its raw series (module docs).
 pub fn parse_sidecar(bytes: &[u8]) -> Result<Vec<MetricsLine>, SidecarError> {
     let text = std::str::from_utf8(bytes).map_err(|e| SidecarError {
         line: 1 + bytes[..e.valid_up_to()]
@@ -342,10 +403,14 @@ pub fn parse_sidecar(bytes: &[u8]) -> Result<Vec<MetricsLine>, SidecarError> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| SidecarError {
+            let mut line: MetricsLine = serde_json::from_str(l).map_err(|e| SidecarError {
                 line: i + 1,
                 message: e.to_string(),
-            })
+            })?;
+            if line.error.is_none() && line.mapped.kv_usage_max.is_none() {
+                line.mapped.repair_kv_from_raw(&line.raw);
+            }
+            Ok(line)
         })
         .collect()
 }
@@ -357,8 +422,12 @@ pub struct Peaks {
     pub waiting: Option<f64>,
     /// Highest `running`.
     pub running: Option<f64>,
-    /// Highest `kvUsage`.
+    /// Highest KV-cache use of the fullest engine (`kvUsageMax`), the
+    /// figure the report and the summary call "KV use".
     pub kv_usage: Option<f64>,
+    /// Highest mean KV-cache use across engines (`kvUsage`); equal to
+    /// `kv_usage` when there is one engine, or all were alike.
+    pub kv_usage_mean: Option<f64>,
     /// Snapshots read.
     pub snapshots: usize,
     /// Gaps (failed scrapes).
@@ -381,7 +450,8 @@ pub fn peaks(lines: &[MetricsLine]) -> Peaks {
         Peaks {
             waiting: max(p.waiting, l.mapped.waiting),
             running: max(p.running, l.mapped.running),
-            kv_usage: max(p.kv_usage, l.mapped.kv_usage),
+            kv_usage: max(p.kv_usage, l.mapped.kv_fullest()),
+            kv_usage_mean: max(p.kv_usage_mean, l.mapped.kv_usage),
             snapshots: p.snapshots + 1,
             gaps: p.gaps,
         }
@@ -415,6 +485,7 @@ odd{l=\"a \\\"q\\\" \\\\ b\\nc\"} NaN
                 waiting: Some(12.0), // 7 + 5
                 running: Some(4.0),
                 kv_usage: Some(0.625),
+                kv_usage_max: Some(0.625),
                 preemptions: Some(3.0),
             }
         );
@@ -449,8 +520,105 @@ odd{l=\"a \\\"q\\\" \\\\ b\\nc\"} NaN
                     llamacpp:kv_cache_usage_ratio 0.5\n";
         let m = Mapped::from_samples(&parse_exposition(text).unwrap());
         assert_eq!(
-            (m.waiting, m.running, m.kv_usage, m.preemptions),
-            (Some(9.0), Some(2.0), Some(0.5), None)
+            (
+                m.waiting,
+                m.running,
+                m.kv_usage,
+                m.kv_usage_max,
+                m.preemptions
+            ),
+            (Some(9.0), Some(2.0), Some(0.5), Some(0.5), None)
+        );
+    }
+
+    #[test]
+    fn engines_add_up_their_counts_but_not_their_cache_ratios() {
+        // Two vLLM engines: KV 0.6 and 0.8 are a mean of (0.6 + 0.8)/2 = 0.7
+        // and a fullest engine at 0.8 (never 1.4); queues 3 + 4 = 7, running
+        // 2 + 5 = 7, preemptions 1 + 2 = 3 add up.
+        let text = "\
+vllm:kv_cache_usage_perc{engine=\"0\"} 0.6
+vllm:kv_cache_usage_perc{engine=\"1\"} 0.8
+vllm:num_requests_waiting{engine=\"0\"} 3
+vllm:num_requests_waiting{engine=\"1\"} 4
+vllm:num_requests_running{engine=\"0\"} 2
+vllm:num_requests_running{engine=\"1\"} 5
+vllm:num_preemptions_total{engine=\"0\"} 1
+vllm:num_preemptions_total{engine=\"1\"} 2
+";
+        let m = Mapped::from_samples(&parse_exposition(text).unwrap());
+        assert_eq!(
+            m,
+            Mapped {
+                waiting: Some(7.0),
+                running: Some(7.0),
+                kv_usage: Some(0.7),
+                kv_usage_max: Some(0.8),
+                preemptions: Some(3.0),
+            }
+        );
+        // Two engines each at 0.6: 0.6 both ways (the report once said 100 %).
+        let even = "vllm:kv_cache_usage_perc{engine=\"0\"} 0.6\n\
+                    vllm:kv_cache_usage_perc{engine=\"1\"} 0.6\n";
+        let m = Mapped::from_samples(&parse_exposition(even).unwrap());
+        assert_eq!((m.kv_usage, m.kv_usage_max), (Some(0.6), Some(0.6)));
+        // llama.cpp's ratio likewise: slots at 0.25 and 0.75 give 0.5 and
+        // 0.75; its deferred requests 9 + 1 = 10 add up.
+        let llama = "llamacpp:kv_cache_usage_ratio{slot=\"a\"} 0.25\n\
+                     llamacpp:kv_cache_usage_ratio{slot=\"b\"} 0.75\n\
+                     llamacpp:requests_deferred{slot=\"a\"} 9\n\
+                     llamacpp:requests_deferred{slot=\"b\"} 1\n";
+        let m = Mapped::from_samples(&parse_exposition(llama).unwrap());
+        assert_eq!(
+            (m.waiting, m.kv_usage, m.kv_usage_max),
+            (Some(10.0), Some(0.5), Some(0.75))
+        );
+    }
+
+    #[test]
+    fn peaks_name_the_fullest_engine_with_the_mean_beside_it() {
+        // Snapshot 1: engines 0.6 and 0.8 (mean 0.7); snapshot 2: 0.9 and 0.1
+        // (mean 0.5). The fullest engine peaked at 0.9, the mean at 0.7.
+        let kv = |a: f64, b: f64| {
+            parse_exposition(&format!(
+                "vllm:kv_cache_usage_perc{{engine=\"0\"}} {a}\n\
+                 vllm:kv_cache_usage_perc{{engine=\"1\"}} {b}\n"
+            ))
+            .unwrap()
+        };
+        let lines = vec![
+            MetricsLine::snapshot(0.0, &kv(0.6, 0.8)),
+            MetricsLine::snapshot(1000.0, &kv(0.9, 0.1)),
+        ];
+        let p = peaks(&lines);
+        assert_eq!((p.kv_usage, p.kv_usage_mean), (Some(0.9), Some(0.7)));
+        // And it survives the sidecar.
+        assert_eq!(peaks(&parse_sidecar(&sidecar_bytes(&lines)).unwrap()), p);
+    }
+
+    #[test]
+    fn an_older_sidecar_without_the_fullest_engine_still_reads() {
+        // Written when kvUsage summed two engines at 0.6 (1.2): the ratio is
+        // recomputed from its raw series, 0.6 mean and 0.6 fullest. A line
+        // without raw series keeps its kvUsage, which stands for both.
+        let old = br#"{"tMs":0,"waiting":7,"running":2,"kvUsage":1.2,"preemptions":0,"raw":{"vllm:kv_cache_usage_perc{engine=\"0\"}":0.6,"vllm:kv_cache_usage_perc{engine=\"1\"}":0.6,"vllm:num_requests_waiting":7}}
+{"tMs":1000,"waiting":3,"running":1,"kvUsage":0.5,"preemptions":0}
+{"tMs":2000,"error":"timeout","waiting":null,"running":null,"kvUsage":null,"preemptions":null}
+"#;
+        let lines = parse_sidecar(old).unwrap();
+        assert_eq!(
+            (lines[0].mapped.kv_usage, lines[0].mapped.kv_usage_max),
+            (Some(0.6), Some(0.6))
+        );
+        assert_eq!(lines[0].mapped.waiting, Some(7.0));
+        assert_eq!(
+            (lines[1].mapped.kv_usage, lines[1].mapped.kv_usage_max),
+            (Some(0.5), None)
+        );
+        let p = peaks(&lines);
+        assert_eq!(
+            (p.kv_usage, p.kv_usage_mean, p.snapshots, p.gaps),
+            (Some(0.6), Some(0.6), 2, 1)
         );
     }
 
@@ -480,14 +648,21 @@ odd{l=\"a \\\"q\\\" \\\\ b\\nc\"} NaN
         assert_eq!(
             String::from_utf8(bytes.clone()).unwrap().lines().nth(1),
             Some(
-                r#"{"tMs":1000.5,"error":"timeout","waiting":null,"running":null,"kvUsage":null,"preemptions":null}"#
+                r#"{"tMs":1000.5,"error":"timeout","waiting":null,"running":null,"kvUsage":null,"kvUsageMax":null,"preemptions":null}"#
             )
         );
         assert_eq!(parse_sidecar(&bytes).unwrap(), lines);
         let p = peaks(&lines);
         assert_eq!(
-            (p.waiting, p.running, p.kv_usage, p.snapshots, p.gaps),
-            (Some(20.0), Some(4.0), Some(0.625), 2, 1)
+            (
+                p.waiting,
+                p.running,
+                p.kv_usage,
+                p.kv_usage_mean,
+                p.snapshots,
+                p.gaps
+            ),
+            (Some(20.0), Some(4.0), Some(0.625), Some(0.625), 2, 1)
         );
         assert_eq!(parse_sidecar(b"{}\nnope\n").unwrap_err().line, 1);
     }

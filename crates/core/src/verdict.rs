@@ -7,8 +7,25 @@
 
 use crate::trace::validate::{duplicate_ids, row_reasons};
 use crate::trace::{
-    Contract, Equality, Gates, InvalidReason, InvalidSet, RawRow, RawStatus, Slot, Trace,
+    Contract, Equality, Gates, InvalidReason, InvalidSet, RawRow, RawStatus, Scalar, Slot, Trace,
 };
+
+/// The row label that says a row's first token is *unknown*, not absent
+/// (docs/contract.md §6.3): a recovered recording whose spool could not say
+/// whether a first token came before the cut. On such a row a missing
+/// `firstTokenMs` is no evidence of lateness, so TTFT is not judged at the
+/// horizon; E2E still is (the row had not ended).
+pub const FIRST_TOKEN_UNKNOWN: &str = "firstTokenUnknown";
+
+/// Whether `row` carries `firstTokenUnknown: true` (any other value, or
+/// none, is not the marker).
+pub fn first_token_unknown(row: &RawRow) -> bool {
+    row.labels.get().is_some_and(|labels| {
+        labels
+            .binary_search_by(|(k, _)| (**k).cmp(FIRST_TOKEN_UNKNOWN))
+            .is_ok_and(|i| labels[i].1 == Scalar::Bool(true))
+    })
+}
 
 /// Why a valid row is outside the cohort.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -248,6 +265,11 @@ pub fn judge_valid_row(row: &RawRow, gates: &Gates, contract: &Contract) -> Verd
         _ => None,
     };
     if let Some(cause) = censor {
+        let first = match first {
+            Some(f) => FirstToken::Seen(f),
+            None if first_token_unknown(row) => FirstToken::Unknown,
+            None => FirstToken::None,
+        };
         return Verdict::Censored {
             cause,
             known_late: known_late(arrival, first, horizon, gates, contract.equality),
@@ -276,6 +298,18 @@ pub fn judge_valid_row(row: &RawRow, gates: &Gates, contract: &Contract) -> Verd
     }
 }
 
+/// What a censored row says about its first token.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum FirstToken {
+    /// `firstTokenMs` is present.
+    Seen(f64),
+    /// Absent: none came by the horizon.
+    None,
+    /// Absent, and the row says it is unknown whether one came
+    /// ([`FIRST_TOKEN_UNKNOWN`]).
+    Unknown,
+}
+
 /// Whether a censored row is already certain, at the horizon, to miss a TTFT
 /// or E2E gate (docs/contract.md §6.3).
 ///
@@ -283,10 +317,12 @@ pub fn judge_valid_row(row: &RawRow, gates: &Gates, contract: &Contract) -> Verd
 /// declared equality rule. Otherwise the final value is strictly greater than
 /// the elapsed `horizon − arrival` (the row was unfinished), so an elapsed time
 /// at or past the gate is late under either rule — for TTFT without a first
-/// token, and always for E2E. TPOT is never judged at the horizon.
+/// token, and always for E2E. A row whose first token is unknown gives no
+/// TTFT evidence at all (it may have come at any instant after the arrival),
+/// so only its E2E is judged. TPOT is never judged at the horizon.
 fn known_late(
     arrival: f64,
-    first_token: Option<f64>,
+    first_token: FirstToken,
     horizon: f64,
     gates: &Gates,
     equality: Equality,
@@ -294,10 +330,86 @@ fn known_late(
     let elapsed = horizon - arrival;
     let unfinished_late = |gate: Option<f64>| gate.is_some_and(|g| elapsed >= g);
     let ttft_late = match first_token {
-        Some(f) if f <= horizon => gates
+        FirstToken::Seen(f) if f <= horizon => gates
             .ttft_ms
             .is_some_and(|g| !equality.meets(f - arrival, g)),
-        _ => unfinished_late(gates.ttft_ms),
+        FirstToken::Unknown => false,
+        FirstToken::Seen(_) | FirstToken::None => unfinished_late(gates.ttft_ms),
     };
     ttft_late || unfinished_late(gates.e2e_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::{analyze_bytes, AnalyzeOptions};
+
+    /// Window [0, 2000), horizon 2000; gates TTFT 500, E2E 1500; every row
+    /// in flight at the horizon. By hand (elapsed = 2000 − arrival):
+    /// - a: arrival 0, no first token: TTFT > 2000 ≥ 500 → late;
+    /// - b: arrival 0, first token unknown: TTFT not judged, but E2E > 2000
+    ///   ≥ 1500 → late;
+    /// - c: arrival 1000, first token unknown: TTFT not judged, E2E > 1000 <
+    ///   1500 → not late (unmarked, as d, it would be late on TTFT);
+    /// - d: arrival 1000, no first token: TTFT > 1000 ≥ 500 → late;
+    /// - e: arrival 1000, marked but with a first token at 1800: the seen
+    ///   first token is final, TTFT 800 > 500 → late;
+    /// - f, g: arrival 1000, the label `"yes"` or `false` is not the
+    ///   marker: as d, late.
+    ///
+    /// knownLate 6 of 7 (the old rule: 7, c included).
+    #[test]
+    fn a_row_whose_first_token_is_unknown_is_never_late_on_ttft_but_still_on_e2e() {
+        let trace = br#"{
+          "schema": "goodput-trace/1",
+          "window": {"startMs": 0, "endMs": 2000, "horizonMs": 2000},
+          "equality": "inclusive",
+          "classes": {"chat": {"ttftMs": 500, "tpotMs": null, "e2eMs": 1500}},
+          "rows": [
+            {"id": "a", "arrivalMs": 0, "status": "in_flight"},
+            {"id": "b", "arrivalMs": 0, "status": "in_flight", "labels": {"firstTokenUnknown": true}},
+            {"id": "c", "arrivalMs": 1000, "status": "in_flight", "labels": {"firstTokenUnknown": true, "promptChars": 3}},
+            {"id": "d", "arrivalMs": 1000, "status": "in_flight"},
+            {"id": "e", "arrivalMs": 1000, "status": "in_flight", "firstTokenMs": 1800, "labels": {"firstTokenUnknown": true}},
+            {"id": "f", "arrivalMs": 1000, "status": "in_flight", "labels": {"firstTokenUnknown": "yes"}},
+            {"id": "g", "arrivalMs": 1000, "status": "in_flight", "labels": {"firstTokenUnknown": false}}
+          ]
+        }"#;
+        let analysis = analyze_bytes(trace, AnalyzeOptions::default()).expect("a valid trace");
+        let late: Vec<bool> = analysis
+            .judgements
+            .iter()
+            .map(|j| match j.verdict {
+                Verdict::Censored { known_late, .. } => known_late,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(late, [true, true, false, true, true, true, true]);
+        let censored = &analysis.receipt.results.all.reasons.censored;
+        assert_eq!((censored.in_flight, censored.known_late), (7, 6));
+    }
+
+    #[test]
+    fn the_marker_is_found_among_other_labels_only_when_it_is_true() {
+        let row = |labels: &[(&str, Scalar)]| RawRow {
+            labels: Slot::Set(
+                labels
+                    .iter()
+                    .map(|(k, v)| (Box::<str>::from(*k), v.clone()))
+                    .collect(),
+            ),
+            ..RawRow::default()
+        };
+        assert!(first_token_unknown(&row(&[
+            ("a", Scalar::Number(1.0)),
+            (FIRST_TOKEN_UNKNOWN, Scalar::Bool(true)),
+            ("z", Scalar::Bool(false)),
+        ])));
+        assert!(!first_token_unknown(&row(&[(
+            FIRST_TOKEN_UNKNOWN,
+            Scalar::Number(1.0)
+        )])));
+        assert!(!first_token_unknown(&row(&[])));
+        assert!(!first_token_unknown(&RawRow::default()));
+    }
 }

@@ -45,6 +45,9 @@ pub fn render_markdown(c: &Comparison) -> String {
         "### goodput compare: B − A at {} % confidence\n\n",
         percent(c.confidence)
     );
+    if let Some(note) = &c.closed_loop {
+        out.push_str(&format!("> **Warning: closed loop.** {note}.\n\n"));
+    }
     out.push_str(&format!(
         "A: `{}` (cohort {}) · B: `{}` (cohort {}){}\n",
         short(&c.a.sha256),
@@ -68,6 +71,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         for f in &block.figures {
             let verdict = match f.verdict {
                 Verdict::Indistinguishable => f.verdict.as_str().to_owned(),
+                Verdict::TooFewValues => format!("_{}_", f.verdict.as_str()),
                 v => format!("**{}**", v.as_str()),
             };
             out.push_str(&format!(
@@ -87,8 +91,12 @@ pub fn render_markdown(c: &Comparison) -> String {
 }
 
 fn header(c: &Comparison) -> String {
+    let warning = match &c.closed_loop {
+        Some(note) => format!("WARNING closed-loop workload: {note}.\n"),
+        None => String::new(),
+    };
     format!(
-        "goodput compare: B - A at {} % confidence{}\nA  trace {}  cohort {}  window {} s\nB  trace {}  cohort {}  window {} s\n",
+        "goodput compare: B - A at {} % confidence{}\n{warning}A  trace {}  cohort {}  window {} s  {}\nB  trace {}  cohort {}  window {} s  {}\n",
         percent(c.confidence),
         if c.judged_under_a {
             " (B re-judged under A's gates)"
@@ -98,19 +106,25 @@ fn header(c: &Comparison) -> String {
         short(&c.a.sha256),
         c.a.cohort,
         c.a.window_s,
+        c.a.arrival_mode.as_str(),
         short(&c.b.sha256),
         c.b.cohort,
-        c.b.window_s
+        c.b.window_s,
+        c.b.arrival_mode.as_str()
     )
 }
 
 fn footer(c: &Comparison) -> String {
     let m = &c.methods;
     format!(
-        "\nMethods: shares {}; goodput/s {}; percentiles {}.\n\
+        "\nMethods: shares {}; goodput/s {} (same cohort: Newcombe x cohort / window s), \
+         else {}; percentiles {}.\n\
          Detectable = (z(1-a/2) + z(0.80)) x SE, SE = interval width / (2 z(1-a/2)); \
          requests per run needed = n x (detectable / |B - A|)^2, n = mean cohort.\n",
-        m.share_difference, m.rate_difference, m.quantile_difference
+        m.share_difference,
+        m.rate_difference_known_cohort,
+        m.rate_difference,
+        m.quantile_difference
     )
 }
 
@@ -180,7 +194,7 @@ fn detectable(f: &FigureComparison) -> String {
         } else {
             format!("needs {} values per run", thousands(n))
         });
-    } else if let (Some(note), true) = (&f.note, f.interval.is_some()) {
+    } else if let Some(note) = &f.note {
         parts.push(note.clone());
     }
     if parts.is_empty() {

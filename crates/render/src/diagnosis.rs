@@ -80,16 +80,27 @@ pub fn render(diagnoses: &[ClassDiagnosis]) -> String {
     o
 }
 
-/// A class's recovery in words: the time, or why there is none.
+/// A class's recovery in words: the time and the evidence after it (how
+/// many arrivals, how many of them missed or are undecided), or why there is
+/// none.
 pub fn recovery_figure(c: &ClassRecovery) -> String {
     match (c.recovery_s, c.recovered_at_ms) {
-        (Some(s), Some(at)) => format!(
-            "recovered {} s after the burst (arrivals from {} ms on; {} of {} windows after the burst missed)",
-            num(s, 3),
-            num(at, 3),
-            c.windows_missed,
-            c.windows
-        ),
+        (Some(s), Some(at)) => {
+            let undecided = match c.undecided_after_recovery {
+                Some(u) if u > 0 => format!(", {u} unfinished and undecided"),
+                _ => String::new(),
+            };
+            format!(
+                "recovered {} s after the burst (arrivals from {} ms on: {}, {} missed{undecided}; \
+                 {} of {} arrivals after the burst missed)",
+                num(s, 3),
+                num(at, 3),
+                c.arrivals_after_recovery.unwrap_or(0),
+                c.misses_after_recovery.unwrap_or(0),
+                c.misses_after_burst,
+                c.arrivals_after_burst
+            )
+        }
         _ => format!(
             "not recovered: {}",
             c.reason.as_deref().unwrap_or("no reason recorded")
@@ -102,12 +113,13 @@ pub fn recovery(r: &Recovery) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "recovery  after phase {:?} [{}, {}) ms; rolling window of {} consecutive arrivals of a class, \
-         p95 TTFT and p95 E2E within the class's gates",
+        "recovery  after phase {:?} [{}, {}) ms: the first arrival of a class after its last miss \
+         of the TTFT or E2E gate beyond a tolerance of {} (failed rows and unfinished rows \
+         certain to miss count as misses)",
         r.burst_phase,
         num(r.burst_start_ms, 3),
         num(r.burst_end_ms, 3),
-        r.window_arrivals
+        r.tolerance
     );
     for (name, c) in &r.classes {
         let _ = writeln!(o, "  {name}: {}", recovery_figure(c));

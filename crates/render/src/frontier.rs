@@ -14,8 +14,13 @@
 use std::fmt::Write;
 
 use crate::sensitivity::short;
-use goodput_core::frontier::{Capacity, Frontier, FrontierPoint, Knee};
-use goodput_util::figures::{percent, percent_beside, percent_or_dash, percent_short};
+use goodput_core::frontier::{
+    Capacity, CriterionCheck, Frontier, FrontierPoint, Knee, Limit, RateShare,
+};
+use goodput_util::figures::{
+    number_against, percent, percent_against, percent_beside, percent_or_dash, percent_short,
+};
+use goodput_util::number::decimal;
 
 /// The widest line the text table may print (the trace label is cut from the left).
 pub const MAX_TEXT_COLUMNS: usize = 100;
@@ -73,79 +78,214 @@ pub fn knee_sentence(knee: &Knee) -> String {
     }
 }
 
-/// The capacity in one sentence (and a warning line when pass share was not monotone).
-/// Shares compared with the target are shown with the digits that keep them
-/// on their side of it (`best 89.96 %`, never `best 90 %` below a 90 % target).
-pub fn capacity_sentences(capacity: &Capacity, attainment: f64) -> Vec<String> {
-    let target = percent_short(attainment, None);
-    let share_text = |x: f64| percent_short(x, Some(attainment));
-    let warn = |below: &[f64]| {
-        (!below.is_empty()).then(|| {
-            let list: Vec<String> = below.iter().map(|x| format!("{}/s", short(*x))).collect();
-            format!(
-                "warning: pass share was already below {target} at {} — it is not monotone in \
-                 load; repeat those points before trusting the capacity",
-                list.join(", ")
-            )
-        })
+/// A criterion's figure for people: `p95 TTFT` and ms for the gate's
+/// `p95 ttft ms`; a share (`pass share`, `failure share`) as itself.
+fn figure_name(name: &str) -> (&str, bool) {
+    match name {
+        "p95 ttft ms" => ("p95 TTFT", false),
+        "p95 e2e ms" => ("p95 E2E", false),
+        "p95 tpot ms" => ("p95 TPOT", false),
+        other => (other, true),
+    }
+}
+
+/// A limit as written in a sentence: `p95 TTFT ≤ 1000 ms`, `failure share ≤ 5 %`.
+fn limit_text(name: &str, comparison: &str, limit: f64) -> String {
+    let sign = if comparison == ">=" { "≥" } else { "≤" };
+    match figure_name(name) {
+        (label, true) => format!("{label} {sign} {}", percent_short(limit, None)),
+        (label, false) => format!("{label} {sign} {} ms", decimal(limit)),
+    }
+}
+
+/// What a rate's criterion measured against its limit, the sign saying
+/// which side it fell on, in digits that keep the two apart when they
+/// differ: `p95 TTFT 1102 ms > 1000 ms`, `pass share 85.0 % < 90.0 %`.
+pub fn criterion_text(c: &CriterionCheck) -> String {
+    let (label, share) = figure_name(&c.name);
+    let Some(v) = c.measured else {
+        let limit = limit_text(&c.name, &c.comparison, c.limit);
+        return format!("{label} not measurable ({limit} required)");
     };
-    match capacity {
+    let sign = match (c.comparison.as_str(), c.pass) {
+        (">=", true) => "≥",
+        (">=", false) => "<",
+        (_, true) => "≤",
+        (_, false) => ">",
+    };
+    if share {
+        let (v, l) = percent_against(v, c.limit, 1);
+        return format!("{label} {v} {sign} {l}");
+    }
+    let (a, b) = (decimal(v), decimal(c.limit));
+    let keeps = |a: &str, b: &str| {
+        let (x, y) = (a.parse::<f64>(), b.parse::<f64>());
+        matches!((x, y), (Ok(x), Ok(y)) if x.total_cmp(&y) == v.total_cmp(&c.limit))
+    };
+    let (a, b) = if keeps(&a, &b) {
+        (a, b)
+    } else {
+        number_against(v, c.limit, 3)
+    };
+    format!("{label} {a} ms {sign} {b} ms")
+}
+
+/// A limit in a sentence: `p95 TTFT ≤ 1000 ms`.
+pub fn limit_sentence(l: &Limit) -> String {
+    limit_text(&l.name, &l.comparison, l.limit)
+}
+
+/// Every criterion a rate had to hold: the pass-share target, then each
+/// limit (`pass share ≥ 90 %, p95 TTFT ≤ 1000 ms`).
+pub fn criteria_text(attainment: f64, limits: &[Limit]) -> String {
+    let mut parts = vec![format!("pass share ≥ {}", percent_short(attainment, None))];
+    parts.extend(limits.iter().map(limit_sentence));
+    parts.join(", ")
+}
+
+/// What failed at one rate: `30/s: p95 TTFT 1102 ms > 1000 ms; failure share …`.
+pub fn failed_at(rate: f64, failed: &[CriterionCheck]) -> String {
+    let list: Vec<String> = failed.iter().map(criterion_text).collect();
+    format!("{}/s: {}", short(rate), list.join("; "))
+}
+
+/// The capacity in one sentence (and a warning line when pass share was not
+/// monotone; with limits, the criteria it was judged by). Shares compared
+/// with the target are shown with the digits that keep them on their side
+/// of it (`best 89.96 %`, never `best 90 %` below a 90 % target).
+pub fn capacity_sentences(capacity: &Capacity, attainment: f64, limits: &[Limit]) -> Vec<String> {
+    let mut v = capacity_lead(capacity, attainment, limits);
+    if !limits.is_empty() {
+        v.insert(
+            1,
+            format!(
+                "judged by {}, held by every repeat of a rate",
+                criteria_text(attainment, limits)
+            ),
+        );
+    }
+    v
+}
+
+/// The warning when rates under the capacity did not hold.
+fn not_monotone(below: &[f64], target: &str, limits: &[Limit]) -> Option<String> {
+    (!below.is_empty()).then(|| {
+        let list: Vec<String> = below.iter().map(|x| format!("{}/s", short(*x))).collect();
+        let what = if limits.is_empty() {
+            format!("pass share was already below {target}")
+        } else {
+            "a lower rate already did not hold".to_owned()
+        };
+        format!(
+            "warning: {what} at {} — it is not monotone in load; repeat those points before \
+             trusting the capacity",
+            list.join(", ")
+        )
+    })
+}
+
+/// The sentence of a capacity interpolated between two rates.
+fn interpolated(offered: f64, meets: &RateShare, misses: &RateShare, attainment: f64) -> String {
+    let share_text = |x: f64| percent_short(x, Some(attainment));
+    let how = if offered == meets.offered_per_s {
+        format!(
+            "met exactly at {}/s ({}); {}/s is below ({})",
+            short(meets.offered_per_s),
+            share_text(meets.pass_share),
+            short(misses.offered_per_s),
+            share_text(misses.pass_share)
+        )
+    } else {
+        format!(
+            "interpolated between {}/s ({}) and {}/s ({})",
+            short(meets.offered_per_s),
+            share_text(meets.pass_share),
+            short(misses.offered_per_s),
+            share_text(misses.pass_share)
+        )
+    };
+    format!(
+        "{}/s at pass share ≥ {}, {how}",
+        short(offered),
+        percent_short(attainment, None)
+    )
+}
+
+/// The capacity's own sentence, then its warning, if any.
+fn capacity_lead(capacity: &Capacity, attainment: f64, limits: &[Limit]) -> Vec<String> {
+    let target = percent_short(attainment, None);
+    let (first, below): (String, &[f64]) = match capacity {
         Capacity::Interpolated {
             offered_per_s,
             meets,
             misses,
-            below_target_under_capacity,
-        } => {
-            let how = if *offered_per_s == meets.offered_per_s {
-                format!(
-                    "met exactly at {}/s ({}); {}/s is below ({})",
-                    short(meets.offered_per_s),
-                    share_text(meets.pass_share),
-                    short(misses.offered_per_s),
-                    share_text(misses.pass_share)
-                )
-            } else {
-                format!(
-                    "interpolated between {}/s ({}) and {}/s ({})",
-                    short(meets.offered_per_s),
-                    share_text(meets.pass_share),
-                    short(misses.offered_per_s),
-                    share_text(misses.pass_share)
-                )
-            };
-            let mut v = vec![format!(
-                "{}/s at pass share ≥ {target}, {how}",
-                short(*offered_per_s)
-            )];
-            v.extend(warn(below_target_under_capacity));
-            v
-        }
+            below_target_under_capacity: below,
+        } => (
+            interpolated(*offered_per_s, meets, misses, attainment),
+            below,
+        ),
         Capacity::AtLeast {
             offered_per_s,
-            below_target_under_capacity,
+            below_target_under_capacity: below,
         } => {
-            let mut v = vec![format!(
-                "never fell below the target ({target}); capacity ≥ {}/s, the highest rate tested",
-                short(*offered_per_s)
-            )];
-            v.extend(warn(below_target_under_capacity));
-            v
+            let never = if limits.is_empty() {
+                format!("never fell below the target ({target})")
+            } else {
+                "every rate held every criterion".to_owned()
+            };
+            let rate = short(*offered_per_s);
+            (
+                format!("{never}; capacity ≥ {rate}/s, the highest rate tested"),
+                below,
+            )
         }
+        Capacity::Limited {
+            offered_per_s,
+            fails,
+            failed,
+            below_target_under_capacity: below,
+            ..
+        } => (
+            format!(
+                "{}/s, the highest rate that held every criterion; the next did not — {}",
+                short(*offered_per_s),
+                failed_at(fails.offered_per_s, failed)
+            ),
+            below,
+        ),
+        Capacity::NoneHolds {
+            lowest_offered_per_s: low,
+            failed,
+            ..
+        } => (
+            format!(
+                "no rate tested held every criterion; at the lowest, {} — the capacity is below \
+                 {}/s, if anywhere; test lower rates",
+                failed_at(*low, failed),
+                short(*low)
+            ),
+            &[],
+        ),
         Capacity::NoneMeets {
-            best_pass_share,
-            lowest_offered_per_s,
-        } => match (best_pass_share, lowest_offered_per_s) {
-            (Some(best), Some(low)) => vec![format!(
+            best_pass_share: Some(best),
+            lowest_offered_per_s: Some(low),
+        } => (
+            format!(
                 "no rate tested met pass share ≥ {target} (best {}); the capacity is below \
                  {}/s, the lowest rate tested, if anywhere — test lower rates",
-                share_text(*best),
+                percent_short(*best, Some(attainment)),
                 short(*low)
-            )],
-            _ => vec![format!(
-                "no trace had a cohort: no pass share to compare with {target}"
-            )],
-        },
-    }
+            ),
+            &[],
+        ),
+        Capacity::NoneMeets { .. } => (
+            format!("no trace had a cohort: no pass share to compare with {target}"),
+            &[],
+        ),
+    };
+    let mut v = vec![first];
+    v.extend(not_monotone(below, &target, limits));
+    v
 }
 
 /// Cuts `label` from the left to at most `width` characters.
@@ -261,7 +401,7 @@ pub fn text(f: &Frontier) -> String {
     }
     let _ = writeln!(o);
     wrap(&mut o, "knee", &knee_sentence(&f.knee));
-    for (i, s) in capacity_sentences(&f.capacity, f.attainment)
+    for (i, s) in capacity_sentences(&f.capacity, f.attainment, &f.limits)
         .iter()
         .enumerate()
     {
@@ -361,7 +501,7 @@ pub fn markdown(f: &Frontier) -> String {
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "- **Knee:** {}", knee_sentence(&f.knee));
-    let caps = capacity_sentences(&f.capacity, f.attainment);
+    let caps = capacity_sentences(&f.capacity, f.attainment, &f.limits);
     if let Some((first, rest)) = caps.split_first() {
         let _ = writeln!(
             o,
@@ -801,6 +941,10 @@ fn knee_and_capacity_marks(o: &mut String, panels: &Panels, f: &Frontier) {
             short(*offered_per_s),
             percent_short(f.attainment, None)
         );
+        rate_mark(o, panels, *offered_per_s, &label, "2 3", "capacity");
+    }
+    if let Capacity::Limited { offered_per_s, .. } = &f.capacity {
+        let label = format!("capacity {}/s (held every limit)", short(*offered_per_s));
         rate_mark(o, panels, *offered_per_s, &label, "2 3", "capacity");
     }
 }

@@ -20,7 +20,8 @@ fn shown(c: &Check) -> (String, String) {
     }
 }
 
-/// Renders an admission decision.
+/// Renders an admission decision: the header, one line per criterion, the
+/// verdict line, and what a refused arrival mode or overload means.
 pub fn render(d: &Decision) -> String {
     let mut o = String::new();
     let scope = d
@@ -32,53 +33,90 @@ pub fn render(d: &Decision) -> String {
         let _ = writeln!(o, "      {}", goodput_core::receipt::ARRIVALS_UNKNOWN_LINE);
     }
     for c in &d.checks {
-        let (value, limit) = shown(c);
-        let limit = match &c.derivation {
-            Some(how) => format!("{} {limit} = {how}", c.comparison),
-            None => format!("{} {limit}", c.comparison),
-        };
-        let name = match &c.class {
-            Some(class) => format!("{class}: {}", c.name),
-            None => c.name.to_owned(),
-        };
-        let _ = writeln!(
-            o,
-            "{:<16} {:>12}  {:<28} {}",
-            name,
-            value,
-            limit,
-            if c.pass { "PASS" } else { "FAIL" }
-        );
-        if let Some(note) = &c.note {
-            let _ = writeln!(o, "    ({note})");
-        }
+        check_line(&mut o, c);
     }
+    arrival_and_overload_lines(&mut o, d);
+    verdict_line(&mut o, d);
+    explanations(&mut o, d);
+    o.push_str(&crate::diagnosis::render(&d.diagnosis));
+    o
+}
+
+/// One numeric criterion, with its note.
+fn check_line(o: &mut String, c: &Check) {
+    let (value, limit) = shown(c);
+    let limit = match &c.derivation {
+        Some(how) => format!("{} {limit} = {how}", c.comparison),
+        None => format!("{} {limit}", c.comparison),
+    };
+    let _ = writeln!(
+        o,
+        "{:<16} {:>12}  {:<28} {}",
+        check_name(c),
+        value,
+        limit,
+        if c.pass { "PASS" } else { "FAIL" }
+    );
+    if let Some(note) = &c.note {
+        let _ = writeln!(o, "    ({note})");
+    }
+}
+
+/// A criterion's name, with its class when it judges one.
+fn check_name(c: &Check) -> String {
+    match &c.class {
+        Some(class) => format!("{class}: {}", c.name),
+        None => c.name.to_owned(),
+    }
+}
+
+/// The arrival-mode and saturation criteria.
+fn arrival_and_overload_lines(o: &mut String, d: &Decision) {
     let a = &d.arrival;
     let rule = match (a.mode, a.closed_loop_allowed) {
         (ArrivalMode::ClosedLoop, true) => "allowed by --allow-closed-loop",
         (ArrivalMode::ClosedLoop, false) | (ArrivalMode::OpenLoop, _) => "= open-loop",
     };
+    let mark = |pass: bool| if pass { "PASS" } else { "FAIL" };
     let _ = writeln!(
         o,
         "{:<16} {:>12}  {:<28} {}",
         "arrival mode",
         a.mode.as_str(),
         rule,
-        if a.pass { "PASS" } else { "FAIL" }
+        mark(a.pass)
     );
+    let v = &d.overload;
+    let rule = if v.overload_allowed {
+        "allowed by --allow-overload"
+    } else {
+        "not overloaded"
+    };
+    let _ = writeln!(
+        o,
+        "{:<16} {:>12}  {:<28} {}",
+        "saturation",
+        v.verdict.as_str(),
+        rule,
+        mark(v.pass)
+    );
+}
+
+/// ADMIT or REFUSE, naming every criterion that failed.
+fn verdict_line(o: &mut String, d: &Decision) {
     let mut failed: Vec<String> = d
         .checks
         .iter()
         .filter(|c| !c.pass)
-        .map(|c| match &c.class {
-            Some(class) => format!("{class}: {}", c.name),
-            None => c.name.to_owned(),
-        })
+        .map(check_name)
         .collect();
-    if !a.pass {
+    if !d.arrival.pass {
         failed.push("arrival mode".to_owned());
     }
-    let total = d.checks.len() + 1;
+    if !d.overload.pass {
+        failed.push("saturation".to_owned());
+    }
+    let total = d.checks.len() + 2;
     if d.admit {
         let _ = writeln!(o, "ADMIT: all {total} criteria pass");
     } else {
@@ -89,13 +127,23 @@ pub fn render(d: &Decision) -> String {
             failed.join(", ")
         );
     }
-    if a.mode == ArrivalMode::ClosedLoop && !a.pass {
+}
+
+/// What a refused arrival mode or overload means, and how to allow it.
+fn explanations(o: &mut String, d: &Decision) {
+    if d.arrival.mode == ArrivalMode::ClosedLoop && !d.arrival.pass {
         let _ = writeln!(
             o,
             "  closed-loop: each request was sent when an earlier one ended, so the server paced\n  \
              its own load; not SLA evidence (docs/contract.md §10.2); --allow-closed-loop admits it"
         );
     }
-    o.push_str(&crate::diagnosis::render(&d.diagnosis));
-    o
+    if !d.overload.pass {
+        let _ = writeln!(
+            o,
+            "  overloaded: waiting grew while the server fell short of the offered load, so goodput\n  \
+             counted with the grace period's completions overstates what it sustains\n  \
+             (docs/contract.md §10.3); --allow-overload admits it"
+        );
+    }
 }

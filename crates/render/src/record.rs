@@ -8,9 +8,11 @@ use std::fmt::Write as _;
 use goodput_core::receipt::{Saturation, SaturationVerdict};
 use goodput_core::server_metrics::Peaks;
 use goodput_core::trace::{Limits, TokenCount};
-use goodput_record::output::summary::{ClientCondition, Figures, MIN_ARRIVAL_RATIO};
+use goodput_record::output::summary::{ClientCondition, Figures, ScheduleDraw, MIN_ARRIVAL_RATIO};
 use goodput_record::Written;
 use goodput_util::number::count;
+
+use crate::sensitivity::short;
 
 /// Quotes a path for a POSIX shell when it needs it.
 pub(crate) fn shell_quote(text: &str) -> String {
@@ -157,6 +159,7 @@ pub fn render(
     send_lag(&mut s, f);
     token_checks(&mut s, f);
     arrival_rate(&mut s, f);
+    drawn_schedule(&mut s, f);
     server_metrics(&mut s, judged);
     bottleneck(&mut s, f, judged);
     s.push_str(&analyze_next(path, f.rows, bytes));
@@ -276,6 +279,38 @@ fn arrival_rate(s: &mut String, f: &Figures) {
     }
 }
 
+/// The seeded schedule's count against the asked rate, when it is beyond
+/// the noise of the draw (the rule is `summary`'s module docs): "the drawn
+/// schedule holds 19 requests in 15 s, 36.7 % under the 30 expected at
+/// 2/s: beyond Poisson noise (±11 at 95 %); another --seed draws another
+/// schedule".
+fn drawn_schedule(s: &mut String, f: &Figures) {
+    let Some(d) = f.schedule.filter(ScheduleDraw::beyond_noise) else {
+        return;
+    };
+    let (n, expected) = (d.scheduled as f64, d.expected());
+    let side = if n < expected { "under" } else { "over" };
+    let noise = if d.gamma {
+        format!(
+            "the noise of gamma arrivals of burstiness {}",
+            short(d.burstiness)
+        )
+    } else {
+        "Poisson noise".to_owned()
+    };
+    let _ = writeln!(
+        s,
+        "  schedule: the drawn schedule holds {} in {} s, {} {side} the {} expected at {}/s: \
+         beyond {noise} (±{:.0} at 95 %); another --seed draws another schedule",
+        count(d.scheduled as u64, "request"),
+        short(d.window_s),
+        goodput_util::figures::percent_short((n - expected).abs() / expected, None),
+        short(expected),
+        short(d.rate_per_s),
+        d.band()
+    );
+}
+
 /// The `--metrics` sidecar: where it went, how complete it is, its peaks.
 fn server_metrics(s: &mut String, judged: &Judged) {
     if let Some((path, p)) = &judged.server {
@@ -344,6 +379,7 @@ mod tests {
             send_lag_ms: Some((0.1, 0.5, 0.75)),
             arrival_rates_per_s: Some((10.0, 10.0)),
             dominant_failure: None,
+            schedule: None,
         }
     }
 
@@ -451,6 +487,9 @@ mod tests {
             in_flight_at_end: Some(200),
             in_flight_growth_per_s: Some(20.0),
             bins: None,
+            completions_in_window: None,
+            served_in_window_per_s: None,
+            queueing: None,
             verdict: SaturationVerdict::Overloaded,
             evidence: "in flight grew 0 → 200".to_owned(),
         };
@@ -469,6 +508,7 @@ mod tests {
                         waiting: Some(212.0),
                         running: Some(4.0),
                         kv_usage: Some(1.0),
+                        kv_usage_mean: Some(1.0),
                         snapshots: 15,
                         gaps: 1,
                     },
@@ -490,6 +530,51 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_schedule_drawn_beyond_its_noise_is_said_with_both_counts() {
+        let with = |scheduled: usize, burstiness: f64, gamma: bool| {
+            let mut f = figures(0);
+            f.schedule = Some(ScheduleDraw {
+                scheduled,
+                window_s: 15.0,
+                rate_per_s: 2.0,
+                burstiness,
+                gamma,
+            });
+            render(
+                &f,
+                "t.json",
+                1,
+                false,
+                TokenCount::Usage,
+                &Judged::default(),
+            )
+        };
+        // 19 of λT = 30: 11/30 = 36.7 % under, band 1.96 × √30 = 10.74 → ±11.
+        let text = with(19, 1.0, false);
+        assert!(
+            text.contains(
+                "  arrival rate: achieved 10.00/s of 10.00/s scheduled (100.0 %)\n\
+                 \x20 schedule: the drawn schedule holds 19 requests in 15 s, 36.7 % under \
+                 the 30 expected at 2/s: beyond Poisson noise (±11 at 95 %); another --seed \
+                 draws another schedule\n"
+            ),
+            "{text}"
+        );
+        // 20 of 30 is within ±10.74: no line.
+        assert!(!with(20, 1.0, false).contains("schedule:"));
+        // Gamma B = 0.25: band 1.96 × √120 = 21.47; 55 is 25 over (83.3 %).
+        let text = with(55, 0.25, true);
+        assert!(
+            text.contains(
+                "55 requests in 15 s, 83.3 % over the 30 expected at 2/s: beyond the noise \
+                 of gamma arrivals of burstiness 0.25 (±21 at 95 %)"
+            ),
+            "{text}"
+        );
+        assert!(!with(19, 0.25, true).contains("schedule:"));
     }
 
     #[test]

@@ -104,6 +104,7 @@ mod tests {
                 waiting: Some(9.0),
                 running: Some(3.0),
                 kv_usage: Some(0.75), // 3 of 4 slots
+                kv_usage_max: Some(0.75),
                 preemptions: Some(0.0),
             }
         );

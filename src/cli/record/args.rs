@@ -239,10 +239,10 @@ pub struct RecordArgs {
     /// Time between scrapes, also each scrape's timeout (at least 100 ms).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s", requires = "metrics")]
     pub metrics_interval: Duration,
-    /// Search the highest rate meeting --attainment: from --request-rate R,
-    /// double until the pass share falls below the target, then bisect; each
-    /// point a full recording (`--out` a `{rate}` template, or
-    /// `trace-{rate}.json` beside it). See docs/frontier.md.
+    /// Search the highest rate meeting --attainment (and every limit given,
+    /// e.g. --max-p95-ttft-ms): from --request-rate R, double until a point
+    /// falls short, then bisect; each point a full recording (`--out` a
+    /// `{rate}` template, or `trace-{rate}.json` beside it). See docs/frontier.md.
     #[arg(long, requires = "request_rate", conflicts_with = "max_concurrency")]
     pub find_capacity: bool,
     /// The pass share a capacity-search point must reach (0 < share ≤ 1).
@@ -256,6 +256,10 @@ pub struct RecordArgs {
     /// Stop the capacity search when (high − low) / low is at most this (`5%` or `0.05`).
     #[arg(long, value_name = "P", default_value = "5%", value_parser = parse_precision, requires = "find_capacity")]
     pub precision: f64,
+    /// The limits a capacity-search point must hold besides --attainment
+    /// (gate's --max-p95-ttft-ms and the like; none: the pass share alone).
+    #[command(flatten)]
+    pub hold: crate::cli::flags::HoldArgs,
     /// The most points a capacity search records.
     #[arg(
         long,

@@ -1,8 +1,10 @@
 //! `goodput record --find-capacity --attainment 0.9 --request-rate R`: the
-//! highest open-loop rate whose pass share reaches the target. The search
-//! itself is pure ([`goodput_core::frontier::capacity`]); this file records the
-//! points it asks for, each through the very same single recording a plain
-//! `record` uses, and prints the frontier and the capacity.
+//! highest open-loop rate whose pass share reaches the target and, given
+//! `--max-p95-ttft-ms` and the like (gate's limits), whose tails and shares
+//! hold them. The search itself is pure ([`goodput_core::frontier::capacity`]);
+//! this file records the points it asks for, each through the very same
+//! single recording a plain `record` uses, and prints the frontier and the
+//! capacity, naming what failed at the first rate above it that did not hold.
 //!
 //! - Point `k` (0-based) uses seed `--seed + k` and is written to the
 //!   `--out` template with `{rate}` replaced by the rate (at most three
@@ -24,7 +26,10 @@ use std::path::{Path, PathBuf};
 use crate::cli::error::Error;
 use crate::cli::exit::EXIT_OK;
 use crate::cli::flags::Rate;
-use goodput_core::frontier::capacity::{rate_text, Capacity, SearchPoint, SearchSettings, Step};
+use goodput_core::frontier::capacity::{
+    judge_point, rate_text, Capacity, SearchPoint, SearchSettings, Step,
+};
+use goodput_core::frontier::{BlockLimits, CriterionCheck, Limit};
 use goodput_core::receipt::{Block, Receipt, SaturationVerdict};
 use goodput_core::trace::Scalar;
 use goodput_record::{Plan, Written};
@@ -86,13 +91,14 @@ fn template(out: &Path) -> Result<String, Error> {
 /// `goodput record --find-capacity`: record points until the search ends.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let search = settings(&args)?;
+    let limits = args.hold.limits()?;
     let template = template(&args.out)?;
     let progress = crate::cli::record::progress::wanted(args.no_progress);
     let mut recorded = Recorded::default();
     loop {
         let rate = match search.next(&recorded.points) {
             Step::Record(rate) => rate,
-            Step::Done(capacity) => return recorded.finish(&capacity, search.attainment, stdout),
+            Step::Done(capacity) => return recorded.finish(&capacity, &args, &limits, stdout),
         };
         let index = recorded.points.len();
         if index > 0 && !args.cooldown.is_zero() {
@@ -103,9 +109,13 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         let (w, receipt) =
             record_point(&p, progress.then_some(point), &mut recorded.written, stdout)?;
         let all = receipt.as_ref().map(|r| &r.results.all);
-        let pass_share = all.and_then(|b| b.rates.pass_share).unwrap_or(0.0);
-        say_pass_share(pass_share, search.attainment, stdout)?;
-        recorded.push(rate, pass_share, all, p.out.display().to_string(), w);
+        let (judged, checks) = judge_point(rate, all, &limits);
+        let checks: Vec<CriterionCheck> = checks.iter().map(Into::into).collect();
+        say_pass_share(judged.pass_share, search.attainment, stdout)?;
+        if let Some(line) = goodput_render::capacity::point_limits_line(&checks) {
+            say(stdout, &line)?;
+        }
+        recorded.push(judged, checks, all, p.out.display().to_string(), w);
     }
 }
 
@@ -121,46 +131,83 @@ struct Recorded {
 }
 
 impl Recorded {
-    /// Adds a recorded point: its rate, pass share and figures, and its trace.
+    /// Adds a recorded point: what the search sees of it, its limits'
+    /// checks and figures, and its trace.
     fn push(
         &mut self,
-        rate: f64,
-        pass_share: f64,
+        point: SearchPoint,
+        checks: Vec<CriterionCheck>,
         all: Option<&Block>,
         path: String,
         written: Written,
     ) {
-        self.points.push(SearchPoint {
-            rate_per_s: rate,
-            pass_share,
-        });
+        self.points.push(point);
         self.rows.push(CapacityRow {
-            rate_per_s: rate,
-            pass_share,
+            rate_per_s: point.rate_per_s,
+            pass_share: point.pass_share,
             goodput_per_s: all.map_or(0.0, |b| b.rates.goodput_per_s),
             served_per_s: all.and_then(|b| b.saturation.served_per_s),
             verdict: all.map_or(SaturationVerdict::Inconclusive, |b| b.saturation.verdict),
             path: path.clone(),
+            checks,
         });
         self.written.push((path, written));
     }
 
     /// The search is over: prints the frontier with the capacity, and the
-    /// `frontier` command over every trace.
+    /// `frontier` command over every trace (judging by the same criteria).
     fn finish(
         &self,
         capacity: &Capacity,
-        attainment: f64,
+        args: &RecordArgs,
+        limits: &BlockLimits,
         stdout: &mut dyn Write,
     ) -> Result<i32, Error> {
-        let text = goodput_render::capacity::render(&self.rows, capacity, attainment);
+        let listed = Limit::all(limits);
+        let text = goodput_render::capacity::render(&self.rows, capacity, args.attainment, &listed);
         say(stdout, &text)?;
-        say(
-            stdout,
-            &format!("next: {}\n", frontier_command(&self.written)),
-        )?;
+        let command = frontier_command(&self.written);
+        say(stdout, &format!("next: {command}{}\n", judged_by(args)))?;
         Ok(EXIT_OK)
     }
+}
+
+/// The flags that make `goodput frontier` judge the traces by the search's
+/// criteria: with limits, the target and every limit as written; without,
+/// nothing (the command is the pass-share search's, unchanged).
+fn judged_by(args: &RecordArgs) -> String {
+    let h = &args.hold;
+    let t = &h.tails;
+    let given = [
+        (
+            "--max-failure-share",
+            h.max_failure_share.as_ref().map(ToString::to_string),
+        ),
+        (
+            "--max-censored-share",
+            h.max_censored_share.as_ref().map(ToString::to_string),
+        ),
+        (
+            "--max-p95-ttft-ms",
+            t.max_p95_ttft_ms.as_ref().map(ToString::to_string),
+        ),
+        (
+            "--max-p95-e2e-ms",
+            t.max_p95_e2e_ms.as_ref().map(ToString::to_string),
+        ),
+        (
+            "--max-p95-tpot-ms",
+            t.max_p95_tpot_ms.map(|x| x.to_string()),
+        ),
+    ];
+    let flags: String = given
+        .iter()
+        .filter_map(|(flag, v)| v.as_ref().map(|v| format!(" {flag} {v}")))
+        .collect();
+    if flags.is_empty() {
+        return flags;
+    }
+    format!(" --attainment {}{flags}", args.attainment)
 }
 
 /// How the display names point `index` (0-based) of the search.

@@ -47,6 +47,14 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         }
         return capacity::run(args, stdout);
     }
+    if args.hold.limits()? != Default::default() {
+        return Err(Error::Usage(
+            "--max-p95-ttft-ms, --max-p95-e2e-ms, --max-p95-tpot-ms, --max-failure-share and \
+             --max-censored-share judge the points of a capacity search: add --find-capacity \
+             (`goodput gate` judges one trace, `goodput frontier` a sweep)"
+                .into(),
+        ));
+    }
     if args.request_rate.len() > 1 {
         if args.shard.is_some() || args.start_at.is_some() {
             return Err(Error::Usage(

@@ -22,14 +22,25 @@ pub fn run(args: &RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     check_writable(&args.out)?;
     let r = recover(spool, &args.out)?;
     let path = args.out.display().to_string();
+    let unknown = if r.first_token_unknown > 0 {
+        format!(
+            "\n  the spool predates first-token lines: its {} rows without an ending say \
+             firstTokenUnknown (their TTFT is not judged at the cut)",
+            r.first_token_unknown
+        )
+    } else {
+        String::new()
+    };
     let text = format!(
         "recovered {} rows to {path} ({} bytes): {} from the spool as they were, \
-         {} dispatched without an ending (in_flight), {} due but not proven sent (notSent); \
-         window cut at {:.3} ms\n  the spool {} is left as it was\nnext: {}\n",
+         {} dispatched without an ending (in_flight; {} with their first token), \
+         {} due but not proven sent (notSent); window cut at {:.3} ms{unknown}\n  \
+         the spool {} is left as it was\nnext: {}\n",
         r.built.written.rows,
         r.built.written.bytes,
         r.spooled,
         r.unended,
+        r.with_first_token,
         r.not_sent,
         r.cut_ms,
         spool.display(),

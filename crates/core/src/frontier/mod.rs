@@ -58,6 +58,29 @@
 //! Lower steps that fell below the target while a higher one met it are
 //! listed (`belowTargetUnderCapacity`): a pass share that is not monotone in
 //! load is a warning that the points are noisy.
+//!
+//! ## Capacity judged by tail and share limits too
+//!
+//! The pass share alone can call a rate capacity whose p95 TTFT is past what
+//! the user needs (every request under a 2 s gate, p95 1.1 s, wanted under
+//! 1 s). Given limits ([`BlockLimits`]: `--max-p95-ttft-ms`,
+//! `--max-p95-e2e-ms`, `--max-p95-tpot-ms`, `--max-failure-share`,
+//! `--max-censored-share`, the gate's criteria of the same names), each point
+//! is checked by the gate's own evaluation ([`limit_checks`]) and a step
+//! **holds** only when its pass share meets the target *and every repeat
+//! meets every limit*. `k` is then the highest step that holds; lower steps
+//! that did not hold are listed as above; and
+//! - if the step above `k` missed only the pass share (every limit held at
+//!   both ends), the capacity is interpolated as above;
+//! - if it failed a limit, the capacity is **the highest rate that held**,
+//!   `x_k`, not interpolated (a percentile need not move linearly between
+//!   two rates), and the criteria that failed there are named (for repeats,
+//!   each limit's worst repeat), the pass share first when it fell short too;
+//! - if no step holds and some step failed a limit, the criteria that failed
+//!   at the lowest rate are named.
+//!
+//! Without limits every step holds its limits and the rules are the ones
+//! above, unchanged.
 
 pub mod capacity;
 
@@ -65,6 +88,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::receipt::{Block, Receipt};
+pub use crate::review::criteria::BlockLimits;
+use crate::review::criteria::{Check, GateError};
+use crate::review::limits::{limit_checks, limit_names};
 
 /// The schema tag of the frontier JSON.
 pub const FRONTIER_SCHEMA: &str = "goodput-frontier/1";
@@ -83,6 +109,9 @@ pub enum FrontierError {
     /// The attainment target is not in (0, 1].
     #[error("--attainment: {0} is not a share in (0, 1] (e.g. 0.9 for 90 %)")]
     BadAttainment(f64),
+    /// A limit is out of range (e.g. a share above 1).
+    #[error(transparent)]
+    BadLimit(#[from] GateError),
     /// `--class` names a class that some trace does not declare.
     #[error("--class: {name:?} is not a class of {label} (classes: {known})")]
     UnknownClass {
@@ -113,6 +142,67 @@ pub struct Frontier {
     pub knee: Knee,
     /// The highest offered rate meeting the attainment target.
     pub capacity: Capacity,
+    /// The limits a rate had to hold besides the pass-share target
+    /// (`--max-p95-ttft-ms` and the like); absent when the capacity was judged
+    /// by the pass share alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<Limit>,
+}
+
+/// One limit a rate must hold besides the pass-share target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Limit {
+    /// The gate's name of the figure: `failure share`, `censored share`,
+    /// `p95 ttft ms`, `p95 e2e ms` or `p95 tpot ms`.
+    pub name: String,
+    /// `<=`: the figure must be at or below the limit.
+    pub comparison: String,
+    /// The limit: a share in [0, 1], or ms.
+    pub limit: f64,
+}
+
+impl Limit {
+    /// Each limit given, in the order of the gate's evaluation.
+    pub fn all(limits: &BlockLimits) -> Vec<Limit> {
+        limit_names(limits)
+            .into_iter()
+            .map(|(name, limit)| Limit {
+                name: name.to_owned(),
+                comparison: "<=".to_owned(),
+                limit,
+            })
+            .collect()
+    }
+}
+
+/// One criterion judged at one rate: a point's limit, or at a step, the
+/// worst repeat's (and the pass share when it fell short of the target).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CriterionCheck {
+    /// `pass share`, or a limit's name (as in `limits[].name`).
+    pub name: String,
+    /// The measured figure (null: not measurable, which fails).
+    pub measured: Option<f64>,
+    /// `>=` (the pass share) or `<=` (a limit).
+    pub comparison: String,
+    /// The target or limit.
+    pub limit: f64,
+    /// Whether it holds.
+    pub pass: bool,
+}
+
+impl From<&Check> for CriterionCheck {
+    fn from(c: &Check) -> CriterionCheck {
+        CriterionCheck {
+            name: c.name.to_owned(),
+            measured: c.measured,
+            comparison: c.comparison.to_owned(),
+            limit: c.limit,
+            pass: c.pass,
+        }
+    }
 }
 
 /// One trace's figures (copied from its receipt).
@@ -165,6 +255,10 @@ pub struct FrontierPoint {
     /// Highest KV-cache use (0–1) the server reported, as `peakWaiting`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_kv_usage: Option<f64>,
+    /// Each limit given, checked on this trace (the gate's evaluation);
+    /// absent without limits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CriterionCheck>,
 }
 
 /// A signal that says where the load went at the knee.
@@ -246,6 +340,32 @@ pub enum Capacity {
         /// Lower rates that fell below the target (non-monotone pass share).
         below_target_under_capacity: Vec<f64>,
     },
+    /// A limit failed at the next rate tested: the capacity is the highest
+    /// rate that held every criterion (not interpolated).
+    #[serde(rename_all = "camelCase")]
+    Limited {
+        /// The highest offered rate that held every criterion.
+        offered_per_s: f64,
+        /// That rate and its pass share.
+        held: RateShare,
+        /// The next rate tested, which did not hold, and its pass share.
+        fails: RateShare,
+        /// What failed at the next rate: the pass share when short of the
+        /// target, then each limit that failed (its worst repeat).
+        failed: Vec<CriterionCheck>,
+        /// Lower rates that did not hold (non-monotone).
+        below_target_under_capacity: Vec<f64>,
+    },
+    /// No rate held every criterion, and some rate failed a limit.
+    #[serde(rename_all = "camelCase")]
+    NoneHolds {
+        /// The lowest offered rate tested.
+        lowest_offered_per_s: f64,
+        /// The best pass share seen.
+        best_pass_share: f64,
+        /// What failed at the lowest rate (as `limited.failed`).
+        failed: Vec<CriterionCheck>,
+    },
     /// No rate met the target.
     #[serde(rename_all = "camelCase")]
     NoneMeets {
@@ -267,7 +387,7 @@ pub struct RateShare {
 }
 
 /// One distinct offered rate, repeats pooled (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 struct Step {
     offered: f64,
     goodput: f64,
@@ -275,6 +395,9 @@ struct Step {
     lost: f64,
     pass_share: f64,
     p95_ttft: Option<f64>,
+    /// The limits some repeat failed, each at its worst repeat (empty: every
+    /// repeat held every limit, or no limit was given).
+    failed: Vec<CriterionCheck>,
 }
 
 /// Copies one receipt block's figures into a point.
@@ -305,15 +428,28 @@ fn point(label: &str, receipt: &Receipt, block: &Block) -> FrontierPoint {
         in_flight_mean: block.littles_law.in_flight_mean,
         peak_waiting: None,
         peak_kv_usage: None,
+        checks: Vec::new(),
     }
 }
 
 /// Builds the frontier of `(label, receipt)` pairs: `class` selects a class
-/// block (all rows when `None`); `attainment` is the pass-share target in (0, 1].
+/// block (all rows when `None`); `attainment` is the pass-share target in
+/// (0, 1]. The capacity is judged by the pass share alone.
 pub fn frontier(
     traces: &[(String, Receipt)],
     class: Option<&str>,
     attainment: f64,
+) -> Result<Frontier, FrontierError> {
+    frontier_judged(traces, class, attainment, &BlockLimits::default())
+}
+
+/// [`frontier`], with a rate holding only when it also meets every limit in
+/// `limits` (module docs, "Capacity judged by tail and share limits too").
+pub fn frontier_judged(
+    traces: &[(String, Receipt)],
+    class: Option<&str>,
+    attainment: f64,
+    limits: &BlockLimits,
 ) -> Result<Frontier, FrontierError> {
     if traces.is_empty() {
         return Err(FrontierError::NoTraces);
@@ -321,26 +457,13 @@ pub fn frontier(
     if !(attainment > 0.0 && attainment <= 1.0) {
         return Err(FrontierError::BadAttainment(attainment));
     }
+    limits.check()?;
     let mut points = Vec::with_capacity(traces.len());
     for (label, receipt) in traces {
-        let block =
-            match class {
-                None => &receipt.results.all,
-                Some(name) => receipt.results.classes.get(name).ok_or_else(|| {
-                    FrontierError::UnknownClass {
-                        name: name.to_owned(),
-                        label: label.clone(),
-                        known: receipt
-                            .results
-                            .classes
-                            .keys()
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    }
-                })?,
-            };
-        points.push(point(label, receipt, block));
+        let block = class_block(label, receipt, class)?;
+        let mut p = point(label, receipt, block);
+        p.checks = limit_checks(block, limits).iter().map(Into::into).collect();
+        points.push(p);
     }
     points.sort_by(|a, b| {
         a.offered_per_s
@@ -356,7 +479,34 @@ pub fn frontier(
         knee: knee(&steps),
         capacity: capacity(&steps, attainment),
         points,
+        limits: Limit::all(limits),
     })
+}
+
+/// The block a trace's point is read from: the named class's, or all rows.
+fn class_block<'r>(
+    label: &str,
+    receipt: &'r Receipt,
+    class: Option<&str>,
+) -> Result<&'r Block, FrontierError> {
+    let Some(name) = class else {
+        return Ok(&receipt.results.all);
+    };
+    receipt
+        .results
+        .classes
+        .get(name)
+        .ok_or_else(|| FrontierError::UnknownClass {
+            name: name.to_owned(),
+            label: label.to_owned(),
+            known: receipt
+                .results
+                .classes
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 /// Pools the points (sorted by offered rate) into distinct steps.
@@ -385,7 +535,29 @@ fn steps(points: &[FrontierPoint]) -> Vec<Step> {
                 .filter_map(|p| p.pass_share)
                 .fold(f64::INFINITY, f64::min),
             p95_ttft: (!ttfts.is_empty()).then(|| ttfts.iter().sum::<f64>() / ttfts.len() as f64),
+            failed: worst_failures(&group),
         });
+    }
+    out
+}
+
+/// The limits the repeats of one step failed, in the limits' order, each
+/// at its worst repeat (highest figure; one that could not be measured is
+/// worst): a capacity claim must hold in every repeat, as the pass share's
+/// lowest repeat says.
+fn worst_failures(group: &[&FrontierPoint]) -> Vec<CriterionCheck> {
+    let mut out: Vec<CriterionCheck> = Vec::new();
+    for c in group.iter().flat_map(|p| &p.checks).filter(|c| !c.pass) {
+        let worse = |old: &CriterionCheck| match (old.measured, c.measured) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(a), Some(b)) => b > a,
+        };
+        match out.iter_mut().find(|o| o.name == c.name) {
+            Some(old) if worse(old) => *old = c.clone(),
+            Some(_) => {}
+            None => out.push(c.clone()),
+        }
     }
     out
 }
@@ -398,14 +570,14 @@ fn knee(steps: &[Step]) -> Knee {
         };
     }
     for i in 0..steps.len() - 1 {
-        let s = steps[i];
+        let s = &steps[i];
         let stalled = steps[i + 1..]
             .iter()
             .all(|later| later.goodput - s.goodput <= KNEE_GAIN * (later.offered - s.offered));
         if !stalled {
             continue;
         }
-        let next = steps[i + 1];
+        let next = &steps[i + 1];
         let dx = next.offered - s.offered;
         let mut signals = Vec::new();
         if next.completed - s.completed > KNEE_GAIN * dx {
@@ -437,42 +609,79 @@ fn knee(steps: &[Step]) -> Knee {
 
 /// The capacity rule (module docs).
 fn capacity(steps: &[Step], target: f64) -> Capacity {
-    let Some(k) = steps.iter().rposition(|s| s.pass_share >= target) else {
-        return Capacity::NoneMeets {
-            best_pass_share: steps.iter().map(|s| s.pass_share).reduce(f64::max),
-            lowest_offered_per_s: steps.first().map(|s| s.offered),
-        };
+    let holds = |s: &Step| s.pass_share >= target && s.failed.is_empty();
+    let Some(k) = steps.iter().rposition(holds) else {
+        return none_holds(steps, target);
     };
     let below: Vec<f64> = steps[..k]
         .iter()
-        .filter(|s| s.pass_share < target)
+        .filter(|s| !holds(s))
         .map(|s| s.offered)
         .collect();
-    let meets = steps[k];
+    let meets = &steps[k];
+    let share = |s: &Step| RateShare {
+        offered_per_s: s.offered,
+        pass_share: s.pass_share,
+    };
     match steps.get(k + 1) {
         None => Capacity::AtLeast {
             offered_per_s: meets.offered,
             below_target_under_capacity: below,
         },
-        Some(&next) => {
-            // p_k ≥ target > p_{k+1}, so the denominator is positive.
+        Some(next) if next.failed.is_empty() => {
+            // Only the pass share failed: p_k ≥ target > p_{k+1}, so the
+            // denominator is positive.
             let offered = meets.offered
                 + (meets.pass_share - target) * (next.offered - meets.offered)
                     / (meets.pass_share - next.pass_share);
             Capacity::Interpolated {
                 offered_per_s: offered,
-                meets: RateShare {
-                    offered_per_s: meets.offered,
-                    pass_share: meets.pass_share,
-                },
-                misses: RateShare {
-                    offered_per_s: next.offered,
-                    pass_share: next.pass_share,
-                },
+                meets: share(meets),
+                misses: share(next),
                 below_target_under_capacity: below,
             }
         }
+        Some(next) => Capacity::Limited {
+            offered_per_s: meets.offered,
+            held: share(meets),
+            fails: share(next),
+            failed: failures(next, target),
+            below_target_under_capacity: below,
+        },
     }
+}
+
+/// No step holds: by the pass share alone when no step failed a limit (as
+/// without limits), else naming what failed at the lowest rate.
+fn none_holds(steps: &[Step], target: f64) -> Capacity {
+    let best_pass_share = steps.iter().map(|s| s.pass_share).reduce(f64::max);
+    match steps.first() {
+        Some(lowest) if steps.iter().any(|s| !s.failed.is_empty()) => Capacity::NoneHolds {
+            lowest_offered_per_s: lowest.offered,
+            best_pass_share: best_pass_share.unwrap_or(0.0),
+            failed: failures(lowest, target),
+        },
+        _ => Capacity::NoneMeets {
+            best_pass_share,
+            lowest_offered_per_s: steps.first().map(|s| s.offered),
+        },
+    }
+}
+
+/// What failed at a step that did not hold: the pass share first when it
+/// fell short of the target, then the limits it failed.
+fn failures(step: &Step, target: f64) -> Vec<CriterionCheck> {
+    let short = (step.pass_share < target).then(|| CriterionCheck {
+        name: "pass share".to_owned(),
+        measured: Some(step.pass_share),
+        comparison: ">=".to_owned(),
+        limit: target,
+        pass: false,
+    });
+    short
+        .into_iter()
+        .chain(step.failed.iter().cloned())
+        .collect()
 }
 
 #[cfg(test)]
@@ -487,6 +696,7 @@ mod tests {
             lost: offered - completed,
             pass_share,
             p95_ttft: Some(ttft),
+            failed: Vec::new(),
         }
     }
 
@@ -536,5 +746,116 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    fn ttft_check(measured: Option<f64>) -> CriterionCheck {
+        CriterionCheck {
+            name: "p95 ttft ms".into(),
+            measured,
+            comparison: "<=".into(),
+            limit: 1000.0,
+            pass: measured.is_some_and(|m| m <= 1000.0),
+        }
+    }
+
+    fn failing(s: Step, ttft: f64) -> Step {
+        Step {
+            failed: vec![ttft_check(Some(ttft))],
+            ..s
+        }
+    }
+
+    #[test]
+    fn a_limit_failing_above_the_highest_held_rate_caps_the_capacity_there() {
+        // Pass share 1.0, 0.95, 0.92 ≥ 0.9 at every rate, but 30/s failed its
+        // p95 TTFT: the capacity is 20/s (no interpolation), 30/s is named.
+        let s = [
+            step(10.0, 10.0, 10.0, 1.0, 300.0),
+            step(20.0, 19.0, 20.0, 0.95, 600.0),
+            failing(step(30.0, 27.6, 30.0, 0.92, 1102.0), 1102.0),
+        ];
+        assert_eq!(
+            capacity(&s, 0.9),
+            Capacity::Limited {
+                offered_per_s: 20.0,
+                held: RateShare {
+                    offered_per_s: 20.0,
+                    pass_share: 0.95
+                },
+                fails: RateShare {
+                    offered_per_s: 30.0,
+                    pass_share: 0.92
+                },
+                failed: vec![ttft_check(Some(1102.0))],
+                below_target_under_capacity: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn a_rate_short_of_the_target_only_is_still_interpolated() {
+        // The limits held at 10 and 20/s; 20/s missed only the pass share
+        // (0.8): 10 + (1.0 − 0.9) · 10 / (1.0 − 0.8) = 15, as without limits.
+        let s = [
+            step(10.0, 10.0, 10.0, 1.0, 300.0),
+            step(20.0, 16.0, 20.0, 0.8, 600.0),
+        ];
+        match capacity(&s, 0.9) {
+            Capacity::Interpolated { offered_per_s, .. } => {
+                assert!((offered_per_s - 15.0).abs() < 1e-12)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn when_no_rate_holds_a_limit_the_lowest_rate_says_what_failed() {
+        // 10/s: pass share 0.85 < 0.9 and p95 TTFT 1200 > 1000; 20/s fails
+        // the TTFT too. The pass share comes first, then the limit.
+        let s = [
+            failing(step(10.0, 8.5, 10.0, 0.85, 1200.0), 1200.0),
+            failing(step(20.0, 19.0, 20.0, 0.95, 1500.0), 1500.0),
+        ];
+        let Capacity::NoneHolds {
+            lowest_offered_per_s,
+            best_pass_share,
+            failed,
+        } = capacity(&s, 0.9)
+        else {
+            panic!("{:?}", capacity(&s, 0.9));
+        };
+        assert_eq!((lowest_offered_per_s, best_pass_share), (10.0, 0.95));
+        assert_eq!(failed.len(), 2);
+        assert_eq!(
+            (failed[0].name.as_str(), failed[0].measured, failed[0].limit),
+            ("pass share", Some(0.85), 0.9)
+        );
+        assert_eq!(failed[1], ttft_check(Some(1200.0)));
+    }
+
+    #[test]
+    fn repeats_fail_a_limit_at_their_worst() {
+        // Three repeats at one rate: p95 TTFT 1100 (fails), 900 (holds), 1300
+        // (fails): the step keeps 1300; an unmeasurable one is worse still.
+        let point = |ttft: Option<f64>| FrontierPoint {
+            checks: vec![ttft_check(ttft)],
+            ..serde_json::from_value(serde_json::json!({
+                "label": "t", "sha256": "", "nominalRatePerS": null, "cohort": 1,
+                "offeredPerS": 1.0, "completedPerS": 1.0, "goodputPerS": 1.0,
+                "passShare": 1.0, "goodputInterval": {"lower": 0.0, "upper": 1.0},
+                "passShareInterval": null, "failureShare": 0.0, "censoredShare": 0.0,
+                "p95TtftMs": null, "p95TpotMs": null, "tpotLabel": "tpot",
+                "littlesInFlight": null, "inFlightMean": null
+            }))
+            .expect("a point")
+        };
+        let (a, b, c) = (point(Some(1100.0)), point(Some(900.0)), point(Some(1300.0)));
+        assert_eq!(
+            worst_failures(&[&a, &b, &c]),
+            vec![ttft_check(Some(1300.0))]
+        );
+        let none = point(None);
+        assert_eq!(worst_failures(&[&a, &none, &c]), vec![ttft_check(None)]);
+        assert!(worst_failures(&[&b]).is_empty());
     }
 }

@@ -5,10 +5,12 @@ use std::collections::BTreeMap;
 
 use crate::intervals::{self, poisson_exact, quantile_interval, wilson, Confidence, Interval};
 use crate::stats::{summarize, summarize_sorted, Summary};
-use crate::trace::{Labels, RawRow, RawStatus, Slot, Trace};
+use crate::trace::{Gates, Labels, RawRow, RawStatus, Slot, Trace};
 use crate::verdict::{Censor, Exclusion, Judgement, Verdict};
 
-use crate::receipt::saturation::{BlockFigures, Instants, SaturationTally};
+use crate::receipt::saturation::{
+    BlockFigures, Instants, Saturation, SaturationTally, SaturationVerdict,
+};
 use crate::receipt::{
     Block, BlockIntervals, ContractInfo, Counts, Generator, IntervalContract, LatencyBlock,
     LatencySummary, LimitsInfo, LittlesLaw, PercentileIntervals, Rates, Reasons, Receipt, Results,
@@ -275,6 +277,7 @@ impl Tally {
         instants: &Instants,
         latency: Latency,
         confidence: Confidence,
+        gates: &[&Gates],
     ) -> Block {
         let Latency {
             summaries: latency,
@@ -313,7 +316,7 @@ impl Tally {
             .into_iter()
             .map(|(name, n)| (name.to_owned(), n))
             .collect();
-        let littles_law = littles_law(Occupancy {
+        let mut littles_law = littles_law(Occupancy {
             in_flight_mean: (!trace.contract.arrivals_unknown())
                 .then(|| busy_ms / (window_s * 1000.0)),
             window_s,
@@ -332,9 +335,12 @@ impl Tally {
                 censored: c.censored,
                 served_per_s: rates.served_per_s,
                 served_span_ms: self.completions.span_ms(c.pass + c.miss).filter(|_| dated),
+                wait_gate_ms: smallest(gates, |g| g.ttft_ms).or(smallest(gates, |g| g.e2e_ms)),
+                tpot_gate_ms: smallest(gates, |g| g.tpot_ms),
             },
             trace.contract.arrivals_unknown(),
         );
+        steady_state_from(&mut littles_law, &saturation);
         Block {
             counts: c,
             rates,
@@ -345,6 +351,31 @@ impl Tally {
             saturation,
         }
     }
+}
+
+/// The smallest non-null gate of one metric among `gates`.
+fn smallest(gates: &[&Gates], pick: impl Fn(&Gates) -> Option<f64>) -> Option<f64> {
+    gates.iter().filter_map(|g| pick(g)).reduce(f64::min)
+}
+
+/// Little's law's `steadyState` follows the saturation verdict
+/// (docs/contract.md §7.9): a ratio near 1 proves nothing when observation
+/// stopped at the window's end (it is 1 by construction there), so the
+/// ratio stays a figure and the verdict decides.
+fn steady_state_from(law: &mut LittlesLaw, saturation: &Saturation) {
+    law.steady_state = match saturation.verdict {
+        SaturationVerdict::Steady => Some(true),
+        SaturationVerdict::Overloaded => Some(false),
+        SaturationVerdict::Inconclusive => None,
+    };
+    law.note = match saturation.verdict {
+        SaturationVerdict::Overloaded => Some(
+            "not steady: the saturation verdict is overloaded (saturation.evidence says why)"
+                .to_owned(),
+        ),
+        _ if law.in_flight_mean.is_none() => law.note.take(),
+        _ => None,
+    };
 }
 
 /// The share and rate intervals of one block's counts, beside its
@@ -571,8 +602,13 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         .keys()
         .cloned()
         .zip(per_class.into_iter().zip(class_latency))
-        .map(|(name, (tally, latency))| (name, tally.finish(trace, &instants, latency, confidence)))
+        .map(|(name, (tally, latency))| {
+            let gates = [&contract.classes[&name]];
+            let block = tally.finish(trace, &instants, latency, confidence, &gates);
+            (name, block)
+        })
         .collect();
+    let all_gates: Vec<&Gates> = contract.classes.values().collect();
     let rows = options.rows.then(|| row_verdicts(trace, judgements));
     Receipt {
         schema: RECEIPT_SCHEMA.to_owned(),
@@ -591,7 +627,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         },
         contract: contract_info(contract, confidence),
         results: Results {
-            all: all.finish(trace, &instants, all_latency, confidence),
+            all: all.finish(trace, &instants, all_latency, confidence, &all_gates),
             classes,
         },
         rows,

@@ -5,7 +5,7 @@
 //!
 //! Every analysis attaches them with the default options (the trace's own
 //! `burst` phase and declared resources); a command given `--burst-phase`,
-//! `--recovery-window`, `--gpus` or `--gpu-hour-cost` attaches them again
+//! `--recovery-tolerance`, `--gpus` or `--gpu-hour-cost` attaches them again
 //! with its options, which replaces the defaults. Pure: no I/O.
 
 use crate::trace::{Resources, Trace};

@@ -39,6 +39,10 @@ pub struct Criteria {
     pub class_limits: Vec<ClassLimits>,
     /// Admit a closed-loop run (its latencies are then taken as evidence anyway).
     pub allow_closed_loop: bool,
+    /// Admit a run whose saturation verdict is `overloaded` (its goodput,
+    /// counted with the grace period's completions, can exceed what the
+    /// server sustains).
+    pub allow_overload: bool,
 }
 
 /// Why the criteria cannot be applied (a usage error, exit status 2).
@@ -74,37 +78,85 @@ impl Criteria {
                 rule,
             })
         };
-        let one = Decimal::from_integer(1);
-        let share = |x: &Decimal| !x.is_negative() && x.value() <= one.value();
         if self.min_goodput_per_s.is_negative() {
             return bad("--min-goodput", &self.min_goodput_per_s, "a rate >= 0");
         }
         if self.margin.is_negative() {
             return bad("--margin", &self.margin, "a fraction >= 0, e.g. 0.2");
         }
-        if !share(&self.max_failure_share) {
-            return bad(
-                "--max-failure-share",
-                &self.max_failure_share,
-                "a share in [0, 1]",
-            );
+        self.block_limits().check()?;
+        check_release_flags(self)
+    }
+
+    /// The gate's limits on its judged block's tails and shares: both share
+    /// ceilings (with their defaults) and the p95 limits given. What
+    /// [`crate::review::limits::limit_checks`] checks for `gate`, as it does
+    /// for each rate of a frontier or a capacity search.
+    pub fn block_limits(&self) -> BlockLimits {
+        BlockLimits {
+            max_failure_share: Some(self.max_failure_share.clone()),
+            max_censored_share: Some(self.max_censored_share.clone()),
+            max_p95_ttft_ms: self.max_p95_ttft_ms.clone(),
+            max_p95_e2e_ms: self.max_p95_e2e_ms.clone(),
+            max_p95_tpot_ms: self.max_p95_tpot_ms,
         }
-        if !share(&self.max_censored_share) {
-            return bad(
-                "--max-censored-share",
-                &self.max_censored_share,
-                "a share in [0, 1]",
-            );
+    }
+}
+
+/// Limits on one block's tails and shares, each optional: the criteria of
+/// `gate` that judge a run by its own figures, whatever its rate. `gate`
+/// always sets both share ceilings; `frontier` and `record --find-capacity`
+/// set only those given, so without one they judge by the pass share alone.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BlockLimits {
+    /// Most failed / cohort (`--max-failure-share`).
+    pub max_failure_share: Option<Decimal>,
+    /// Most censored / cohort (`--max-censored-share`).
+    pub max_censored_share: Option<Decimal>,
+    /// Most nearest-rank p95 TTFT, ms (`--max-p95-ttft-ms`).
+    pub max_p95_ttft_ms: Option<Decimal>,
+    /// Most nearest-rank p95 E2E, ms (`--max-p95-e2e-ms`).
+    pub max_p95_e2e_ms: Option<Decimal>,
+    /// Most nearest-rank p95 TPOT, ms (`--max-p95-tpot-ms`).
+    pub max_p95_tpot_ms: Option<f64>,
+}
+
+impl BlockLimits {
+    /// No limit is given.
+    pub fn is_empty(&self) -> bool {
+        self == &BlockLimits::default()
+    }
+
+    /// Checks every limit's range, naming the flag that sets it.
+    pub fn check(&self) -> Result<(), GateError> {
+        let bad = |flag, value: String, rule| Err(GateError::BadFlag { flag, value, rule });
+        let one = Decimal::from_integer(1);
+        for (flag, v) in [
+            ("--max-failure-share", &self.max_failure_share),
+            ("--max-censored-share", &self.max_censored_share),
+        ] {
+            if let Some(v) = v
+                .as_ref()
+                .filter(|v| v.is_negative() || v.value() > one.value())
+            {
+                return bad(flag, v.to_string(), "a share in [0, 1]");
+            }
         }
         for (flag, v) in [
             ("--max-p95-ttft-ms", &self.max_p95_ttft_ms),
             ("--max-p95-e2e-ms", &self.max_p95_e2e_ms),
         ] {
             if let Some(v) = v.as_ref().filter(|v| v.is_negative()) {
-                return bad(flag, v, "a number of ms >= 0");
+                return bad(flag, v.to_string(), "a number of ms >= 0");
             }
         }
-        check_release_flags(self)
+        if let Some(v) = self
+            .max_p95_tpot_ms
+            .filter(|v| !(v.is_finite() && *v >= 0.0))
+        {
+            return bad("--max-p95-tpot-ms", v.to_string(), "a finite number >= 0");
+        }
+        Ok(())
     }
 }
 
@@ -282,19 +334,18 @@ pub fn parse_class_limits(text: &str) -> Result<ClassLimits, ClassLimitsError> {
     Ok(out)
 }
 
-/// Checks the ranges of the release flags of the base scope.
+/// Checks the range of the release flag of the base scope (`--max-p95-tpot-ms`
+/// is a block limit, checked with the others).
 fn check_release_flags(criteria: &Criteria) -> Result<(), GateError> {
-    for (flag, v) in [
-        ("--max-p95-tpot-ms", criteria.max_p95_tpot_ms),
-        ("--max-recovery-s", criteria.max_recovery_s),
-    ] {
-        if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
-            return Err(GateError::BadFlag {
-                flag,
-                value: v.to_string(),
-                rule: "a finite number >= 0",
-            });
-        }
+    if let Some(v) = criteria
+        .max_recovery_s
+        .filter(|v| !(v.is_finite() && *v >= 0.0))
+    {
+        return Err(GateError::BadFlag {
+            flag: "--max-recovery-s",
+            value: v.to_string(),
+            rule: "a finite number >= 0",
+        });
     }
     Ok(())
 }

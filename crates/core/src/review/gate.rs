@@ -7,7 +7,10 @@
 //! measured (a share of an empty cohort, a percentile of no completed rows)
 //! fails its criterion: no evidence is never an admission. A closed-loop run
 //! is refused unless closed-loop evidence is allowed explicitly
-//! (docs/contract.md §10.2).
+//! (docs/contract.md §10.2), and so is a run the receipt calls overloaded
+//! (its `saturation.verdict`, §10.3), unless overload is allowed explicitly:
+//! goodput counted with a long grace period can exceed what the server
+//! sustains, so a goodput figure alone must not admit it.
 //!
 //! The criteria are decimals as written and every comparison is exact
 //! ([`crate::review::exact`], docs/contract.md §9.2): a goodput equal to the
@@ -16,10 +19,10 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::receipt::{Block, Receipt};
+use crate::receipt::{Block, Receipt, SaturationVerdict};
 use crate::trace::ArrivalMode;
 
-use crate::review::exact::{self, Decimal};
+use crate::review::exact;
 
 pub use crate::review::criteria::{
     Check, Criteria, GateError, DEFAULT_MAX_CENSORED_SHARE, DEFAULT_MAX_FAILURE_SHARE,
@@ -38,6 +41,19 @@ pub struct ArrivalCheck {
     pub pass: bool,
 }
 
+/// The overload criterion: the judged block's saturation verdict must not be
+/// `overloaded`, unless overload is allowed explicitly.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OverloadCheck {
+    /// The judged block's `saturation.verdict`.
+    pub verdict: SaturationVerdict,
+    /// Whether an overloaded run was allowed (`--allow-overload`).
+    pub overload_allowed: bool,
+    /// Whether the criterion holds.
+    pub pass: bool,
+}
+
 /// The admission decision.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -50,7 +66,9 @@ pub struct Decision {
     pub checks: Vec<Check>,
     /// The arrival-mode criterion.
     pub arrival: ArrivalCheck,
-    /// Every criterion holds (the numeric ones and the arrival mode).
+    /// The overload criterion.
+    pub overload: OverloadCheck,
+    /// Every criterion holds (the numeric ones, the arrival mode and the overload).
     pub admit: bool,
     /// The receipt's `contract.arrivalsUnknown`, when its trace declares its
     /// arrival instants unknown (no criterion here needs them; said anyway).
@@ -72,6 +90,12 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
         closed_loop_allowed: criteria.allow_closed_loop,
         pass: mode == ArrivalMode::OpenLoop || criteria.allow_closed_loop,
     };
+    let verdict = block.saturation.verdict;
+    let overload = OverloadCheck {
+        verdict,
+        overload_allowed: criteria.allow_overload,
+        pass: verdict != SaturationVerdict::Overloaded || criteria.allow_overload,
+    };
     checks.extend(crate::review::release_gate::release_checks(
         receipt, block, criteria,
     ));
@@ -81,9 +105,10 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     Ok(Decision {
         class: criteria.class.clone(),
         trace_sha256: receipt.trace.sha256.clone(),
-        admit: checks.iter().all(|c| c.pass) && arrival.pass,
+        admit: checks.iter().all(|c| c.pass) && arrival.pass && overload.pass,
         checks,
         arrival,
+        overload,
         arrivals_unknown: receipt.contract.arrivals_unknown.clone(),
         diagnosis: crate::review::diagnosis::diagnose(receipt),
     })
@@ -110,50 +135,15 @@ fn judged_block<'r>(receipt: &'r Receipt, criteria: &Criteria) -> Result<&'r Blo
         })
 }
 
-/// The block's own criteria: goodput/s, the failure and censored shares, and
-/// the p95 limits given.
+/// The block's own criteria: goodput/s, then its tail and share limits (the
+/// failure and censored shares, the p95 limits given) through the one
+/// evaluation the frontier and the capacity search use too.
 fn block_checks(receipt: &Receipt, block: &Block, criteria: &Criteria) -> Vec<Check> {
-    let share = |name, measured: Option<f64>, part: u64, ceiling: &Decimal| Check {
-        name,
-        measured,
-        comparison: "<=",
-        limit: ceiling.to_f64(),
-        derivation: None,
-        pass: exact::share_at_most(part, block.counts.cohort, ceiling),
-        class: None,
-        note: None,
-    };
-    let latency = |name, measured: Option<f64>, limit: &Decimal| Check {
-        name,
-        measured,
-        comparison: "<=",
-        limit: limit.to_f64(),
-        derivation: None,
-        pass: measured.is_some_and(|m| exact::latency_at_most(m, limit)),
-        class: None,
-        note: None,
-    };
-    let mut checks = vec![
-        goodput_check(receipt, block, criteria),
-        share(
-            "failure share",
-            block.rates.failure_share,
-            block.counts.failed,
-            &criteria.max_failure_share,
-        ),
-        share(
-            "censored share",
-            block.rates.censored_share,
-            block.counts.censored,
-            &criteria.max_censored_share,
-        ),
-    ];
-    if let Some(limit) = &criteria.max_p95_ttft_ms {
-        checks.push(latency("p95 ttft ms", block.latency.ttft_ms.p95, limit));
-    }
-    if let Some(limit) = &criteria.max_p95_e2e_ms {
-        checks.push(latency("p95 e2e ms", block.latency.e2e_ms.p95, limit));
-    }
+    let mut checks = vec![goodput_check(receipt, block, criteria)];
+    checks.extend(crate::review::limits::limit_checks(
+        block,
+        &criteria.block_limits(),
+    ));
     checks
 }
 

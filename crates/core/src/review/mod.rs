@@ -11,6 +11,8 @@
 //! - [`gate`] turns a receipt into an admission decision for CI; its
 //!   release criteria (recovery, p95 TPOT, several classes' limits) are in
 //!   [`release_gate`].
+//! - [`limits`] is the one evaluation of a block's tail and share limits,
+//!   shared by `gate`, the frontier and the capacity search.
 //! - [`diagnosis`] reads a class's counts into the dominant cause of its
 //!   lost requests and where that points to look.
 //!
@@ -21,6 +23,7 @@ pub mod criteria;
 pub mod diagnosis;
 pub mod exact;
 pub mod gate;
+pub mod limits;
 pub mod mutate;
 pub mod release_gate;
 pub mod sensitivity;

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::analyze::{analyze_bytes_at, AnalyzeOptions};
 use crate::intervals::Confidence;
-use crate::receipt::recovery::{RecoveryOptions, DEFAULT_WINDOW_ARRIVALS};
+use crate::receipt::recovery::{RecoveryOptions, DEFAULT_TOLERANCE};
 use crate::receipt::release::{attach, ReleaseOptions};
 use crate::receipt::RECEIPT_SCHEMA;
 use crate::review::sensitivity::{plan_of, sweep, SweepEntry};
@@ -117,7 +117,7 @@ pub fn read_receipt(bytes: &[u8]) -> Result<ClaimedReceipt, VerifyError> {
 }
 
 /// The release options a receipt records: its recovery's burst phase and
-/// window, and resources that came from a command's flags rather than from
+/// tolerance, and resources that came from a command's flags rather than from
 /// the trace (docs/contract.md §10.10). Anything unreadable falls back to the
 /// defaults, so the recomputation then shows it as a difference.
 fn release_options_of(tree: &Value) -> ReleaseOptions {
@@ -126,12 +126,10 @@ fn release_options_of(tree: &Value) -> ReleaseOptions {
         options.recovery = RecoveryOptions {
             burst_phase: phase.to_owned(),
             required: false,
-            window_arrivals: tree
-                .pointer("/recovery/windowArrivals")
+            tolerance: tree
+                .pointer("/recovery/tolerance")
                 .and_then(Value::as_u64)
-                .and_then(|n| usize::try_from(n).ok())
-                .filter(|n| *n > 0)
-                .unwrap_or(DEFAULT_WINDOW_ARRIVALS),
+                .unwrap_or(DEFAULT_TOLERANCE),
         };
     }
     let res = |key: &str| tree.pointer(&format!("/contract/resources/{key}"));

@@ -317,13 +317,18 @@ pub enum Leftover<B> {
 
 /// Sends one request and reads it to its ending, holding at most
 /// `max_event_bytes` of one SSE line or event. Returns what is left of the
-/// body (see [`Leftover`]).
+/// body (see [`Leftover`]). `on_first` is called once, with the observation
+/// so far, after the frame that carried the first token, unless that frame
+/// also decided the ending (the ending then says it all): the run spools it
+/// so a recorder that dies keeps it. Once called it costs one test per
+/// frame; nothing is done per token.
 pub async fn exchange<T: Transport>(
     transport: &T,
     body: Bytes,
     clock: &Clock,
     obs: &mut Observation,
     max_event_bytes: usize,
+    on_first: impl FnOnce(&Observation),
 ) -> (Ending, Leftover<T::Body>) {
     obs.sent_ms = Some(clock.now_ms());
     let (head, mut response) = match transport.send(body).await {
@@ -362,6 +367,7 @@ pub async fn exchange<T: Transport>(
         return (ending, Leftover::Nothing);
     }
     let mut state = StreamState::new(max_event_bytes);
+    let mut on_first = Some(on_first);
     loop {
         match response.next_frame().await {
             Ok(Some(frame)) => {
@@ -372,6 +378,11 @@ pub async fn exchange<T: Transport>(
                         _ => Leftover::Nothing,
                     };
                     return (ending, leftover);
+                }
+                if on_first.is_some() && obs.first_token_ms.is_some() {
+                    if let Some(tell) = on_first.take() {
+                        tell(obs);
+                    }
                 }
             }
             Ok(None) => return (state.end_of_body(obs, clock.now_ms()), Leftover::Nothing),
@@ -424,27 +435,27 @@ async fn read_document<B: ResponseBody>(
     }
 }
 
-/// Runs one request with its timeout (from `arrival_ms`) and the run's
-/// cancellation signal, which carries the instant the run stopped observing;
-/// `max_event_bytes` bounds one SSE line or event (and a 2xx body that is not
-/// a stream).
+/// Runs one request until `deadline_ms` (its timeout, counted from its
+/// arrival) under the run's cancellation signal, which carries the instant
+/// the run stopped observing; `max_event_bytes` bounds one SSE line or event
+/// (and a 2xx body that is not a stream); `on_first` is told of the first
+/// token ([`exchange`]).
 pub async fn run_one<T: Transport>(
     transport: &T,
     body: Bytes,
     clock: &Clock,
-    arrival_ms: f64,
-    timeout: Duration,
+    deadline_ms: f64,
     mut cancel: watch::Receiver<Option<f64>>,
     max_event_bytes: usize,
+    on_first: impl FnOnce(&Observation),
 ) -> (Observation, Ending) {
     let mut obs = Observation::default();
     if cancel.borrow().is_some() {
         return (obs, Ending::InFlight);
     }
-    let deadline_ms = arrival_ms + timeout.as_secs_f64() * 1000.0;
     let mut leftover = Leftover::Nothing;
     let mut ending = {
-        let request = exchange(transport, body, clock, &mut obs, max_event_bytes);
+        let request = exchange(transport, body, clock, &mut obs, max_event_bytes, on_first);
         // The cancellation first: once the run has taken its cut instant,
         // no frame read later may reach the row.
         tokio::select! {
@@ -684,10 +695,10 @@ mod tests {
             &script,
             Bytes::new(),
             &clock,
-            0.0,
-            Duration::from_millis(timeout_ms),
+            timeout_ms as f64,
             rx,
             DEFAULT_MAX_EVENT_BYTES,
+            |_: &Observation| {},
         )
         .await
     }
@@ -833,6 +844,43 @@ mod tests {
         assert!(obs.first_token_ms.is_some());
     }
 
+    /// The observations `on_first` was called with, over one exchange of `frames`.
+    async fn told_of_first(frames: Vec<&'static str>) -> (Vec<Observation>, Ending) {
+        let script = Scripted {
+            head: Ok(200),
+            event_stream: true,
+            frames,
+            end: ScriptEnd::Clean,
+        };
+        let clock = Clock::new(Instant::now());
+        let told = Mutex::new(Vec::new());
+        let mut obs = Observation::default();
+        let (ending, _) = exchange(&script, Bytes::new(), &clock, &mut obs, 1000, |o| {
+            told.lock().unwrap().push(o.clone())
+        })
+        .await;
+        (told.into_inner().unwrap(), ending)
+    }
+
+    #[tokio::test]
+    async fn the_first_token_is_told_once_and_not_when_its_frame_ends_the_request() {
+        // Role chunk, three tokens, finish, done: told once, after the
+        // first token's frame (one chunk counted, the first token stamped).
+        let (told, ending) = told_of_first(vec![ROLE, TOK, TOK, TOK, FIN, DONE]).await;
+        assert!(matches!(ending, Ending::Completed { .. }), "{ending:?}");
+        assert_eq!(told.len(), 1);
+        assert_eq!(told[0].content_chunks, 1);
+        assert!(told[0].first_token_ms.is_some() && told[0].sent_ms.is_some());
+        // One frame holding the token and the end: the ending says it all.
+        let whole: &'static str = Box::leak(format!("{TOK}{FIN}{DONE}").into_boxed_str());
+        let (told, ending) = told_of_first(vec![whole]).await;
+        assert!(matches!(ending, Ending::Completed { .. }), "{ending:?}");
+        assert!(told.is_empty());
+        // No content at all: never told.
+        let (told, _) = told_of_first(vec![ROLE, FIN, DONE]).await;
+        assert!(told.is_empty());
+    }
+
     #[tokio::test]
     async fn a_normal_stream_completes_with_usage_tokens() {
         let script = Scripted {
@@ -864,7 +912,8 @@ mod tests {
             };
             async move {
                 let mut obs = Observation::default();
-                let (ending, _) = exchange(&script, Bytes::new(), &clock, &mut obs, limit).await;
+                let (ending, _) =
+                    exchange(&script, Bytes::new(), &clock, &mut obs, limit, |_| {}).await;
                 (obs, ending)
             }
         };
@@ -893,7 +942,7 @@ mod tests {
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Clean,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 1000).await;
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 1000, |_| {}).await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         assert_eq!(
             text(&obs).as_deref(),
@@ -905,14 +954,14 @@ mod tests {
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Clean,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 32).await;
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 32, |_| {}).await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         let mut obs = Observation::default();
         let page = doc(
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Hang,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 31).await;
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 31, |_| {}).await;
         assert!(failed(FailReason::BodyTooLarge)(&ending), "{ending:?}");
         assert_eq!(
             text(&obs).as_deref(),
@@ -921,7 +970,7 @@ mod tests {
         // Even a body that is an SSE stream: the head says it is not one.
         let mut obs = Observation::default();
         let sse = doc(vec![TOK, FIN, DONE], ScriptEnd::Clean);
-        let (ending, _) = exchange(&sse, Bytes::new(), &clock, &mut obs, 1000).await;
+        let (ending, _) = exchange(&sse, Bytes::new(), &clock, &mut obs, 1000, |_| {}).await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         assert_eq!(obs.first_token_ms, None);
     }

@@ -172,13 +172,22 @@ impl Frame {
     /// whose ending nobody saw (recovering a spool): in flight, and nothing
     /// else is known.
     pub fn unended_row(&self, index: usize, arrival_ms: f64, prompt: &PromptMeta) -> TraceRow {
+        self.seen_row(index, arrival_ms, prompt, &Observation::default())
+    }
+
+    /// The row of request `index`, arriving at `arrival_ms` with `prompt`,
+    /// of which `obs` was seen and no ending (recovering a spool that holds
+    /// its first token): in flight with what was seen, as the recorder
+    /// writes a request cut off in flight.
+    pub fn seen_row(
+        &self,
+        index: usize,
+        arrival_ms: f64,
+        prompt: &PromptMeta,
+        obs: &Observation,
+    ) -> TraceRow {
         let meta = self.meta(index, arrival_ms, prompt);
-        let row = row::assemble(
-            &meta,
-            &Observation::default(),
-            &Ending::InFlight,
-            TokenCount::Usage,
-        );
+        let row = row::assemble(&meta, obs, &Ending::InFlight, TokenCount::Usage);
         self.finish_row(index, row)
     }
 

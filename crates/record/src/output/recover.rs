@@ -9,15 +9,26 @@
 //!   interrupt's labels.
 //! - **Ended requests** keep the row the recorder would have written,
 //!   unchanged.
-//! - **Dispatched requests without an ending** (their index is below the
-//!   last mark's dispatch count) become `in_flight`: they were sent and
-//!   nobody saw them end. Nothing else is known of them (no send lag).
+//! - **Requests without an ending whose first token the spool holds**
+//!   become `in_flight` with their `firstTokenMs` (and, in open loop, their
+//!   send lag), at their arrival (the schedule's, or the one their line
+//!   carries): the row the recorder writes of a request cut off in flight.
+//! - **Other dispatched requests without an ending** (their index is below
+//!   the last mark's dispatch count) become `in_flight`: they were sent and
+//!   nobody saw them end. Nothing else is known of them (no send lag). No
+//!   `firstTokenMs` there means none came by the cut, as surely as no
+//!   ending means none came: every first token handed to the spool before
+//!   its last complete line is in it.
 //! - **Due requests past the last spooled dispatch** (scheduled before the
 //!   cut) become `in_flight` with `notSent: true`: the spool cannot prove
 //!   they left.
 //! - Closed loop has no schedule: a dispatched request without an ending is
 //!   dated by the first mark that counted it (the latest instant it can have
 //!   been sent; label `arrivalFromMark: true`).
+//! - A spool from before first-token lines (its header lacks
+//!   `firstTokens`) cannot tell "no first token" from "not written down":
+//!   every row without an ending says so (`firstTokenUnknown: true`), and
+//!   the analyzer does not judge its TTFT at the horizon.
 //!
 //! A torn last line (the process died mid-write) is dropped; any other line
 //! that cannot be read is refused with its line number.
@@ -27,6 +38,7 @@ use std::path::Path;
 use crate::error::RecordError;
 use goodput_core::trace::write::TraceRow;
 use goodput_core::trace::{Labels, Scalar};
+use goodput_core::verdict::FIRST_TOKEN_UNKNOWN;
 
 use crate::output::frame::{PromptMeta, Stop};
 use crate::output::spool::{self, Built, SpoolError};
@@ -44,6 +56,11 @@ pub struct Recovered {
     pub unended: usize,
     /// Due requests the spool cannot prove were sent (now `notSent`).
     pub not_sent: usize,
+    /// Rows without an ending that keep the first token the spool holds.
+    pub with_first_token: usize,
+    /// Rows without an ending marked `firstTokenUnknown` (a spool from
+    /// before first-token lines).
+    pub first_token_unknown: usize,
 }
 
 /// Recovers the trace of the spool at `spool` into `out` (atomically); the
@@ -66,37 +83,87 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, RecordError> 
     let unended = |index: usize| -> TraceRow {
         if frame.open_loop {
             let arrival = header.arrivals_ms.get(index).copied().unwrap_or(cut_ms);
-            if index < dispatched {
-                frame.unended_row(index, arrival, &meta(index))
-            } else {
-                frame.unsent_row(index, arrival, &meta(index))
-            }
+            unended_row(&scan, index, arrival, &meta(index), |meta| {
+                if index < dispatched {
+                    frame.unended_row(index, arrival, meta)
+                } else {
+                    frame.unsent_row(index, arrival, meta)
+                }
+            })
         } else {
             let arrival = scan
                 .marks
                 .iter()
                 .find(|&&(_, n)| n > index)
                 .map_or(cut_ms, |&(t, _)| t);
-            let mut row = frame.unended_row(index, arrival, &meta(index));
-            row.labels
-                .insert("arrivalFromMark".into(), Scalar::Bool(true));
-            row
+            unended_row(&scan, index, arrival, &meta(index), |meta| {
+                let mut row = frame.unended_row(index, arrival, meta);
+                row.labels
+                    .insert("arrivalFromMark".into(), Scalar::Bool(true));
+                row
+            })
         }
     };
     let not_sent = if frame.open_loop {
-        (dispatched..rows).filter(|&i| !scan.ended(i)).count()
+        (dispatched..rows)
+            .filter(|&i| unproven_sent(&scan, i))
+            .count()
     } else {
         0
     };
-    let unended_count = rows - scan.ended_count - not_sent;
     let built = spool::write_trace(spool_file, &scan, &stop, rows, unended, out, &Labels::new())?;
-    Ok(Recovered {
+    Ok(recovered(&scan, built, rows, not_sent))
+}
+
+/// The row of request `index` without an ending: in flight with its first
+/// token (at the arrival its line carries, else `arrival_ms`) when the
+/// spool holds one; else `otherwise` makes it from what the header and the
+/// marks say, marked `firstTokenUnknown` when the spool predates
+/// first-token lines.
+fn unended_row(
+    scan: &spool::Scan,
+    index: usize,
+    arrival_ms: f64,
+    meta: &PromptMeta,
+    otherwise: impl FnOnce(&PromptMeta) -> TraceRow,
+) -> TraceRow {
+    if let Some(first) = scan.first_token(index) {
+        let arrival = first.arrival_ms.unwrap_or(arrival_ms);
+        return scan
+            .header
+            .frame
+            .seen_row(index, arrival, meta, &first.observation());
+    }
+    let mut row = otherwise(meta);
+    if !scan.header.first_tokens {
+        row.labels
+            .insert(FIRST_TOKEN_UNKNOWN.into(), Scalar::Bool(true));
+    }
+    row
+}
+
+/// Whether request `index`, due, has nothing in the spool that proves it
+/// was sent (no ending, no first token).
+fn unproven_sent(scan: &spool::Scan, index: usize) -> bool {
+    !scan.ended(index) && scan.first_token(index).is_none()
+}
+
+/// What a recovery of `rows` rows, `not_sent` of them unproven sent, wrote.
+fn recovered(scan: &spool::Scan, built: Built, rows: usize, not_sent: usize) -> Recovered {
+    let without_ending = rows - scan.ended_count;
+    Recovered {
         built,
-        cut_ms,
+        cut_ms: scan.last_instant_ms,
         spooled: scan.ended_count,
-        unended: unended_count,
+        unended: without_ending - not_sent,
         not_sent,
-    })
+        with_first_token: scan.firsts_below(rows),
+        first_token_unknown: if scan.header.first_tokens {
+            0
+        } else {
+            without_ending
+        },
+    }
 }
 
 /// The rows of a recovered run that was not multi-turn, and the requests it
@@ -109,8 +176,10 @@ fn rows_and_planned(
     dispatched: usize,
 ) -> Result<(usize, usize), RecordError> {
     let header = &scan.header;
+    // A request whose first token is spooled was dispatched.
+    let seen = scan.end_index.max(scan.first_token_end());
     if !header.frame.open_loop {
-        let rows = dispatched.max(scan.end_index);
+        let rows = dispatched.max(seen);
         return Ok((rows, rows));
     }
     let scheduled = header.arrivals_ms.len();
@@ -128,10 +197,7 @@ fn rows_and_planned(
     let due = header
         .arrivals_ms
         .partition_point(|&a| a < scan.last_instant_ms);
-    Ok((
-        due.max(dispatched).max(scan.end_index).min(scheduled),
-        scheduled,
-    ))
+    Ok((due.max(dispatched).max(seen).min(scheduled), scheduled))
 }
 
 /// How a recovered run stopped: cut at `cut_ms` as by an interrupt, with
@@ -188,42 +254,39 @@ fn recover_sessions(
     }
     let session_of = |index: usize| layout.offsets.partition_point(|&o| o <= index) - 1;
     let due = starts.partition_point(|&a| a < cut_ms);
-    let last_ended = scan
+    let last_seen = scan
         .end_index
+        .max(scan.first_token_end().min(total))
         .checked_sub(1)
         .map_or(0, |i| session_of(i) + 1);
-    let sessions = due.max(dispatched).max(last_ended).min(starts.len());
+    let sessions = due.max(dispatched).max(last_seen).min(starts.len());
     let rows = layout.offsets[sessions];
     let stop = recovered_stop(cut_ms, total);
     let meta = |index: usize| meta_or_blank(header.prompts.meta(index));
     let unended = |index: usize| -> TraceRow {
         let s = session_of(index);
         let first = index == layout.offsets[s];
-        match (first, s < dispatched) {
-            (true, true) => frame.unended_row(index, starts[s], &meta(index)),
-            (true, false) => frame.unsent_row(index, starts[s], &meta(index)),
-            (false, started) => {
-                let mut row = frame.unended_row(index, cut_ms, &meta(index));
-                let label = if started {
-                    "arrivalUnknown"
-                } else {
-                    "notEligible"
-                };
-                row.labels.insert(label.into(), Scalar::Bool(true));
-                row
+        let arrival = if first { starts[s] } else { cut_ms };
+        unended_row(scan, index, arrival, &meta(index), |meta| {
+            match (first, s < dispatched) {
+                (true, true) => frame.unended_row(index, arrival, meta),
+                (true, false) => frame.unsent_row(index, arrival, meta),
+                (false, started) => {
+                    let mut row = frame.unended_row(index, arrival, meta);
+                    let label = if started {
+                        "arrivalUnknown"
+                    } else {
+                        "notEligible"
+                    };
+                    row.labels.insert(label.into(), Scalar::Bool(true));
+                    row
+                }
             }
-        }
+        })
     };
     let not_sent = (dispatched.min(sessions)..sessions)
-        .filter(|&s| !scan.ended(layout.offsets[s]))
+        .filter(|&s| unproven_sent(scan, layout.offsets[s]))
         .count();
-    let unended_count = rows - scan.ended_count - not_sent;
     let built = spool::write_trace(spool_file, scan, &stop, rows, unended, out, &Labels::new())?;
-    Ok(Recovered {
-        built,
-        cut_ms,
-        spooled: scan.ended_count,
-        unended: unended_count,
-        not_sent,
-    })
+    Ok(recovered(scan, built, rows, not_sent))
 }

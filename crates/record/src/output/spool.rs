@@ -8,6 +8,15 @@
 //!   ([`Frame`]: window, gates, workload), the schedule (open loop), and
 //!   enough about the prompts to describe a request that never reported
 //!   (their class, length and hash; never their text).
+//! - `{"first": {"index": i, "sentMs": s, "atMs": t}}`: request `i`, sent
+//!   at `s`, got its first token at `t` (one line per request, written as
+//!   the token comes, before its ending; `arrivalMs` too where the header
+//!   has no schedule: closed loop, sessions; `sentMs` in open loop only,
+//!   for the send lag). Only a recovery reads it: the request's ending, if
+//!   spooled, carries the same instant. A header without `"firstTokens":
+//!   true` is a spool from before these lines existed: a recovery then
+//!   cannot tell "no first token" from "not written down" and says so on
+//!   each unended row (`firstTokenUnknown`).
 //! - `{"ended": {…}}`: one request's observation and ending, exactly as the
 //!   runner handed it over (numbers are shortest round-trip decimals, read
 //!   back exactly).
@@ -19,10 +28,12 @@
 //!   more: the spool is not fsynced).
 //!
 //! Building the trace from the spool reads it twice: once to learn the
-//! token mode (one document cannot mix usage and chunk counts) and which
-//! requests ended, once to write the rows in index order through a reorder
-//! buffer that holds only the rows that ended before an earlier-indexed one
-//! (bounded by the rate times the slowest request, not by the run's length).
+//! token mode (one document cannot mix usage and chunk counts), which
+//! requests ended and the first tokens of those that did not, once to write
+//! the rows in index order through a reorder buffer that holds only the rows
+//! that ended before an earlier-indexed one (bounded by the rate times the
+//! slowest request, not by the run's length; the first tokens held are
+//! those of requests in flight at that point of the file, bounded alike).
 //! The bytes are those the in-memory path writes for the same rows.
 
 use std::collections::BTreeMap;
@@ -38,9 +49,9 @@ use goodput_core::trace::{Labels, TokenCount};
 
 use crate::exchange::{Ending, FailReason, Observation};
 use crate::output::frame::{Frame, PromptMeta, Stop};
-use crate::output::summary::{Figures, Tally};
+use crate::output::summary::{Figures, ScheduleDraw, Tally};
 use crate::plan::{Plan, Written};
-use crate::run::{Collector, Finished, Load, RunOutcome};
+use crate::run::{Collector, Finished, FirstToken, Load, RunOutcome};
 use crate::workload::body::PromptSource;
 
 /// The tag of the spool's header line.
@@ -140,6 +151,11 @@ pub struct Header {
     /// before they run, so `arrivals_ms` is empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<SessionLayout>,
+    /// The spool has a `first` line for every first token (false, absent:
+    /// a spool from a recorder before those lines, whose unended requests'
+    /// first tokens are unknown).
+    #[serde(default)]
+    pub first_tokens: bool,
 }
 
 /// Where a multi-turn run's sessions start and which rows are theirs.
@@ -197,12 +213,51 @@ struct SpoolRow {
     labels: Labels,
 }
 
+/// A request's first token, as spooled before its ending.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FirstLine {
+    index: usize,
+    /// Only where the header has no schedule (closed loop, sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    arrival_ms: Option<f64>,
+    /// Only in open loop (where the row's send lag needs it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sent_ms: Option<f64>,
+    at_ms: f64,
+}
+
+/// What the spool knows of a request that got its first token and has no
+/// ending in the spool.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpooledFirst {
+    /// Its arrival, ms since t0, where the header has no schedule.
+    pub arrival_ms: Option<f64>,
+    /// When it was sent, ms since t0 (open loop).
+    pub sent_ms: Option<f64>,
+    /// When its first token came, ms since t0.
+    pub at_ms: f64,
+}
+
+impl SpooledFirst {
+    /// What the request's row knows: the send and the first token.
+    pub fn observation(&self) -> Observation {
+        Observation {
+            sent_ms: self.sent_ms,
+            first_token_ms: Some(self.at_ms),
+            content_chunks: 1,
+            ..Observation::default()
+        }
+    }
+}
+
 // One line exists at a time (written or read, then dropped): boxing the
 // large variant would only add an allocation per request.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 enum Line {
+    First(FirstLine),
     Ended(SpoolRow),
     Mark {
         #[serde(rename = "atMs")]
@@ -302,6 +357,10 @@ pub struct SpoolWriter {
     path: PathBuf,
     file: BufWriter<File>,
     error: Option<io::Error>,
+    /// `first` lines carry the arrival (the header has no schedule).
+    first_arrival: bool,
+    /// `first` lines carry the send instant (open loop: the send lag).
+    first_sent: bool,
 }
 
 impl SpoolWriter {
@@ -333,6 +392,8 @@ impl SpoolWriter {
             path: path.to_owned(),
             file,
             error: None,
+            first_arrival: header.arrivals_ms.is_empty(),
+            first_sent: header.frame.open_loop,
         })
     }
 
@@ -366,6 +427,15 @@ impl Collector for SpoolWriter {
         self.append(&Line::Ended(SpoolRow::of(index, &finished)));
     }
 
+    fn first_token(&mut self, index: usize, first: FirstToken) {
+        self.append(&Line::First(FirstLine {
+            index,
+            arrival_ms: self.first_arrival.then_some(first.arrival_ms),
+            sent_ms: first.sent_ms.filter(|_| self.first_sent),
+            at_ms: first.at_ms,
+        }));
+    }
+
     fn mark(&mut self, at_ms: f64, dispatched: usize) {
         self.append(&Line::Mark { at_ms, dispatched });
         if self.error.is_none() {
@@ -396,6 +466,8 @@ pub struct Scan {
     /// Bytes of complete lines (a torn last line after a crash is not counted).
     pub complete_bytes: u64,
     ended: Vec<u64>,
+    /// The first tokens of requests without an ending, by index.
+    firsts: BTreeMap<usize, SpooledFirst>,
 }
 
 impl Scan {
@@ -404,6 +476,24 @@ impl Scan {
         self.ended
             .get(index / 64)
             .is_some_and(|w| w & (1 << (index % 64)) != 0)
+    }
+
+    /// The first token of request `index`, which has no ending in the
+    /// spool, if the spool holds one.
+    pub fn first_token(&self, index: usize) -> Option<SpooledFirst> {
+        self.firsts.get(&index).copied()
+    }
+
+    /// Requests below `rows` without an ending whose first token the spool
+    /// holds.
+    pub fn firsts_below(&self, rows: usize) -> usize {
+        self.firsts.range(..rows).count()
+    }
+
+    /// One past the highest index of a request without an ending whose
+    /// first token the spool holds (0 when none): it was dispatched.
+    pub fn first_token_end(&self) -> usize {
+        self.firsts.keys().next_back().map_or(0, |i| i + 1)
     }
 
     fn set_ended(&mut self, index: usize) -> bool {
@@ -500,7 +590,8 @@ impl Lines {
 }
 
 /// Reads a whole spool once: header, token mode, which requests ended, the
-/// marks. Refuses a request that ends twice and a line it cannot read,
+/// first tokens of those that did not, the marks. Refuses a request that
+/// ends twice or gets a second first token, and a line it cannot read,
 /// naming the line.
 pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
     let mut lines = Lines::open(path)?;
@@ -515,27 +606,19 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
         end_index: 0,
         complete_bytes: 0,
         ended: Vec::new(),
+        firsts: BTreeMap::new(),
     };
     let mut all_usage = true;
     while let Some(line) = lines.next()? {
         match line {
+            Line::First(first) => scan.first(first).map_err(|m| lines.bad(m.to_string()))?,
             Line::Ended(row) => {
-                if !scan.set_ended(row.index) {
-                    return Err(lines.bad(format!("request {} ends a second time", row.index)));
-                }
                 if matches!(row.ending, SpoolEnding::Completed { .. })
                     && row.usage_output_tokens.is_none()
                 {
                     all_usage = false;
                 }
-                if let SpoolEnding::Failed { reason, .. } = &row.ending {
-                    if parse_reason(reason).is_none() {
-                        return Err(lines.bad(format!("unknown failure reason `{reason}`")));
-                    }
-                }
-                scan.last_instant_ms = scan.last_instant_ms.max(row.last_instant_ms());
-                scan.ended_count += 1;
-                scan.end_index = scan.end_index.max(row.index + 1);
+                scan.end(&row).map_err(|m| lines.bad(m.to_string()))?;
             }
             Line::Mark { at_ms, dispatched } => {
                 scan.last_instant_ms = scan.last_instant_ms.max(at_ms);
@@ -551,6 +634,59 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
     };
     scan.complete_bytes = lines.bytes;
     Ok(scan)
+}
+
+/// Why a spool line contradicts the lines before it (the spool's reader
+/// names the file and line around it).
+#[derive(Debug, thiserror::Error)]
+enum LineConflict {
+    /// A request's first token came twice.
+    #[error("request {0} gets a first token a second time")]
+    SecondFirstToken(usize),
+    /// A request ended twice.
+    #[error("request {0} ends a second time")]
+    SecondEnding(usize),
+    /// A failure reason the recorder never writes.
+    #[error("unknown failure reason `{0}`")]
+    UnknownReason(String),
+}
+
+impl Scan {
+    /// A `first` line: kept until its request's ending (a line after the
+    /// ending, which the recorder never writes, would add nothing).
+    fn first(&mut self, f: FirstLine) -> Result<(), LineConflict> {
+        let proven = f.sent_ms.map_or(f.at_ms, |s| s.max(f.at_ms));
+        self.last_instant_ms = self.last_instant_ms.max(proven);
+        if self.ended(f.index) {
+            return Ok(());
+        }
+        let seen = SpooledFirst {
+            arrival_ms: f.arrival_ms,
+            sent_ms: f.sent_ms,
+            at_ms: f.at_ms,
+        };
+        match self.firsts.insert(f.index, seen) {
+            None => Ok(()),
+            Some(_) => Err(LineConflict::SecondFirstToken(f.index)),
+        }
+    }
+
+    /// An `ended` line.
+    fn end(&mut self, row: &SpoolRow) -> Result<(), LineConflict> {
+        if !self.set_ended(row.index) {
+            return Err(LineConflict::SecondEnding(row.index));
+        }
+        if let SpoolEnding::Failed { reason, .. } = &row.ending {
+            if parse_reason(reason).is_none() {
+                return Err(LineConflict::UnknownReason(reason.clone()));
+            }
+        }
+        self.firsts.remove(&row.index);
+        self.last_instant_ms = self.last_instant_ms.max(row.last_instant_ms());
+        self.ended_count += 1;
+        self.end_index = self.end_index.max(row.index + 1);
+        Ok(())
+    }
 }
 
 /// The rows of a scanned spool in index order, `0..rows`: a request with an
@@ -591,7 +727,7 @@ pub fn rows<'a>(
                         return Some(Err(io::Error::other(lines.bad(unknown.to_string()))))
                     }
                 },
-                Ok(Some(Line::Mark { .. })) => {}
+                Ok(Some(Line::Mark { .. } | Line::First(_))) => {}
                 Ok(None) => {
                     return Some(Err(io::Error::other(format!(
                         "{}: request {index} ended but its line is gone (the spool changed while it was read)",
@@ -621,6 +757,7 @@ pub fn header(plan: &Plan) -> Header {
             }),
             _ => None,
         },
+        first_tokens: true,
     }
 }
 
@@ -665,7 +802,13 @@ pub fn write_trace(
             path: out.display().to_string(),
             source,
         })?;
-    let figures = tally.figures(scan.header.frame.open_loop);
+    let mut figures = tally.figures(scan.header.frame.open_loop);
+    let header = &scan.header;
+    figures.schedule = ScheduleDraw::of(
+        &header.frame,
+        &header.arrivals_ms,
+        header.sessions.is_some(),
+    );
     Ok(Built {
         written: Written {
             rows: figures.rows,

@@ -149,6 +149,31 @@ pub struct ShardClock {
     pub start_late_ms: f64,
 }
 
+/// A request's first token, told as it comes (before the request ends).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FirstToken {
+    /// The request's arrival, ms since t0 (scheduled, eligible, or actual
+    /// in closed loop).
+    pub arrival_ms: f64,
+    /// When it was handed to the transport, ms since t0.
+    pub sent_ms: Option<f64>,
+    /// When its first token arrived, ms since t0.
+    pub at_ms: f64,
+}
+
+/// What a request tells the run loop: its first token as it comes, then
+/// its ending.
+// A channel slot holds the large variant whichever is sent, as it held
+// `(usize, Finished)` before first tokens were told: boxing it would add an
+// allocation per request and save nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Report {
+    /// The first token of request `.0`.
+    First(usize, FirstToken),
+    /// Request `.0` ended (or was cut off in flight).
+    Ended(usize, Finished),
+}
+
 /// Where a run's requests go as they end. The in-memory collector is a
 /// `Vec<Option<Finished>>` indexed by request; the spool
 /// (`record::spool`) appends each to a file instead, so memory does not
@@ -156,6 +181,11 @@ pub struct ShardClock {
 pub trait Collector {
     /// Request `index` ended (or was cut off in flight).
     fn ended(&mut self, index: usize, finished: Finished);
+    /// Request `index` got its first token (at most once per request, before
+    /// its ending; never one stamped after the run stopped observing). The
+    /// ending carries it too, so only a collector that must survive the
+    /// recorder's death keeps it (the spool); the in-memory one ignores it.
+    fn first_token(&mut self, _index: usize, _first: FirstToken) {}
     /// Every ending handed to the collector so far, and the first
     /// `dispatched` requests' dispatch, happened by `at_ms` (called every
     /// [`MARK_EVERY`] and once at the end; the spool flushes here).
@@ -196,34 +226,49 @@ pub(crate) struct Shared<T> {
     pub(crate) config: Arc<RunConfig>,
     pub(crate) clock: Clock,
     pub(crate) cancel: watch::Receiver<Option<f64>>,
-    pub(crate) results: mpsc::UnboundedSender<(usize, Finished)>,
+    pub(crate) results: mpsc::UnboundedSender<Report>,
     pub(crate) counters: Arc<Counters>,
 }
 
 impl<T> Shared<T> {
-    /// Sends one request through `transport` (the run's own, or a wrapper
-    /// of it) and reads it to its ending: the run's one send path. Counts
-    /// the send (`due_ms`: its scheduled instant, kept for the send lag),
-    /// runs the exchange with the run's timeout from `arrival_ms` and its
-    /// cancellation, labels the error text (withheld when it repeats any of
-    /// `sent`, the texts sent) and counts the ending.
+    /// Sends request `index` through `transport` (the run's own, or a
+    /// wrapper of it) and reads it to its ending: the run's one send path.
+    /// Counts the send (`due_ms`: its scheduled instant, kept for the send
+    /// lag), runs the exchange with the run's timeout from `arrival_ms` and
+    /// its cancellation, reports its first token as it comes, labels the
+    /// error text (withheld when it repeats any of `sent`, the texts sent)
+    /// and counts the ending.
     pub(crate) async fn exchange<U: Transport>(
         &self,
         transport: &U,
+        index: usize,
         body: Bytes,
         arrival_ms: f64,
         due_ms: Option<f64>,
         sent: &[&str],
     ) -> (Observation, Ending) {
         self.note_send(due_ms);
+        let results = &self.results;
+        let tell_first = move |obs: &Observation| {
+            if let Some(at_ms) = obs.first_token_ms {
+                let first = FirstToken {
+                    arrival_ms,
+                    sent_ms: obs.sent_ms,
+                    at_ms,
+                };
+                // The receiver lives until every sender is gone.
+                let _ = results.send(Report::First(index, first));
+            }
+        };
+        let deadline_ms = arrival_ms + self.config.timeout.as_secs_f64() * 1000.0;
         let (mut obs, ending) = run_one(
             transport,
             body,
             &self.clock,
-            arrival_ms,
-            self.config.timeout,
+            deadline_ms,
             self.cancel.clone(),
             self.config.max_event_bytes,
+            tell_first,
         )
         .await;
         self.label_error(&mut obs, sent);
@@ -234,7 +279,7 @@ impl<T> Shared<T> {
     /// Hands request `index`'s row to the run loop.
     pub(crate) fn report(&self, index: usize, finished: Finished) {
         // The receiver lives until every sender is gone.
-        let _ = self.results.send((index, finished));
+        let _ = self.results.send(Report::Ended(index, finished));
     }
 
     /// Counts a send; in open loop, `due_ms` is its scheduled instant and
@@ -306,6 +351,7 @@ async fn one_request<T: Transport>(
     let (obs, ending) = shared
         .exchange(
             &*shared.transport,
+            index,
             body,
             arrival_ms,
             due_ms,
@@ -508,12 +554,27 @@ impl Observer {
         self.cancel.send_replace(Some(at_ms));
     }
 
-    /// Hands every ending to `collector` (with a mark every [`MARK_EVERY`])
-    /// until every request has reported, stopping the run at the horizon or
-    /// at `interrupt`; returns when an interrupt stopped it, ms since t0.
+    /// Hands `report` to `collector`; a first token stamped after the run
+    /// stopped observing is dropped (its request's ending drops it too).
+    fn hand_over(&self, report: Report, collector: &mut dyn Collector) {
+        match report {
+            Report::Ended(index, finished) => collector.ended(index, finished),
+            Report::First(index, first) => {
+                let cut = *self.cancel.borrow();
+                if cut.is_none_or(|cut_ms| first.at_ms <= cut_ms) {
+                    collector.first_token(index, first);
+                }
+            }
+        }
+    }
+
+    /// Hands every first token and ending to `collector` (with a mark every
+    /// [`MARK_EVERY`]) until every request has reported, stopping the run at
+    /// the horizon or at `interrupt`; returns when an interrupt stopped it,
+    /// ms since t0.
     async fn observe(
         &self,
-        results: &mut mpsc::UnboundedReceiver<(usize, Finished)>,
+        results: &mut mpsc::UnboundedReceiver<Report>,
         mut dispatcher: JoinHandle<()>,
         mut interrupt: Interrupt,
         collector: &mut dyn Collector,
@@ -529,13 +590,13 @@ impl Observer {
         loop {
             tokio::select! {
                 message = results.recv() => match message {
-                    Some((index, finished)) => collector.ended(index, finished),
+                    Some(report) => self.hand_over(report, collector),
                     None => break,
                 },
                 _ = marks.tick() => {
-                    // Hand over what has already ended, so the mark covers it.
-                    while let Ok((index, finished)) = results.try_recv() {
-                        collector.ended(index, finished);
+                    // Hand over what has already come, so the mark covers it.
+                    while let Ok(report) = results.try_recv() {
+                        self.hand_over(report, collector);
                     }
                     collector.mark(clock.now_ms(), self.issued.count());
                 }

@@ -263,7 +263,7 @@ async fn send_turn<T: Transport>(
     };
     let sent: Vec<&str> = history.iter().map(|(_, t)| t.as_str()).collect();
     let (obs, ending) = shared
-        .exchange(&capture, body, eligible_ms, Some(eligible_ms), &sent)
+        .exchange(&capture, index, body, eligible_ms, Some(eligible_ms), &sent)
         .await;
     let finished = Finished {
         arrival_ms: eligible_ms,

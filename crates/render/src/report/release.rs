@@ -57,11 +57,11 @@ fn recovery(o: &mut String, rec: &Recovery) {
     let _ = writeln!(
         o,
         "<h3>Recovery after phase “{}”</h3>\n<p>The burst ends at {} ms. A class has recovered at the first arrival \
-         from which every window of {} consecutive arrivals has its p95 TTFT and p95 E2E within the class's gates \
-         (failed and unfinished rows count as over).</p>",
+         after its last miss of the TTFT or E2E gate beyond a tolerance of {} (failed rows and unfinished rows \
+         certain to miss count as misses): from there on, every arrival but at most that many met the gates.</p>",
         escape(&rec.burst_phase),
         rec.burst_end_ms,
-        rec.window_arrivals
+        rec.tolerance
     );
     for (name, c) in &rec.classes {
         let _ = writeln!(

@@ -2,7 +2,10 @@
 //! (the `record --metrics` sidecar), drawn under the verdict lanes on the
 //! same time axis: requests waiting, requests running and KV-cache use, one
 //! panel each, with the peak of each series named. A failed scrape (a gap)
-//! breaks the line; nothing is interpolated across it.
+//! breaks the line; nothing is interpolated across it. With several
+//! engines, waiting and running are their sums and KV-cache use is the
+//! fullest engine's (whether any engine ran out of cache), the mean across
+//! engines named beside its peak when it differs.
 
 use std::fmt::Write;
 
@@ -38,7 +41,7 @@ const SERIES: [Series; 3] = [
     },
     Series {
         title: "KV-cache use",
-        pick: |l| l.mapped.kv_usage,
+        pick: |l| l.mapped.kv_fullest(),
         percent: true,
     },
 ];
@@ -92,7 +95,10 @@ pub(super) fn section(o: &mut String, a: &Analysis, lines: Option<&[MetricsLine]
     );
 }
 
-/// "Peak waiting 212, running 4, KV use 100 %." (series the server lacks are left out).
+/// "Peak waiting 212, running 4, KV use 100 %." (series the server lacks
+/// are left out). KV use is the fullest engine's; when the mean across
+/// engines peaked lower, it is named too: "KV use 80 % (fullest engine;
+/// mean across engines 70 %)".
 pub fn peak_text(p: &goodput_core::server_metrics::Peaks) -> String {
     let mut parts = Vec::new();
     if let Some(w) = p.waiting {
@@ -103,10 +109,15 @@ pub fn peak_text(p: &goodput_core::server_metrics::Peaks) -> String {
     }
     if let Some(k) = p.kv_usage {
         // Never `100 %` for a use that is not full (the shared display rule).
-        parts.push(format!(
-            "KV use {}",
-            goodput_util::figures::percent_short(k.clamp(0.0, 1.0), None)
-        ));
+        let share = |x: f64| goodput_util::figures::percent_short(x.clamp(0.0, 1.0), None);
+        let mut kv = format!("KV use {}", share(k));
+        if let Some(mean) = p.kv_usage_mean.filter(|m| share(*m) != share(k)) {
+            kv.push_str(&format!(
+                " (fullest engine; mean across engines {})",
+                share(mean)
+            ));
+        }
+        parts.push(kv);
     }
     if parts.is_empty() {
         "The server exposed none of the mapped series.".to_owned()
@@ -168,4 +179,36 @@ fn panel(o: &mut String, lines: &[MetricsLine], s: &Series, axis: &TimeAxis, top
         }
     }
     flush(o, &mut run);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::server_metrics::Peaks;
+
+    fn kv(max: f64, mean: f64) -> Peaks {
+        Peaks {
+            kv_usage: Some(max),
+            kv_usage_mean: Some(mean),
+            snapshots: 1,
+            ..Peaks::default()
+        }
+    }
+
+    #[test]
+    fn kv_use_is_the_fullest_engines_with_the_mean_when_it_differs() {
+        // Two engines each at 60 %: 60 %, not the 100 % their sum clamped to.
+        assert_eq!(peak_text(&kv(0.6, 0.6)), "Peak KV use 60 %.");
+        // Engines at 80 % and 60 %: the fullest, and the mean 70 % beside it.
+        assert_eq!(
+            peak_text(&kv(0.8, 0.7)),
+            "Peak KV use 80 % (fullest engine; mean across engines 70 %)."
+        );
+        // An older sidecar's kvUsage alone stands for both.
+        let old = Peaks {
+            kv_usage_mean: None,
+            ..kv(0.5, 0.0)
+        };
+        assert_eq!(peak_text(&old), "Peak KV use 50 %.");
+    }
 }

@@ -174,5 +174,9 @@ fn the_image_is_multi_stage_and_runs_as_a_non_root_user() {
         .expect("a USER line");
     let uid = user.split(':').next().unwrap();
     assert!(uid != "root" && uid != "0", "USER {user}");
-    assert!(text.contains("ENTRYPOINT [\"/usr/local/bin/goodput\"]"));
+    // tini is PID 1 and forwards SIGTERM to goodput, which writes its trace
+    // (exit 143) instead of being SIGKILLed 30 s later with nothing written.
+    assert!(text.contains("ENTRYPOINT [\"/usr/bin/tini\", \"--\", \"/usr/local/bin/goodput\"]"));
+    assert!(text.contains("apt-get install -y --no-install-recommends tini"));
+    assert!(text.contains("COPY --from=build /usr/bin/tini-static /usr/bin/tini"));
 }

@@ -266,3 +266,247 @@ fn the_default_class_is_marked_without_repeating_its_name() {
     // One row is one row.
     assert!(text.contains(" bytes, 1 row; limits"), "{text}");
 }
+
+/// A string that would retitle the terminal (OSC 0 … BEL), clear it
+/// (CSI 2 J), hide what follows (NUL) and reverse it (U+202E), as JSON.
+const HOSTILE_JSON: &str = r"\u001b]0;title\u0007\u001b[2J\u0000\u202e";
+
+/// The raw bytes none of the text views may emit.
+fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
+    for bad in [&b"\x1b"[..], b"\x07", b"\x00", "\u{202e}".as_bytes()] {
+        assert!(
+            !bytes.windows(bad.len()).any(|w| w == bad),
+            "{what} emits {bad:?} raw:\n{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
+
+/// Two classes (one named by the hostile string) and rows whose id,
+/// reason and labels hold it.
+fn hostile_trace(dir: &tempfile::TempDir) -> String {
+    let h = HOSTILE_JSON;
+    let trace = format!(
+        r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":10000}},
+ "equality":"inclusive","defaultClass":"chat",
+ "classes":{{"chat":{{"ttftMs":500,"tpotMs":null,"e2eMs":null}},"c{h}":{{"ttftMs":500,"tpotMs":null,"e2eMs":null}}}},
+ "rows":[
+  {{"id":"a{h}","class":"c{h}","arrivalMs":1000,"status":"completed","firstTokenMs":1100,"completedMs":1500,"outputTokens":5,"labels":{{"k{h}":"v{h}"}}}},
+  {{"id":"b{h}","class":"c{h}","arrivalMs":2000,"status":"failed","reason":"r{h}","endedMs":2100}},
+  {{"id":"c","arrivalMs":3000,"status":"completed","firstTokenMs":3100,"completedMs":3500,"outputTokens":5}}
+ ]}}"#
+    );
+    let path = dir.path().join("hostile.json");
+    std::fs::write(&path, trace).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn terminal_views_show_control_and_bidi_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = hostile_trace(&dir);
+    for args in [
+        vec!["analyze", &t],
+        vec!["analyze", "--rows", &t],
+        vec!["sweep", &t],
+        vec!["compare", &t, &t],
+        vec!["gate", &t, "--min-goodput", "0"],
+    ] {
+        let o = run(&args);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_no_raw_controls(&format!("{args:?}"), &o.stdout);
+        assert_no_raw_controls(&format!("{args:?} (stderr)"), &o.stderr);
+    }
+    // Shown, escaped, where the name goes: the class in the tables, the id
+    // and reason in the row table.
+    let text = stdout(&run(&["analyze", "--rows", &t]));
+    let shown = r"\u{1b}]0;title\u{7}\u{1b}[2J\u{0}\u{202e}";
+    assert!(text.contains(&format!("c{shown}")), "{text}");
+    assert!(text.contains(&format!("r{shown}")), "{text}");
+}
+
+#[test]
+fn rejection_messages_show_trace_strings_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = HOSTILE_JSON;
+    let shown = r"\u{1b}]0;title\u{7}\u{1b}[2J\u{0}\u{202e}";
+    // A defaultClass naming no declared class, and a class key in a pointer.
+    for (doc, expected) in [
+        (
+            format!(
+                r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":1}},"equality":"inclusive",
+                "defaultClass":"d{h}","classes":{{"chat":{{"ttftMs":1,"tpotMs":1,"e2eMs":1}}}},"rows":[]}}"#
+            ),
+            format!("rejected: /defaultClass names \"d{shown}\", which is not a declared class\n"),
+        ),
+        (
+            format!(
+                r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":1}},"equality":"inclusive",
+                "classes":{{"c{h}":{{"ttftMs":1,"tpotMs":1}}}},"rows":[]}}"#
+            ),
+            format!(
+                "rejected: /classes/c{shown}/e2eMs is missing (a gate in ms, or null for no gate)\n"
+            ),
+        ),
+    ] {
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, doc).unwrap();
+        let o = run(&["analyze", &path.display().to_string()]);
+        assert_eq!(o.status.code(), Some(2));
+        assert_no_raw_controls("rejection", &o.stderr);
+        assert_eq!(stderr(&o), expected);
+    }
+}
+
+/// Writes a two-class trace with the given second class name (JSON-escaped).
+fn two_class_trace(dir: &tempfile::TempDir, file: &str, name_json: &str) -> String {
+    let rows: Vec<String> = (0..6)
+        .map(|i| {
+            format!(
+                r#"{{"id":"r{i}","class":"{name_json}","arrivalMs":{a},"status":"completed","firstTokenMs":{f},"completedMs":{c},"outputTokens":5}}"#,
+                a = 1000 * i,
+                f = 1000 * i + 100,
+                c = 1000 * i + 400
+            )
+        })
+        .collect();
+    let trace = format!(
+        r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":10000}},"equality":"inclusive",
+ "defaultClass":"chat","classes":{{"chat":{{"ttftMs":500,"tpotMs":null,"e2eMs":null}},"{name_json}":{{"ttftMs":500,"tpotMs":null,"e2eMs":null}}}},
+ "rows":[{}]}}"#,
+        rows.join(",")
+    );
+    let path = dir.path().join(file);
+    std::fs::write(&path, trace).unwrap();
+    path.display().to_string()
+}
+
+/// How many times `c` occurs in `text` not preceded by a backslash.
+fn unescaped(text: &str, c: u8) -> usize {
+    let b = text.as_bytes();
+    (0..b.len())
+        .filter(|&j| b[j] == c && (j == 0 || b[j - 1] != b'\\'))
+        .count()
+}
+
+#[test]
+fn compare_markdown_cannot_be_forged_by_a_class_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let forged = "x** | goodput/s | 1 | 9 | +8 | **B better beyond noise** |";
+    let img = "<img src=x onerror=alert(1)>";
+    for (i, name) in [forged, img].into_iter().enumerate() {
+        let t = two_class_trace(&dir, &format!("t{i}.json"), name);
+        let o = run(&["compare", "--markdown", &t, &t]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let md = stdout(&o);
+        // No raw HTML: every `<` is escaped (`\<` renders as text).
+        assert_eq!(unescaped(&md, b'<'), 0, "{md}");
+        assert!(!md.contains("| **B better"), "{md}");
+        // Every table line has its 6 cells: 7 pipes not escaped by `\`.
+        for line in md.lines().filter(|l| l.starts_with('|')) {
+            assert_eq!(unescaped(line, b'|'), 7, "forged cells in {line:?}\n{md}");
+        }
+    }
+    // The name is still there, escaped, in the bold heading.
+    let t = two_class_trace(&dir, "t0.json", forged);
+    let md = stdout(&run(&["compare", "--markdown", &t, &t]));
+    assert!(
+        md.contains(
+            r"**class x\*\* \| goodput/s \| 1 \| 9 \| +8 \| \*\*B better beyond noise\*\* \|** (cohort"
+        ),
+        "{md}"
+    );
+    let t = two_class_trace(&dir, "t1.json", img);
+    let md = stdout(&run(&["compare", "--markdown", &t, &t]));
+    assert!(
+        md.contains(r"**class \<img src=x onerror=alert(1)\>** (cohort"),
+        "{md}"
+    );
+}
+
+#[test]
+fn analyze_csv_cells_that_would_run_as_formulas_start_with_a_quote() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = r#"{"schema":"goodput-trace/1","window":{"startMs":0,"endMs":10000},
+ "equality":"inclusive","classes":{"=cls":{"ttftMs":500,"tpotMs":null,"e2eMs":null}},
+ "rows":[
+  {"id":"=HYPERLINK(\"http://x\")","arrivalMs":1000,"status":"completed","firstTokenMs":1100,"completedMs":1500,"outputTokens":5,"labels":{"@key":"+lbl","n":-3}},
+  {"id":"+cmd","arrivalMs":2000,"status":"failed","reason":"-r","endedMs":2100},
+  {"id":"@SUM(A1:A9)","arrivalMs":3000,"status":"completed","firstTokenMs":3100,"completedMs":3500,"outputTokens":5},
+  {"id":"-1+1","arrivalMs":4000,"status":"completed","firstTokenMs":4100,"completedMs":4500,"outputTokens":5}
+ ]}"#;
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, trace).unwrap();
+    let o = run(&["analyze", "--csv", &path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut reader = csv::Reader::from_reader(o.stdout.as_slice());
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(&header[10..], ["'@key", "n"]);
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let ids: Vec<&str> = rows.iter().map(|r| &r[1]).collect();
+    assert_eq!(
+        ids,
+        [
+            "'=HYPERLINK(\"http://x\")",
+            "'+cmd",
+            "'@SUM(A1:A9)",
+            "'-1+1"
+        ]
+    );
+    assert!(rows.iter().all(|r| &r[2] == "'=cls"));
+    assert_eq!(&rows[1][4], "'-r");
+    assert_eq!(&rows[0][10], "'+lbl");
+    // A number we wrote is not a formula: -3 stays -3.
+    assert_eq!(&rows[0][11], "-3");
+}
+
+#[test]
+fn class_names_are_bounded_at_128_code_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let doc = |name: &str| {
+        format!(
+            r#"{{"schema":"goodput-trace/1","window":{{"startMs":0,"endMs":1000}},"equality":"inclusive",
+ "classes":{{"{name}":{{"ttftMs":1,"tpotMs":null,"e2eMs":null}}}},
+ "rows":[{{"id":"x","arrivalMs":0,"status":"failed","reason":"timeout"}}]}}"#
+        )
+    };
+    // 128 two-byte code points (256 bytes) are accepted.
+    std::fs::write(&path, doc(&"é".repeat(128))).unwrap();
+    let o = run(&["analyze", &path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A row naming a 129-code-point class names no declared class.
+    let row_class = doc(&"é".repeat(128)).replace(
+        r#""reason":"timeout"}"#,
+        &format!(r#""reason":"timeout","class":"{}"}}"#, "é".repeat(129)),
+    );
+    std::fs::write(&path, row_class).unwrap();
+    let o = run(&["analyze", &path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("/rows/0      \"x\": unknown_class"),
+        "{}",
+        stdout(&o)
+    );
+    // 129 are rejected, naming the pointer (a `/` in the name is `~1`).
+    let long = format!("a/{}", "é".repeat(127));
+    std::fs::write(&path, doc(&long)).unwrap();
+    let o = run(&["analyze", &path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "rejected: /classes/a~1{} is a class name of 129 characters; at most 128 are allowed\n",
+            "é".repeat(127)
+        )
+    );
+}

@@ -12,7 +12,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -477,6 +477,91 @@ fn sigint_at_a_random_point_anywhere_writes_a_valid_trace() {
     interrupt_at_random_point(4, (100.0, 3300.0));
 }
 
+/// SIGTERM (what Kubernetes and `docker stop` send) ends a recording as
+/// Ctrl-C does: exit 143 (128 + 15), a message naming the signal, the trace
+/// written and valid under `--strict`, every unfinished row `in_flight`.
+/// The stalls (15 %, 60 s timeout) keep something running at the signal,
+/// which is sent once the recorder's spool exists (it is running) and half
+/// a second in, well before the 2.1 s window ends.
+#[test]
+fn sigterm_ends_a_recording_like_ctrl_c_and_exits_143() {
+    let server = sim_with(
+        engine(64, 10.0, 0.0),
+        (20.0, 10.0),
+        vec![Fault {
+            kind: FaultKind::Stall,
+            rate: 0.15,
+        }],
+        StreamQuirks::default(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let child = spawn_record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "20",
+            "--arrival",
+            "constant",
+            "--warmup",
+            "0.6s",
+            "--duration",
+            "1.5s",
+            "--grace",
+            "1.5s",
+            "--timeout",
+            "60s",
+        ],
+    );
+    let spool_file = dir.path().join("t.json.spool");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !spool_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let (code, _, stderr) = wait_bounded(child, Duration::from_secs(10));
+    assert_eq!(code, Some(143), "{stderr}");
+    assert!(
+        stderr.contains("interrupted by SIGTERM: wrote "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("(unfinished requests are in_flight)"),
+        "{stderr}"
+    );
+    assert!(!spool_file.exists(), "the trace is safe, the spool removed");
+
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    receipt(&out); // analyze --strict accepts it
+    assert_no_lost_row(&trace);
+    let w = &trace["workload"];
+    assert_eq!(w["interrupted"], true);
+    assert_eq!(w["plannedScheduled"], INT_PLANNED);
+    let cut = f(&w["interruptedAtMs"]);
+    assert!(cut < INT_WINDOW_END_MS, "cut at {cut}");
+    // Exactly the arrivals before the cut (constant 20/s: 0, 50, … ms).
+    assert_eq!(rows(&trace).len(), (cut / 50.0).ceil() as usize);
+    let in_flight = rows(&trace)
+        .iter()
+        .filter(|r| r["status"] == "in_flight")
+        .count();
+    assert!(
+        in_flight >= 1,
+        "a stalled request was running at the signal"
+    );
+    for row in rows(&trace) {
+        if row["status"] == "in_flight" {
+            assert!(row.get("completedMs").is_none(), "{row}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------- unwritable and full disks
 
 /// Checks a refusal: exit 2, a message naming the path, no request sent, and
@@ -538,7 +623,7 @@ impl Tmpfs {
             Ok(o) if o.status.success() => Some(Tmpfs { dir }),
             Ok(o) => {
                 eprintln!(
-                    "SKIPPED: cannot mount a tmpfs here ({}); the file-size-limit test covers the failing final write",
+                    "SKIPPED: cannot mount a tmpfs here ({}); the file-size-limit test covers the failing spool write",
                     String::from_utf8_lossy(&o.stderr).trim()
                 );
                 None
@@ -596,8 +681,11 @@ fn a_full_disk_is_refused_before_any_request() {
     assert!(fs.strays("t.json").is_empty(), "{:?}", fs.strays("t.json"));
 }
 
+/// The disk fills during the run: the spool's write fails, sending stops
+/// at once, the spool written so far is kept (the one file left beside the
+/// old trace), and the old trace is untouched.
 #[test]
-fn a_disk_that_fills_before_the_trace_is_written_leaves_the_old_trace_untouched() {
+fn a_disk_that_fills_during_the_run_stops_sending_keeps_the_spool_and_the_old_trace() {
     let Some(fs) = Tmpfs::mount(128) else { return };
     let out = fs.path().join("t.json");
     std::fs::write(&out, "previous trace").unwrap();
@@ -620,13 +708,13 @@ fn a_disk_that_fills_before_the_trace_is_written_leaves_the_old_trace_untouched(
     );
     assert_eq!(code, 2, "{message}");
     assert!(
-        message.contains("cannot write ") && message.contains("No space left on device"),
+        message.contains("cannot write the spool ") && message.contains("No space left on device"),
         "{message}"
     );
-    // The run happened, and its failure to land left no partial file.
-    assert_eq!(server.stats.requests.load(Ordering::Relaxed), 100);
+    assert!(message.contains("goodput record --recover "), "{message}");
+    assert!(server.stats.requests.load(Ordering::Relaxed) < 100);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous trace");
-    assert!(fs.strays("t.json").is_empty(), "{:?}", fs.strays("t.json"));
+    assert_eq!(fs.strays("t.json"), vec!["t.json.spool".to_owned()]);
 }
 
 /// Runs the real binary with a file-size limit (RLIMIT_FSIZE, SIGXFSZ
@@ -669,31 +757,89 @@ fn record_with_file_size_limit(url: &str, out: &Path, limit_bytes: u64) -> (Opti
     (code, stderr)
 }
 
+/// A spool write that fails mid-run (the disk is full: here a 16 KiB
+/// file-size limit, which the 100 rows' spool, ~38 KB, outgrows within the
+/// first half second) stops sending at once, keeps the spool written so far
+/// and says how to recover it; the recovered trace is cut where the spool
+/// ends, every later row `in_flight` (most `notSent`). The trace already at
+/// `--out` is left as it was.
 #[test]
-fn a_final_write_that_fails_leaves_no_partial_trace_and_says_why() {
+fn a_spool_write_that_fails_stops_sending_and_keeps_the_spool_for_recovery() {
+    let server = quirky_sim(4.0, StreamQuirks::default());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let spool_file = dir.path().join("t.json.spool");
+    std::fs::write(&out, "previous trace").unwrap();
+    let (code, stderr) = record_with_file_size_limit(&server.url(), &out, 16 << 10);
+    assert_eq!(code, Some(2), "{stderr}");
+    let spool = spool_file.display().to_string();
+    assert!(
+        stderr.contains(&format!("cannot write the spool {spool}: File too large")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("sending stopped at once and the spool written so far is kept"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("`goodput record --recover {spool} --out TRACE`")),
+        "{stderr}"
+    );
+    let sent = server.stats.requests.load(Ordering::Relaxed);
+    assert!(
+        sent < 100,
+        "sending went on after the spool failed: {sent} of 100"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous trace");
+    let kept = std::fs::metadata(&spool_file)
+        .expect("the spool is kept")
+        .len();
+    assert!(kept <= 16 << 10, "{kept}");
+
+    // Recovered, it is a run that died where its spool ends.
+    let recovered = dir.path().join("recovered.json");
+    let status = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["record", "--recover"])
+        .arg(&spool_file)
+        .arg("--out")
+        .arg(&recovered)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    receipt(&recovered); // analyze --strict accepts it
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&recovered).unwrap()).unwrap();
+    let w = &trace["workload"];
+    assert_eq!(w["recovered"], true);
+    assert_eq!(w["interrupted"], true);
+    assert!(w.get("runEnded").is_none(), "{w}");
+    assert_eq!(w["plannedScheduled"], 100);
+    let cut = f(&w["interruptedAtMs"]);
+    assert!(cut < 1000.0, "cut at {cut}, inside the 1 s window");
+    let rows = rows(&trace);
+    assert!(
+        rows.len() <= sent as usize,
+        "{} rows, {sent} sent",
+        rows.len()
+    );
+    for row in rows {
+        assert!(f(&row["arrivalMs"]) < cut, "{row}");
+        if row["status"] != "completed" {
+            assert_eq!(row["status"], "in_flight", "{row}");
+        }
+    }
+    eprintln!(
+        "{sent} sent; {} rows recovered, cut at {cut} ms",
+        rows.len()
+    );
+}
+
+/// A limit below the `--out` probe's size is refused before sending.
+#[test]
+fn a_file_size_limit_below_the_probe_is_refused_before_any_request() {
     let server = quirky_sim(4.0, StreamQuirks::default());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
     std::fs::write(&out, "previous trace").unwrap();
-    // 16 KiB: the 4 KiB probe fits, 100 rows (~25 KB) do not.
-    let (code, stderr) = record_with_file_size_limit(&server.url(), &out, 16 << 10);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!("cannot write {}", out.display()))
-            && stderr.contains("File too large"),
-        "{stderr}"
-    );
-    assert_eq!(server.stats.requests.load(Ordering::Relaxed), 100);
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous trace");
-    let others: Vec<PathBuf> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p != &out)
-        .collect();
-    assert!(others.is_empty(), "temporary files left: {others:?}");
-
-    // Below the probe's size, the same limit is refused before sending.
-    let server = quirky_sim(4.0, StreamQuirks::default());
     let (code, stderr) = record_with_file_size_limit(&server.url(), &out, 1 << 10);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("File too large"), "{stderr}");

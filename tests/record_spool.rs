@@ -722,6 +722,87 @@ fn a_dispatched_request_without_an_ending_is_recovered_in_flight_and_a_bad_line_
     assert!(trace.is_null(), "no trace is written from a bad spool");
 }
 
+/// An ending of request `index` at its scheduled arrival `arrival`
+/// (0, 100, … ms in [`hand_spool`]'s schedule), completed 50 ms later.
+fn ended_line(index: usize, arrival: &str) -> String {
+    format!(
+        "{{\"ended\":{{\"index\":{index},\"arrivalMs\":{arrival},\"sentMs\":{arrival},\"firstTokenMs\":{arrival},\"contentChunks\":1,\"usageOutputTokens\":1,\"finished\":true,\"ending\":{{\"completed\":{{\"completedMs\":{arrival}}}}},\"promptChars\":1,\"promptHash\":\"aaaaaaaaaaaa\"}}}}\n"
+    )
+}
+
+#[test]
+fn a_spool_the_recorder_could_never_write_is_refused_naming_its_line() {
+    // hand_spool's plan: arrivals 0, 100, 200, 300, 400 ms; window end
+    // 500 ms + 1 s grace → planned horizon 1500 ms; the recorder writes
+    // nothing later than that plus its 60 s drain allowance (61500 ms).
+    let ok = ended_line(0, "0.0");
+    let cases: Vec<(&str, Vec<String>, String)> = vec![
+        (
+            "a mark at 10^12 ms",
+            vec![
+                ok.clone(),
+                "{\"mark\":{\"atMs\":1e12,\"dispatched\":2}}\n".into(),
+            ],
+            "dead.json.spool:3: a mark at 1000000000000 ms, past the planned horizon (1500 ms) \
+             by more than the recorder's 60 s drain: the recorder never writes one"
+                .into(),
+        ),
+        (
+            "an ending past the horizon",
+            vec![ended_line(1, "100.0").replace("\"completedMs\":100.0", "\"completedMs\":61500.5")],
+            "dead.json.spool:2: an ending at 61500.5 ms, past the planned horizon (1500 ms)".into(),
+        ),
+        (
+            "100000 dispatched of 5",
+            vec!["{\"mark\":{\"atMs\":150.0,\"dispatched\":100000}}\n".into()],
+            "dead.json.spool:2: a mark counts 100000 dispatched, but the schedule holds 5 requests"
+                .into(),
+        ),
+        (
+            "an ending off its schedule",
+            vec![ok.clone(), ended_line(1, "100.5")],
+            "dead.json.spool:3: request 1 arrives at 100.5 ms, but the schedule has it at 100 ms"
+                .into(),
+        ),
+        (
+            "a first token with an arrival off its schedule",
+            vec![
+                "{\"first\":{\"index\":2,\"arrivalMs\":150.0,\"sentMs\":200.0,\"atMs\":230.0}}\n"
+                    .into(),
+            ],
+            "dead.json.spool:2: request 2 arrives at 150 ms, but the schedule has it at 200 ms"
+                .into(),
+        ),
+    ];
+    for (what, lines, message) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let spool_file = hand_spool(dir.path(), &lines);
+        let out = dir.path().join("recovered.json");
+        let (code, text, trace) = recover(&spool_file, &out);
+        assert_eq!(code, 2, "{what}: {text}");
+        assert!(text.contains(&message), "{what}: {text}");
+        assert!(trace.is_null(), "{what}: no trace is written");
+    }
+    // What the recorder can write is recovered: a last mark at the very
+    // end of the drain allowance, all 5 dispatched, arrivals exactly the
+    // schedule's (shortest decimals: 0.0, 100.0 and the integer 200).
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        ok,
+        ended_line(1, "100.0"),
+        ended_line(2, "200"),
+        "{\"mark\":{\"atMs\":61500.0,\"dispatched\":5}}\n".into(),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let spool_file = hand_spool(dir.path(), &lines);
+    let out = dir.path().join("recovered.json");
+    let (code, text, trace) = recover(&spool_file, &out);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(rows(&trace).len(), 5);
+    assert_eq!(f(&trace["window"]["horizonMs"]), 61500.0);
+}
+
 /// The censored counts of a trace's receipt: (in flight, knownLate).
 fn censored(trace: &Path) -> (u64, u64) {
     let c = &receipt(trace)["results"]["all"]["reasons"]["censored"];
@@ -1145,4 +1226,144 @@ fn unended_rows_kept(all: &[Value], spooled: &Spooled, cut: f64) -> usize {
         }
     }
     checked
+}
+
+// ---------------------------------------------------------------- a failing disk
+
+/// A spool's disk that takes `room` bytes, then fails every write as a full
+/// disk does (ENOSPC).
+struct FullAfter {
+    room: usize,
+}
+
+impl std::io::Write for FullAfter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.room == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        let n = buf.len().min(self.room);
+        self.room -= n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The spool's write fails at its first flush (the 250 ms mark: 25 rows
+/// at 100/s outgrow the 4 KiB after the header): the run stops sending
+/// there, as at an interrupt, instead of loading the server to its 2 s
+/// window's end, and the failure is reported.
+#[test]
+fn a_failing_spool_write_stops_the_run_at_once() {
+    let server = fast_sim(4.0, 1.0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let plan = plan_at(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "100",
+            "--arrival",
+            "constant",
+            "--duration",
+            "2s",
+        ],
+    );
+    let header = spool::header(&plan);
+    let header_bytes = serde_json::to_vec(&header).unwrap().len() + 1;
+    let disk = FullAfter {
+        room: header_bytes + 4096,
+    };
+    let spool_file = spool::spool_path(&out);
+    let mut writer = SpoolWriter::with_writer(&spool_file, Box::new(disk), &header).unwrap();
+    let recording = goodput_record::record(&plan, None, &mut writer).unwrap();
+    let err = writer.finish().expect_err("the disk filled");
+    assert!(err.to_string().contains("No space left on device"), "{err}");
+    let stop = recording
+        .outcome
+        .interrupted_at_ms
+        .expect("the failed write stopped the run");
+    assert!(stop < 2000.0, "stopped at {stop} ms");
+    assert_eq!(recording.signal, None, "no signal stopped it");
+    let sent = server
+        .stats
+        .requests
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(sent < 200, "{sent} of 200 sent");
+    assert_eq!(recording.outcome.rows, (stop / 10.0).ceil() as usize);
+}
+
+/// A run that finished but whose trace could not be written (the trace's
+/// directory is gone) leaves a spool ending with the run's `end` line; its
+/// recovery is the trace the run would have written, marked `recovered`
+/// and `runEnded`, and not `interrupted` (the run was not).
+#[test]
+fn a_finished_run_whose_trace_write_failed_recovers_as_it_ended() {
+    let server = fast_sim(4.0, 1.0);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let mut plan = plan_at(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "50",
+            "--arrival",
+            "constant",
+            "--duration",
+            "0.4s",
+        ],
+    );
+    let spool_file = spool::spool_path(&out);
+    let mut writer = SpoolWriter::create(&spool_file, &spool::header(&plan)).unwrap();
+    let recording = goodput_record::record(&plan, None, &mut writer).unwrap();
+    writer.finish().unwrap();
+    let outcome = &recording.outcome;
+    assert_eq!(outcome.interrupted_at_ms, None);
+    let labels = goodput_core::trace::Labels::new();
+    plan.out = dir.path().join("gone").join("t.json");
+    let failed = spool::finish_run(&plan, outcome, &spool_file, &Stop::of(outcome), &labels);
+    assert!(failed.is_err(), "the trace's directory is gone");
+    assert!(spool_file.exists(), "the spool stays");
+
+    // What the run would have written, and what its spool recovers.
+    plan.out = dir.path().join("expected.json");
+    spool::finish_run(&plan, outcome, &spool_file, &Stop::of(outcome), &labels).unwrap();
+    let recovered = dir.path().join("recovered.json");
+    let r = goodput_record::output::recover::recover(&spool_file, &recovered).unwrap();
+    assert!(r.run_ended);
+    assert_eq!((r.built.written.rows, r.unended, r.not_sent), (20, 0, 0));
+    receipt(&recovered);
+    let read = |p: &Path| -> Value { serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap() };
+    let mut expected = read(&plan.out);
+    expected["workload"]["recovered"] = Value::Bool(true);
+    expected["workload"]["runEnded"] = Value::Bool(true);
+    // The transport's count of keep-alive resends is not in the spool.
+    expected["workload"]
+        .as_object_mut()
+        .unwrap()
+        .remove("keepAliveRetries");
+    let got = read(&recovered);
+    assert!(
+        got["workload"].get("interrupted").is_none(),
+        "{}",
+        got["workload"]
+    );
+    assert_eq!(got, expected);
+    let cli = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["record", "--recover"])
+        .arg(&spool_file)
+        .arg("--out")
+        .arg(dir.path().join("again.json"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&cli.stdout);
+    assert!(cli.status.success(), "{cli:?}");
+    assert!(
+        said.contains("the run had ended (only its trace was not written): its window is kept"),
+        "{said}"
+    );
 }

@@ -310,9 +310,11 @@ fn a_shard_started_after_the_start_instant_records_its_lag_and_keeps_the_schedul
 
 // ---------------------------------------------------------------- merge refusals
 
-/// A minimal shard trace: shard `k` of `n` of a `size`-request schedule,
-/// every row completed.
+/// A minimal shard trace: shard `k` of `n` of a `size`-request schedule
+/// (request i at 10·i ms, which its `scheduleHash` declares), every row
+/// completed.
 fn shard_doc(k: usize, n: usize, size: usize) -> Value {
+    let schedule: Vec<f64> = (0..size).map(|i| i as f64 * 10.0).collect();
     let rows: Vec<Value> = (k..size)
         .step_by(n)
         .map(|i| {
@@ -333,7 +335,7 @@ fn shard_doc(k: usize, n: usize, size: usize) -> Value {
                      "shard": k, "shards": n, "shardOffsetMs": 0.01 * k as f64,
                      "shardSkewPpm": 1.5, "shardStartLateMs": -900},
         "workload": {"seed": 7, "ratePerS": 100, "scheduleSize": size,
-                     "scheduleHash": "0123456789ab", "shards": n,
+                     "scheduleHash": goodput_core::merge::schedule_hash(&schedule), "shards": n,
                      "startAtUnixMs": 1.7e12, "scheduled": rows.len()},
         "rows": rows,
     })
@@ -576,6 +578,32 @@ fn merge_refuses_what_is_not_the_n_shards_of_one_recording_naming_the_file() {
             Box::new(|s| s[1]["rows"][0]["status"] = json!("done")),
             "b.json: not a goodput trace: at /rows/0/status",
         ),
+        (
+            "an edited arrival",
+            // Request 3 (row 1 of shard 1) moved from 30 to 31 ms.
+            Box::new(|s| s[1]["rows"][1]["arrivalMs"] = json!(31)),
+            "the arrivals of a.json, b.json do not hash to their workload.scheduleHash",
+        ),
+        (
+            "two arrivals swapped between shards",
+            Box::new(|s| {
+                s[0]["rows"][0]["arrivalMs"] = json!(10);
+                s[1]["rows"][0]["arrivalMs"] = json!(0);
+            }),
+            "a shard's arrivalMs was edited or is not of this schedule",
+        ),
+        (
+            "no schedule hash",
+            Box::new(|s| {
+                for d in s.iter_mut() {
+                    d["workload"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("scheduleHash");
+                }
+            }),
+            "a.json: not a shard (no workload.scheduleHash)",
+        ),
     ];
     for (what, tamper, expected) in cases {
         let mut docs = good.clone();
@@ -594,6 +622,26 @@ fn merge_refuses_what_is_not_the_n_shards_of_one_recording_naming_the_file() {
     let (code, text) = merge(&only, &out);
     assert_eq!(code, 2);
     assert!(text.contains("shard 1 of 2 is missing (given: "), "{text}");
+}
+
+#[test]
+fn a_shard_with_a_byte_order_mark_is_named_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let mut bytes = vec![0xEF, 0xBB, 0xBF];
+    bytes.extend(serde_json::to_vec(&shard_doc(0, 2, 4)).unwrap());
+    std::fs::write(&a, bytes).unwrap();
+    let b = write(dir.path(), "b.json", &shard_doc(1, 2, 4));
+    let out = dir.path().join("m.json");
+    let (code, text) = merge(&[a, b], &out);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains(
+            "a.json: not a goodput trace: the input starts with a UTF-8 byte-order mark \
+             (EF BB BF); goodput reads JSON without one: remove it"
+        ),
+        "{text}"
+    );
 }
 
 /// The plan `goodput record` makes of `flags` (nothing is sent).
@@ -656,6 +704,16 @@ fn the_shards_of_a_phased_schedule_hold_its_requests_i_mod_n() {
         }
     }
     assert_eq!(hashes.len(), 1, "one schedule hash for every shard");
+    assert_eq!(
+        hashes.first().unwrap(),
+        &format!(
+            "{:?}",
+            Some(goodput_core::trace::Scalar::String(
+                goodput_core::merge::schedule_hash(&all)
+            ))
+        ),
+        "the hash merge recomputes from the merged arrivals"
+    );
     assert_eq!(
         merged, all,
         "the shards' requests interleave into the schedule"

@@ -12,7 +12,7 @@ use goodput_util::io::read_limited;
 
 use crate::cli::exit::EXIT_OK;
 use crate::cli::flags::LimitArgs;
-use crate::cli::output::{emit, json_bytes, write_file};
+use crate::cli::output::{check_output, emit, json_bytes, write_file};
 use crate::cli::release::{release_options, CostArgs, RecoveryArgs};
 use crate::cli::sensitivity::run_sweep;
 use goodput_core::receipt::release::attach;
@@ -75,6 +75,9 @@ pub struct AnalyzeArgs {
 
 /// `goodput analyze`.
 pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    if let Some(out) = &args.out {
+        check_output("--out", out, &[std::path::Path::new(&args.trace)])?;
+    }
     let limits = args.limits.limits()?;
     let confidence = crate::cli::flags::confidence_flag(args.confidence)?;
     let release = release_options(Some(&args.recovery), Some(&args.cost))?;

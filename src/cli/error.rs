@@ -4,7 +4,17 @@
 //! line printed on standard error and to an exit status.
 
 use goodput_core::trace::Rejection;
+use goodput_record::signal::StopSignal;
 use goodput_util::io::ReadError;
+
+/// How an interrupt's message names its signal: nothing for SIGINT (the
+/// message Ctrl-C has always printed), " by SIGTERM" and the like otherwise.
+fn by_signal(signal: StopSignal) -> String {
+    match signal {
+        StopSignal::Interrupt => String::new(),
+        other => format!(" by {}", other.name()),
+    }
+}
 
 /// An error that ends a command.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +33,15 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// An output path is not a regular file, or is one of the command's
+    /// inputs (`what` names the flag: `--out`, `--svg`, "the spool").
+    #[error("{what} {source}")]
+    Output {
+        /// The flag or file role, as the message starts.
+        what: String,
+        /// Why.
+        source: goodput_util::io::OutputError,
+    },
     /// A receipt given to `verify` cannot be used.
     #[error("cannot verify: {0}")]
     Receipt(#[from] goodput_core::review::verify::VerifyError),
@@ -32,9 +51,12 @@ pub enum Error {
     /// A flag or argument does not make sense.
     #[error("usage: {0}")]
     Usage(String),
-    /// Ctrl-C stopped `record`; the trace was still written.
+    /// A signal (Ctrl-C's SIGINT, SIGTERM, SIGHUP) stopped `record`; the
+    /// trace was still written. SIGINT's message names no signal (Ctrl-C is
+    /// the user's own key); the others' name theirs.
     #[error(
-        "interrupted: wrote {} to {path} (unfinished requests are in_flight)",
+        "interrupted{}: wrote {} to {path} (unfinished requests are in_flight)",
+        by_signal(*signal),
         goodput_util::number::count(*rows as u64, "row")
     )]
     Interrupted {
@@ -42,6 +64,32 @@ pub enum Error {
         path: String,
         /// Rows written.
         rows: usize,
+        /// Which signal (the exit status is 128 + its number).
+        signal: StopSignal,
+    },
+    /// A spool write failed during the run (a full disk): sending stopped at
+    /// once, and the spool written so far is kept for `record --recover`.
+    #[error(
+        "cannot write the spool {spool}: {source}; sending stopped at once and the spool \
+         written so far is kept: recover it with `goodput record --recover {spool} --out TRACE`"
+    )]
+    SpoolFailed {
+        /// The spool.
+        spool: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The run ended but its trace (or metrics sidecar) could not be
+    /// written: the spool, which holds the whole run and its end, is kept.
+    #[error(
+        "{cause}; the run's spool {spool} is kept: recover its trace with \
+         `goodput record --recover {spool} --out TRACE`"
+    )]
+    SpoolKept {
+        /// The spool.
+        spool: String,
+        /// What failed after the run.
+        cause: Box<Error>,
     },
     /// One of several traces (`frontier`) was rejected; names which.
     #[error("rejected: {path}: {rejection}")]
@@ -51,12 +99,14 @@ pub enum Error {
         /// The first problem.
         rejection: Rejection,
     },
-    /// Ctrl-C stopped a `record` rate sweep between two points; every trace
-    /// written so far stays.
-    #[error("interrupted: the rate sweep stopped after writing {}", if written.is_empty() { "no trace".to_owned() } else { written.join(", ") })]
+    /// A signal stopped a `record` rate sweep (or capacity search) between
+    /// two points; every trace written so far stays.
+    #[error("interrupted{}: the rate sweep stopped after writing {}", by_signal(*signal), if written.is_empty() { "no trace".to_owned() } else { written.join(", ") })]
     InterruptedSweep {
         /// The traces written before the interrupt.
         written: Vec<String>,
+        /// Which signal (the exit status is 128 + its number).
+        signal: StopSignal,
     },
     /// `import` produced no trace: a file is not what `--from` says, or its
     /// trace was refused (the message names the place).

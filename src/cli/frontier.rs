@@ -16,7 +16,7 @@ use goodput_util::io::{read_limited, ReadError};
 
 use crate::cli::exit::EXIT_OK;
 use crate::cli::flags::{HoldArgs, LimitArgs};
-use crate::cli::output::{emit, json_bytes, write_file};
+use crate::cli::output::{check_output, emit, json_bytes, write_file};
 use crate::cli::sidecar::Sidecar;
 use goodput_core::server_metrics::{peaks, Peaks};
 
@@ -142,6 +142,10 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
 
 /// `goodput frontier`.
 pub fn run(args: FrontierArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    if let Some(svg) = &args.svg {
+        let inputs: Vec<&std::path::Path> = args.traces.iter().map(std::path::Path::new).collect();
+        check_output("--svg", svg, &inputs)?;
+    }
     let f = load(&args)?;
     if let Some(path) = &args.svg {
         write_file(path, render::svg(&f).as_bytes())?;

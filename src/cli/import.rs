@@ -7,13 +7,15 @@ use std::path::PathBuf;
 use crate::cli::choices::SourceArg;
 use crate::cli::error::Error;
 use goodput_core::trace::Equality;
-use goodput_import::{pipeline, ImportError, ImportOptions, ImportReport, PipelineError, Source};
+use goodput_import::{
+    pipeline_owned, ImportError, ImportOptions, ImportReport, PipelineError, Source,
+};
 use goodput_render::record::analyze_command;
 use goodput_util::io::{read_limited, write_atomic, ReadError};
 
 use crate::cli::exit::EXIT_OK;
 use crate::cli::flags::parse_slo;
-use crate::cli::output::{check_writable, emit, json_bytes};
+use crate::cli::output::{check_output, emit, json_bytes};
 
 /// Exit statuses of `goodput import`, shown in `--help`.
 pub const IMPORT_EXIT_HELP: &str = "\
@@ -100,7 +102,9 @@ pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         ));
     }
     let options = options_from(&args)?;
-    check_writable(&args.out)?;
+    let mut inputs = vec![std::path::Path::new(&args.file)];
+    inputs.extend(args.summary.as_deref().map(std::path::Path::new));
+    check_output("--out", &args.out, &inputs)?;
     let read = |path: &str, what: &str| {
         read_limited(path, args.max_input_bytes).map_err(|e| match e {
             // The analyzer's message names --max-bytes; here the flag is another.
@@ -119,7 +123,7 @@ pub fn run(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         Some(path) => Some(read(path, "the --summary file")?),
         None => None,
     };
-    let outcome = pipeline(args.from.into(), &bytes, &options, summary.as_deref())?;
+    let outcome = pipeline_owned(args.from.into(), bytes, &options, summary.as_deref())?;
     let path = args.out.display().to_string();
     write_atomic(&args.out, &outcome.trace_bytes).map_err(|source| Error::Write {
         path: path.clone(),

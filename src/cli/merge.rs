@@ -11,13 +11,15 @@ use goodput_core::trace::Scalar;
 use goodput_render::record::analyze_command;
 
 use crate::cli::exit::EXIT_OK;
-use crate::cli::output::{check_writable, emit};
+use crate::cli::flags::resolve_limits;
+use crate::cli::output::{check_output, emit};
+use goodput_util::io::{read_limited, ReadError};
 
 /// Exit statuses of `goodput merge`, shown in `--help`.
 pub const MERGE_EXIT_HELP: &str = "\
 Exit status:
   0    the merged trace was written
-  2    a file is unreadable or not a shard, the shards are not the N shards of one
+  2    a file is unreadable, larger than --max-bytes, or not a shard, the shards are not the N shards of one
        recording (seed, schedule, gates, window, N, a missing or repeated shard,
        overlapping ids: the message names the file), or the output cannot be written
 
@@ -33,18 +35,23 @@ pub struct MergeArgs {
     /// Where to write the merged trace (atomically).
     #[arg(long, value_name = "FILE", default_value = "trace.json")]
     pub out: PathBuf,
+    /// Most bytes read from each shard (inclusive), checked before parsing, as
+    /// `analyze` reads a trace [default: $GOODPUT_MAX_BYTES, else 65536].
+    #[arg(long, value_name = "N")]
+    pub max_bytes: Option<u64>,
 }
 
 /// Reads the shards, merges them, writes the trace, prints what it holds.
 pub fn run(args: MergeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    check_writable(&args.out)?;
+    let inputs: Vec<&std::path::Path> = args.shards.iter().map(PathBuf::as_path).collect();
+    check_output("--out", &args.out, &inputs)?;
+    // Each shard is read within the byte limit `analyze` would apply to it,
+    // so an oversized file is refused (naming it) before it is buffered.
+    let limits = resolve_limits(None, args.max_bytes, |name| std::env::var_os(name))?;
     let mut files = Vec::with_capacity(args.shards.len());
     for p in &args.shards {
         let path = p.display().to_string();
-        let bytes = std::fs::read(p).map_err(|source| MergeError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let bytes = read_limited(&path, limits.max_bytes).map_err(|e| shard_unread(&path, e))?;
         files.push((path, bytes));
     }
     let doc = merge(&files)?;
@@ -78,4 +85,23 @@ pub fn run(args: MergeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     text.push_str(&format!("next: {}\n", analyze_command(&out, rows, bytes)));
     emit(stdout, text.as_bytes())?;
     Ok(EXIT_OK)
+}
+
+/// A shard that could not be read, named (several are given): the reason,
+/// or its size beside the byte limit.
+fn shard_unread(path: &str, e: ReadError) -> MergeError {
+    let source = match e {
+        ReadError::Io { source, .. } => source,
+        ReadError::TooLarge { limit, size, .. } => {
+            let size = size.map_or_else(|| "more than that".to_owned(), |s| format!("{s} bytes"));
+            std::io::Error::other(format!(
+                "it is over the limit of {limit} bytes ({size}; raise it with --max-bytes or {})",
+                goodput_core::trace::Limits::BYTES_VARIABLE
+            ))
+        }
+    };
+    MergeError::Read {
+        path: path.to_owned(),
+        source,
+    }
 }

@@ -1,12 +1,13 @@
 //! Where the command-line layer's bytes go: standard output (a closed pipe
-//! is not an error), files written atomically, and the probe that refuses an
-//! unwritable output path before any work is done.
+//! is not an error), files written atomically, and the one check
+//! ([`check_output`]) that refuses an output path — not a regular file, one of
+//! the command's inputs, or unwritable — before any work is done.
 
 use std::io::Write;
 use std::path::Path;
 
 use crate::cli::error::Error;
-use goodput_util::io::write_atomic;
+use goodput_util::io::{write_atomic, OutputError};
 use goodput_util::json::to_canonical_json;
 
 /// Writes to stdout; a closed pipe (`goodput … | head`) is not an error.
@@ -42,22 +43,37 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// to cost nothing.
 pub const WRITE_PROBE_BYTES: usize = 4096;
 
-/// Fails unless a file can be created next to `path` (where the atomic write
+/// The one check every command's output path goes through, before any work:
+/// `path` (named `what` in the message: `--out`, `--svg`, "the spool") must
+/// be a regular file, a path not yet there, or a link to a regular file
+/// (written through); a device, FIFO, socket or directory is refused — the
+/// atomic rename would replace it — and so is any of `inputs` (`-` is
+/// standard input and skipped), which the write would destroy. Then the
+/// directory the write will use is probed (a 4 KiB file, synced, removed).
+pub fn check_output(what: &str, path: &Path, inputs: &[&Path]) -> Result<(), Error> {
+    let target = goodput_util::io::check_output(path, inputs).map_err(|e| match e {
+        OutputError::Io { path, source } => Error::Write { path, source },
+        source => Error::Output {
+            what: what.to_owned(),
+            source,
+        },
+    })?;
+    probe(path, &target)
+}
+
+/// Fails unless a file can be created next to `target` (where the atomic write
 /// will put its temporary file), [`WRITE_PROBE_BYTES`] can be written to it
-/// and synced (an empty file fits on a full disk; this does not), and `path`
-/// is not a directory. The probe file is removed, whatever happens.
+/// and synced (an empty file fits on a full disk; this does not). The probe
+/// file is removed, whatever happens; a failure names `path` as given.
 ///
 /// This cannot promise that the whole trace will fit later: if the final
 /// write fails, the atomic write still leaves no partial file at `path`.
-pub fn check_writable(path: &Path) -> Result<(), Error> {
+fn probe(path: &Path, target: &Path) -> Result<(), Error> {
     let err = |source| Error::Write {
         path: path.display().to_string(),
         source,
     };
-    if path.is_dir() {
-        return Err(err(std::io::Error::other("it is a directory")));
-    }
-    let dir = match path.parent() {
+    let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
@@ -80,9 +96,10 @@ mod tests {
     #[test]
     fn an_unwritable_output_is_refused_before_anything_runs() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(check_writable(&dir.path().join("t.json")).is_ok());
-        assert!(check_writable(dir.path()).is_err());
-        assert!(check_writable(&dir.path().join("missing/t.json")).is_err());
+        let check = |p: &Path| check_output("--out", p, &[]);
+        assert!(check(&dir.path().join("t.json")).is_ok());
+        assert!(check(dir.path()).is_err());
+        assert!(check(&dir.path().join("missing/t.json")).is_err());
         // No temporary file is left behind by the check.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }

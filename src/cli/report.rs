@@ -11,7 +11,7 @@ use goodput_util::io::read_limited;
 
 use crate::cli::exit::EXIT_OK;
 use crate::cli::flags::LimitArgs;
-use crate::cli::output::{emit, write_file};
+use crate::cli::output::{check_output, emit, write_file};
 use crate::cli::release::{release_options, CostArgs, RecoveryArgs};
 use crate::cli::sidecar::Sidecar;
 use goodput_core::receipt::release::attach;
@@ -51,6 +51,7 @@ pub struct ReportArgs {
 /// Runs `goodput report`: analyze, run the default one-at-a-time sweep over
 /// all classes, render, write atomically, print the path written.
 pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    check_output("--out", &args.out, &[std::path::Path::new(&args.trace)])?;
     let limits = args.limits.limits()?;
     let confidence = crate::cli::flags::confidence_flag(args.confidence)?;
     let release = release_options(Some(&args.recovery), Some(&args.cost))?;

@@ -10,7 +10,7 @@ use goodput_core::review::sensitivity::{self, SweepPlan, DEFAULT_FACTORS};
 use crate::cli::exit::EXIT_OK;
 use crate::cli::flags::LimitArgs;
 use crate::cli::input::load;
-use crate::cli::output::{emit, json_bytes, write_file};
+use crate::cli::output::{check_output, emit, json_bytes, write_file};
 
 /// Exit statuses of `goodput sweep`, shown in `--help`.
 pub const SWEEP_EXIT_HELP: &str = "\
@@ -49,6 +49,9 @@ pub struct SweepArgs {
 
 /// `goodput sweep`.
 pub fn run(args: SweepArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    if let Some(out) = &args.out {
+        check_output("--out", out, &[std::path::Path::new(&args.trace)])?;
+    }
     let analysis = load(&args.trace, args.limits.limits()?, false)?;
     let entries = run_sweep(&analysis, args.class, &args.factors, args.grid)?;
     if let Some(path) = &args.out {

@@ -136,9 +136,40 @@ pub enum MergeError {
         /// Rows expected.
         share: usize,
     },
+    /// The shards' arrivals, interleaved back into the schedule, do not
+    /// hash to the `scheduleHash` they declare: an arrival was edited, or a
+    /// shard is of another schedule. (The hash cannot say which shard.)
+    #[error("the arrivals of {files} do not hash to their workload.scheduleHash `{declared}` (they hash to `{found}`): a shard's arrivalMs was edited or is not of this schedule")]
+    ScheduleHash {
+        /// The files, as named, comma-separated.
+        files: String,
+        /// The hash the shards declare.
+        declared: String,
+        /// The hash of the arrivals they hold.
+        found: String,
+    },
     /// No file given.
     #[error("give the shards' traces to merge")]
     Nothing,
+}
+
+/// The fingerprint of a schedule a shard declares (`workload.scheduleHash`):
+/// sha256 over each instant rounded to the microsecond as a trace writes it
+/// (the bits of the f64, little-endian, in schedule order), its first 12
+/// hex digits. Hashing the instants as written lets `merge` recompute it
+/// from the merged rows' `arrivalMs`.
+pub fn schedule_hash(arrivals_ms: &[f64]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for a in arrivals_ms {
+        // `+ 0.0` writes −0 as 0, as the trace's JSON does.
+        let written = crate::trace::write::round_us(*a) + 0.0;
+        h.update(written.to_bits().to_le_bytes());
+    }
+    h.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A shard's trace as read back (every member the recorder writes; a member
@@ -196,6 +227,20 @@ fn pointer(path: &serde_path_to_error::Path) -> String {
         .collect()
 }
 
+/// `at POINTER: why` for a value of the wrong shape; where no value was
+/// reached (not JSON at all, or cut short) the pointer is empty, so the
+/// place is the line and column instead of a bare `at :` (or `at /?`).
+fn place_and_message(pointer: &str, e: &serde_json::Error) -> String {
+    if !pointer.is_empty() && pointer != "/?" {
+        return format!("at {pointer}: {e}");
+    }
+    let text = e.to_string();
+    let why = text
+        .rfind(" at line ")
+        .map_or(text.as_str(), |i| &text[..i]);
+    format!("line {}, column {}: {why}", e.line(), e.column())
+}
+
 /// A value as the trace writes it (`8`, not `8.0`), for messages.
 fn show<T: serde::Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
@@ -209,11 +254,17 @@ fn show<T: serde::Serialize>(value: &T) -> String {
 
 impl Shard {
     fn read(path: &str, bytes: &[u8]) -> Result<Shard, MergeError> {
+        if goodput_util::json::starts_with_bom(bytes) {
+            return Err(MergeError::NotATrace {
+                path: path.to_owned(),
+                message: goodput_util::json::BOM_MESSAGE.to_owned(),
+            });
+        }
         let de = &mut serde_json::Deserializer::from_slice(bytes);
         let doc: ShardDoc =
             serde_path_to_error::deserialize(de).map_err(|e| MergeError::NotATrace {
                 path: path.to_owned(),
-                message: format!("at {}: {}", pointer(e.path()), e.inner()),
+                message: place_and_message(&pointer(e.path()), e.inner()),
             })?;
         if doc.schema != TRACE_SCHEMA {
             return Err(MergeError::NotATrace {
@@ -235,6 +286,9 @@ impl Shard {
         let size = number(&doc.workload, "scheduleSize")
             .and_then(whole)
             .ok_or_else(|| not_shard("no workload.scheduleSize"))?;
+        if !matches!(doc.workload.get("scheduleHash"), Some(Scalar::String(_))) {
+            return Err(not_shard("no workload.scheduleHash"));
+        }
         if doc.workload.contains_key("interrupted") || doc.workload.contains_key("recovered") {
             return Err(MergeError::Interrupted {
                 path: path.to_owned(),
@@ -378,7 +432,34 @@ pub fn merge(files: &[(String, Vec<u8>)]) -> Result<TraceDoc, MergeError> {
         s.check_rows()?;
     }
     shards.sort_by_key(|s| s.index);
-    Ok(assemble(shards))
+    let merged = assemble(shards);
+    check_schedule_hash(&merged, files)?;
+    Ok(merged)
+}
+
+/// Refuses merged shards whose arrivals are not the schedule they declare:
+/// the hash of the merged rows' arrivals must be `workload.scheduleHash`
+/// (which every shard declares alike, checked before). Statuses and every
+/// other member of a row have no such fingerprint and are not checked.
+fn check_schedule_hash(merged: &TraceDoc, files: &[(String, Vec<u8>)]) -> Result<(), MergeError> {
+    // Every shard declares one (`Shard::read`).
+    let Some(Scalar::String(declared)) = merged.workload.get("scheduleHash") else {
+        return Ok(());
+    };
+    let arrivals: Vec<f64> = merged.rows.iter().map(|r| r.arrival_ms).collect();
+    let found = schedule_hash(&arrivals);
+    if &found == declared {
+        return Ok(());
+    }
+    Err(MergeError::ScheduleHash {
+        files: files
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        declared: declared.clone(),
+        found,
+    })
 }
 
 /// The merged document: the first shard's envelope, every shard's clock
@@ -426,5 +507,21 @@ fn assemble(shards: Vec<Shard>) -> TraceDoc {
         phases: head.phases,
         resources: head.resources,
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::schedule_hash;
+
+    #[test]
+    fn the_schedule_hash_is_of_the_instants_as_a_trace_writes_them() {
+        // sha256 of the 8 zero bytes of 0.0: af5570f5a1810b7a…; −0 and
+        // 0.0004 ms (0 to the microsecond) are written 0, so hash alike.
+        assert_eq!(schedule_hash(&[0.0]), "af5570f5a181");
+        assert_eq!(schedule_hash(&[-0.0]), "af5570f5a181");
+        assert_eq!(schedule_hash(&[0.0004]), "af5570f5a181");
+        // sha256 of the bits of 0.0 then 100.25, little-endian.
+        assert_eq!(schedule_hash(&[0.0, 100.2504]), "a8b0f1365cee");
     }
 }

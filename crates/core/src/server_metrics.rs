@@ -23,7 +23,8 @@
 //!   a ratio does not (two engines at 60 % are not a cache 120 % full), so
 //!   `kvUsage` is the mean over label sets and `kvUsageMax` the fullest
 //!   one, the figure that says whether any engine ran out of cache.
-//!   Every series is also kept raw.
+//!   Every series is also kept raw ([`MetricsLine::snapshot_bounded`]:
+//!   the recorder bounds how many per scrape and redacts their keys).
 //! - **Older sidecars** (written before `kvUsageMax`, when `kvUsage` was a
 //!   sum) still read: their ratio is recomputed from the `raw` series kept
 //!   beside it, and without those, `kvUsage` stands for both.
@@ -31,6 +32,12 @@
 //!   [`MetricsLine`] a line; a failed scrape is a line with `error` (a gap).
 //! - **Peaks** ([`peaks`]): the largest queue, running count and KV use seen
 //!   (of the fullest engine, with the largest mean across engines beside it).
+//! - **Plausibility** ([`Implausible`]): a count (`waiting`, `running`,
+//!   `preemptions`) that is negative, not whole or above
+//!   [`MAX_PLAUSIBLE_COUNT`], or a KV use outside 0–1, is no server's
+//!   figure: reading the sidecar sets it aside (the line is marked, the
+//!   file is left as the server's word), so peaks and panels never show it,
+//!   and the renderers name it "implausible (…)" instead.
 
 use std::collections::BTreeMap;
 
@@ -240,6 +247,69 @@ pub struct Mapped {
     pub preemptions: Option<f64>,
 }
 
+/// The largest count (`waiting`, `running`, `preemptions`) read as one a
+/// server may report: a billion queued requests is no load test's.
+pub const MAX_PLAUSIBLE_COUNT: f64 = 1e9;
+
+/// A value of a mapped series no server reports: a count that is negative,
+/// not whole or above [`MAX_PLAUSIBLE_COUNT`]; a KV-cache use outside 0–1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Odd {
+    /// The first such value read.
+    pub value: f64,
+    /// Snapshots holding one.
+    pub snapshots: usize,
+}
+
+/// The implausible values of the mapped series, set aside so that no peak,
+/// panel or summary shows them as figures (a `waiting` of 1e308 as 309
+/// digits, a KV use of 5.0 as "100 %"); the renderers name them instead.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Implausible {
+    /// Of `waiting`.
+    pub waiting: Option<Odd>,
+    /// Of `running`.
+    pub running: Option<Odd>,
+    /// Of `kvUsage` or `kvUsageMax` (then neither is kept).
+    pub kv_usage: Option<Odd>,
+    /// Of `preemptions`.
+    pub preemptions: Option<Odd>,
+}
+
+impl Implausible {
+    /// Whether no value was set aside.
+    pub fn is_empty(&self) -> bool {
+        *self == Implausible::default()
+    }
+
+    /// Both together: the first value of each series, snapshots added.
+    pub fn and(self, other: Implausible) -> Implausible {
+        let both = |a: Option<Odd>, b: Option<Odd>| match (a, b) {
+            (Some(x), Some(y)) => Some(Odd {
+                value: x.value,
+                snapshots: x.snapshots + y.snapshots,
+            }),
+            (x, y) => x.or(y),
+        };
+        Implausible {
+            waiting: both(self.waiting, other.waiting),
+            running: both(self.running, other.running),
+            kv_usage: both(self.kv_usage, other.kv_usage),
+            preemptions: both(self.preemptions, other.preemptions),
+        }
+    }
+}
+
+/// A count a server may report: whole, 0 to [`MAX_PLAUSIBLE_COUNT`].
+fn plausible_count(x: f64) -> bool {
+    (0.0..=MAX_PLAUSIBLE_COUNT).contains(&x) && x.fract() == 0.0
+}
+
+/// A share of the KV cache: 0 to 1.
+fn plausible_share(x: f64) -> bool {
+    (0.0..=1.0).contains(&x)
+}
+
 /// The names each mapped ratio is read from, first found first.
 const KV_USAGE: [&str; 3] = [
     "vllm:kv_cache_usage_perc",
@@ -283,6 +353,31 @@ impl Mapped {
         }
     }
 
+    /// Takes every implausible value out of these series (see [`Odd`]) and
+    /// returns them; an implausible `kvUsage` or `kvUsageMax` takes both.
+    pub fn set_aside_implausible(&mut self) -> Implausible {
+        fn take(v: &mut Option<f64>, ok: fn(f64) -> bool) -> Option<Odd> {
+            let x = (*v).filter(|&x| !ok(x))?;
+            *v = None;
+            Some(Odd {
+                value: x,
+                snapshots: 1,
+            })
+        }
+        let mean = take(&mut self.kv_usage, plausible_share);
+        let max = take(&mut self.kv_usage_max, plausible_share);
+        if mean.is_some() || max.is_some() {
+            self.kv_usage = None;
+            self.kv_usage_max = None;
+        }
+        Implausible {
+            waiting: take(&mut self.waiting, plausible_count),
+            running: take(&mut self.running, plausible_count),
+            kv_usage: max.or(mean),
+            preemptions: take(&mut self.preemptions, plausible_count),
+        }
+    }
+
     /// The KV-cache use of the fullest engine: `kvUsageMax`, or, in a
     /// sidecar too old to carry it and its raw series, `kvUsage`.
     pub fn kv_fullest(&self) -> Option<f64> {
@@ -320,24 +415,57 @@ pub struct MetricsLine {
     /// The mapped series.
     #[serde(default, flatten)]
     pub mapped: Mapped,
-    /// Every finite sample, keyed `name{label="value",…}` (labels sorted).
+    /// Every finite sample, keyed `name{label="value",…}` (labels sorted),
+    /// up to the recorder's bound on series per scrape.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub raw: BTreeMap<String, f64>,
+    /// Finite series of the page left out of `raw` by that bound (the
+    /// mapped series are still read from every sample); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub raw_dropped: usize,
+    /// The mapped values [`parse_sidecar`] set aside as implausible (never
+    /// written: the sidecar keeps what the server said).
+    #[serde(skip)]
+    pub implausible: Implausible,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl MetricsLine {
     /// A snapshot of a scraped page.
     pub fn snapshot(t_ms: f64, samples: &[Sample]) -> MetricsLine {
-        let raw = samples
-            .iter()
-            .filter(|s| s.value.is_finite())
-            .map(|s| (series_key(s), s.value))
-            .collect();
+        MetricsLine::snapshot_bounded(t_ms, samples, usize::MAX, &|key| key.to_owned())
+    }
+
+    /// A snapshot keeping at most `max_raw` raw series (the first distinct
+    /// ones in page order; the rest are counted in `raw_dropped`), each key
+    /// passed through `redact` first, so a label value carrying a credential
+    /// never reaches the sidecar. The mapped series read every sample.
+    pub fn snapshot_bounded(
+        t_ms: f64,
+        samples: &[Sample],
+        max_raw: usize,
+        redact: &dyn Fn(&str) -> String,
+    ) -> MetricsLine {
+        let mut raw = BTreeMap::new();
+        let mut raw_dropped = 0;
+        for s in samples.iter().filter(|s| s.value.is_finite()) {
+            let key = redact(&series_key(s));
+            if raw.len() < max_raw || raw.contains_key(&key) {
+                raw.insert(key, s.value);
+            } else {
+                raw_dropped += 1;
+            }
+        }
         MetricsLine {
             t_ms,
             error: None,
             mapped: Mapped::from_samples(samples),
             raw,
+            raw_dropped,
+            implausible: Implausible::default(),
         }
     }
 
@@ -348,6 +476,8 @@ impl MetricsLine {
             error: Some(why.into()),
             mapped: Mapped::default(),
             raw: BTreeMap::new(),
+            raw_dropped: 0,
+            implausible: Implausible::default(),
         }
     }
 }
@@ -367,13 +497,16 @@ fn series_key(s: &Sample) -> String {
 
 /// The sidecar's bytes: one JSON object per line, in scrape order.
 pub fn sidecar_bytes(lines: &[MetricsLine]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for line in lines {
-        // A MetricsLine holds only strings and finite numbers: it serializes.
-        if let Ok(json) = serde_json::to_vec(line) {
-            out.extend_from_slice(&json);
-            out.push(b'\n');
-        }
+    lines.iter().flat_map(sidecar_line).collect()
+}
+
+/// One line of the sidecar, newline included: what the recorder appends
+/// for each scrape as it comes (so no scrape is held until the end).
+pub fn sidecar_line(line: &MetricsLine) -> Vec<u8> {
+    // A MetricsLine holds only strings and finite numbers: it serializes.
+    let mut out = serde_json::to_vec(line).unwrap_or_default();
+    if !out.is_empty() {
+        out.push(b'\n');
     }
     out
 }
@@ -392,6 +525,12 @@ pub struct SidecarError {
 /// `kvUsageMax` was written when `kvUsage` summed the engines: its ratio is
 /// recomputed from its raw series (module docs).
 pub fn parse_sidecar(bytes: &[u8]) -> Result<Vec<MetricsLine>, SidecarError> {
+    if goodput_util::json::starts_with_bom(bytes) {
+        return Err(SidecarError {
+            line: 1,
+            message: goodput_util::json::BOM_MESSAGE.to_owned(),
+        });
+    }
     let text = std::str::from_utf8(bytes).map_err(|e| SidecarError {
         line: 1 + bytes[..e.valid_up_to()]
             .iter()
@@ -410,6 +549,7 @@ pub fn parse_sidecar(bytes: &[u8]) -> Result<Vec<MetricsLine>, SidecarError> {
             if line.error.is_none() && line.mapped.kv_usage_max.is_none() {
                 line.mapped.repair_kv_from_raw(&line.raw);
             }
+            line.implausible = line.mapped.set_aside_implausible();
             Ok(line)
         })
         .collect()
@@ -432,30 +572,43 @@ pub struct Peaks {
     pub snapshots: usize,
     /// Gaps (failed scrapes).
     pub gaps: usize,
+    /// Implausible values, left out of the peaks above.
+    pub implausible: Implausible,
 }
 
 /// The peaks of a sidecar's mapped series.
 pub fn peaks(lines: &[MetricsLine]) -> Peaks {
-    let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, y) => x.or(y),
-    };
-    lines.iter().fold(Peaks::default(), |p, l| {
+    lines.iter().fold(Peaks::default(), |p, l| p.with(l))
+}
+
+impl Peaks {
+    /// These peaks with one more sidecar line: how the recorder keeps them
+    /// while it streams the sidecar, holding no line.
+    pub fn with(self, l: &MetricsLine) -> Peaks {
+        let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        };
         if l.error.is_some() {
             return Peaks {
-                gaps: p.gaps + 1,
-                ..p
+                gaps: self.gaps + 1,
+                ..self
             };
         }
+        // A line read by `parse_sidecar` has its implausible values set
+        // aside already; one the recorder just scraped has them still.
+        let mut mapped = l.mapped;
+        let odd = l.implausible.and(mapped.set_aside_implausible());
         Peaks {
-            waiting: max(p.waiting, l.mapped.waiting),
-            running: max(p.running, l.mapped.running),
-            kv_usage: max(p.kv_usage, l.mapped.kv_fullest()),
-            kv_usage_mean: max(p.kv_usage_mean, l.mapped.kv_usage),
-            snapshots: p.snapshots + 1,
-            gaps: p.gaps,
+            waiting: max(self.waiting, mapped.waiting),
+            running: max(self.running, mapped.running),
+            kv_usage: max(self.kv_usage, mapped.kv_fullest()),
+            kv_usage_mean: max(self.kv_usage_mean, mapped.kv_usage),
+            snapshots: self.snapshots + 1,
+            gaps: self.gaps,
+            implausible: self.implausible.and(odd),
         }
-    })
+    }
 }
 
 #[cfg(test)]
@@ -665,5 +818,64 @@ vllm:num_preemptions_total{engine=\"1\"} 2
             (Some(20.0), Some(4.0), Some(0.625), Some(0.625), 2, 1)
         );
         assert_eq!(parse_sidecar(b"{}\nnope\n").unwrap_err().line, 1);
+    }
+
+    #[test]
+    fn implausible_values_are_set_aside_and_counted_not_peaked() {
+        // Line 1: every value implausible (1e308, negative, half a request,
+        // a KV use of 5.0); line 2: plausible, so the peaks are its own.
+        let text = "{\"tMs\":100,\"waiting\":1e308,\"running\":-1,\"kvUsage\":5.0,\
+                    \"kvUsageMax\":5.0,\"preemptions\":2.5}\n\
+                    {\"tMs\":200,\"waiting\":3,\"running\":1000000000,\"kvUsage\":0.5,\
+                    \"kvUsageMax\":1.0,\"preemptions\":0}\n";
+        let lines = parse_sidecar(text.as_bytes()).unwrap();
+        assert_eq!(lines[0].mapped, Mapped::default());
+        let odd = |value| {
+            Some(Odd {
+                value,
+                snapshots: 1,
+            })
+        };
+        assert_eq!(
+            lines[0].implausible,
+            Implausible {
+                waiting: odd(1e308),
+                running: odd(-1.0),
+                kv_usage: odd(5.0),
+                preemptions: odd(2.5),
+            }
+        );
+        // 10^9 and a full cache are plausible.
+        assert!(lines[1].implausible.is_empty());
+        let p = peaks(&lines);
+        assert_eq!(
+            (p.waiting, p.running, p.kv_usage, p.snapshots),
+            (Some(3.0), Some(1e9), Some(1.0), 2)
+        );
+        assert_eq!(p.implausible, lines[0].implausible);
+        // A line the recorder scraped (not read back) is checked by the
+        // peaks themselves, and a line read back is not counted twice.
+        let mut live = lines[0].clone();
+        live.mapped.waiting = Some(-3.0);
+        live.implausible = Implausible::default();
+        let p = peaks(&[live, lines[0].clone()]);
+        assert_eq!(
+            p.implausible.waiting,
+            Some(Odd {
+                value: -3.0,
+                snapshots: 2
+            })
+        );
+        assert_eq!(p.waiting, None);
+    }
+
+    #[test]
+    fn a_sidecar_with_a_byte_order_mark_is_named_so() {
+        let e = parse_sidecar(b"\xEF\xBB\xBF{\"tMs\":1}\n").unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(
+            e.message.contains("UTF-8 byte-order mark (EF BB BF)"),
+            "{e}"
+        );
     }
 }

@@ -35,10 +35,8 @@ use crate::model::{fmt_num, same_figure};
 pub use crate::model::{ConfiguredRate, Process};
 use crate::model::{Imported, Reported};
 use goodput_core::analyze::{analyze_bytes, AnalyzeOptions};
-use goodput_core::receipt::Receipt;
 use goodput_core::trace::write::RowStatus;
 use goodput_core::trace::Scalar;
-use goodput_util::json::to_canonical_json;
 
 /// The row label that keeps the tool's own output-token count when the
 /// trace's `outputTokens` is the server's usage count.
@@ -121,15 +119,16 @@ pub struct Fidelity {
     pub rate: Option<RateCheck>,
 }
 
-/// Runs both checks on an imported run and its receipt (with per-row verdicts).
-pub fn assess(imported: &Imported, receipt: &Receipt) -> Fidelity {
+/// Runs both checks on an imported run and its per-row verdicts (`pass`,
+/// `miss`, … in trace order).
+pub fn assess(imported: &Imported, verdicts: &[&str]) -> Fidelity {
     Fidelity {
-        tokens: token_agreement(imported, receipt),
+        tokens: token_agreement(imported, verdicts),
         rate: imported
             .reported
             .configured_rate
             .as_ref()
-            .and_then(|c| rate_check(imported, receipt, c)),
+            .and_then(|c| rate_check(imported, verdicts, c)),
     }
 }
 
@@ -146,15 +145,14 @@ fn completed_verdict(v: &str) -> bool {
     v == "pass" || v == "miss"
 }
 
-fn token_agreement(imported: &Imported, receipt: &Receipt) -> Option<TokenAgreement> {
+fn token_agreement(imported: &Imported, verdicts: &[&str]) -> Option<TokenAgreement> {
     let client_field = imported.reported.client_tokens_from.clone()?;
-    let verdicts = receipt.rows.as_deref().unwrap_or(&[]);
     let mut abs = Vec::new();
     let mut pct = Vec::new();
     let mut compared = 0u64;
     let mut without_usage = 0u64;
     for (row, v) in imported.trace.rows.iter().zip(verdicts) {
-        if row.status != RowStatus::Completed || !completed_verdict(&v.verdict) {
+        if row.status != RowStatus::Completed || !completed_verdict(v) {
             continue;
         }
         let (Some(usage), Some(client)) = (row.output_tokens, client_count(&row.labels)) else {
@@ -203,25 +201,25 @@ fn judge_with_client_counts(imported: &Imported) -> Option<ClientCountJudgement>
             }
         }
     }
-    let bytes = to_canonical_json(&trace).ok()?;
+    let bytes = crate::trace_bytes(&mut trace).ok()?;
     let limits = crate::model::limits_for(trace.rows.len(), bytes.len());
     let analysis = analyze_bytes(
         &bytes,
         AnalyzeOptions {
             limits,
-            rows: true,
+            rows: false,
             strict: false,
         },
     )
     .ok()?;
-    let r = analysis.receipt;
-    let verdicts = r.rows.as_deref().unwrap_or(&[]);
+    // The judgements, not the receipt's rows: no per-row echo is built.
     let one_token_pass = trace
         .rows
         .iter()
-        .zip(verdicts)
-        .filter(|(row, v)| row.output_tokens == Some(1) && v.verdict == "pass")
+        .zip(&analysis.judgements)
+        .filter(|(row, j)| row.output_tokens == Some(1) && j.verdict.as_str() == "pass")
         .count() as u64;
+    let r = analysis.receipt;
     let all = &r.results.all;
     Some(ClientCountJudgement {
         pass: all.counts.pass,
@@ -234,16 +232,15 @@ fn judge_with_client_counts(imported: &Imported) -> Option<ClientCountJudgement>
 
 fn rate_check(
     imported: &Imported,
-    receipt: &Receipt,
+    verdicts: &[&str],
     configured: &ConfiguredRate,
 ) -> Option<RateCheck> {
-    let verdicts = receipt.rows.as_deref().unwrap_or(&[]);
     let mut arrivals: Vec<f64> = imported
         .trace
         .rows
         .iter()
         .zip(verdicts)
-        .filter(|(_, v)| v.verdict != "invalid" && v.verdict != "excluded")
+        .filter(|(_, v)| **v != "invalid" && **v != "excluded")
         .map(|(row, _)| row.arrival_ms)
         .collect();
     goodput_core::stats::sort_ascending(&mut arrivals);

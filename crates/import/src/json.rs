@@ -87,6 +87,13 @@ impl Within {
 /// line and column; a type error names the JSON pointer of the offending
 /// value (after `line N` for a JSONL line).
 pub fn parse_typed<T: DeserializeOwned>(bytes: &[u8], within: Within) -> Result<T, ImportError> {
+    if goodput_util::json::starts_with_bom(bytes) {
+        let place = match within {
+            Within::Document => String::new(),
+            Within::Line(n) => format!("line {n}"),
+        };
+        return Err(ImportError::at(place, goodput_util::json::BOM_MESSAGE));
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let pointer = pointer_of(e.path());

@@ -37,7 +37,7 @@ use goodput_core::trace::Rejection;
 pub use self::error::ImportError;
 pub use self::model::{failure_reason, ImportOptions, Imported, Quantiles, Reported, Source};
 pub use self::model::{fmt_num, limits_for, same_figure};
-pub use self::side_by_side::{compare, Comparison, FigurePair};
+pub use self::side_by_side::{compare, compare_with, Comparison, FigurePair};
 
 /// The schema of `goodput import --json`: its `goodput schema` name, its
 /// committed file under `schema/`, and its text.
@@ -120,14 +120,72 @@ pub enum PipelineError {
     Rejected(#[from] Rejection),
 }
 
-/// Imports, serializes and judges: pure apart from nothing (no I/O), so the
-/// tests run the whole pipeline on bytes.
-pub fn pipeline(
+/// [`pipeline`] for the command: takes the source by value and frees it once
+/// imported, and builds no per-row echo in the receipt (`receipt.rows` is
+/// `None`; the comparison reads the verdicts from the judgements, a pointer
+/// per row instead of a copy of each row with its labels). The source text
+/// and the parsed source are then gone while the trace is judged, and so are
+/// the imported rows' labels once written (`imported.trace.rows` keep them
+/// only when the comparison needs the tool's client token counts).
+pub fn pipeline_owned(
+    source: Source,
+    bytes: Vec<u8>,
+    options: &ImportOptions,
+    aiperf_summary: Option<&[u8]>,
+) -> Result<Outcome, PipelineError> {
+    let mut imported = import_and_summary(source, &bytes, options, aiperf_summary)?;
+    drop(bytes);
+    let trace_bytes = trace_bytes(&mut imported.trace).map_err(PipelineError::Serialize)?;
+    if imported.reported.client_tokens_from.is_none() {
+        // Written: without the tool's client counts the comparison reads no
+        // label, and a row's labels (a map node of ~0.5 KB each) would
+        // otherwise stay beside the analyzer's own copy of the trace.
+        for row in &mut imported.trace.rows {
+            row.labels = goodput_core::trace::Labels::new();
+        }
+    }
+    let rows = imported.trace.rows.len();
+    let limits = limits_for(rows, trace_bytes.len());
+    let options = AnalyzeOptions {
+        limits,
+        rows: false,
+        strict: false,
+    };
+    let analysis = analyze_bytes(&trace_bytes, options)?;
+    let verdicts: Vec<&str> = analysis
+        .judgements
+        .iter()
+        .map(|j| j.verdict.as_str())
+        .collect();
+    let comparison = compare_with(&imported, &analysis.receipt, &verdicts);
+    Ok(Outcome {
+        imported,
+        trace_bytes,
+        receipt: analysis.receipt,
+        comparison,
+    })
+}
+
+/// The trace's canonical bytes, written row by row: the same bytes as
+/// [`TraceDoc::to_bytes`], without building the whole document as a
+/// `serde_json::Value` tree first (about 1.5 KB per row, several times the
+/// text it becomes).
+pub fn trace_bytes(trace: &mut goodput_core::trace::write::TraceDoc) -> std::io::Result<Vec<u8>> {
+    let rows = std::mem::take(&mut trace.rows);
+    let envelope = trace.clone();
+    let mut out = Vec::new();
+    let written = envelope.write_streamed(rows.iter().cloned().map(Ok), &mut out);
+    trace.rows = rows;
+    written.map(|_| out)
+}
+
+/// The import step of both pipelines, with the aiperf summary applied.
+fn import_and_summary(
     source: Source,
     bytes: &[u8],
     options: &ImportOptions,
     aiperf_summary: Option<&[u8]>,
-) -> Result<Outcome, PipelineError> {
+) -> Result<Imported, PipelineError> {
     let rejected = |e: ImportError| PipelineError::Import {
         tool: source.name(),
         what: "the source file".into(),
@@ -141,10 +199,19 @@ pub fn pipeline(
             source: e,
         })?;
     }
-    let trace_bytes = imported
-        .trace
-        .to_bytes()
-        .map_err(PipelineError::Serialize)?;
+    Ok(imported)
+}
+
+/// Imports, serializes and judges: pure apart from nothing (no I/O), so the
+/// tests run the whole pipeline on bytes.
+pub fn pipeline(
+    source: Source,
+    bytes: &[u8],
+    options: &ImportOptions,
+    aiperf_summary: Option<&[u8]>,
+) -> Result<Outcome, PipelineError> {
+    let mut imported = import_and_summary(source, bytes, options, aiperf_summary)?;
+    let trace_bytes = trace_bytes(&mut imported.trace).map_err(PipelineError::Serialize)?;
     let limits = limits_for(imported.trace.rows.len(), trace_bytes.len());
     let analysis = analyze_bytes(
         &trace_bytes,

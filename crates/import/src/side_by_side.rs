@@ -51,8 +51,18 @@ pub struct FigurePair {
     pub receipt_field: String,
 }
 
-/// Pairs the tool's figures with the receipt's and explains each difference.
+/// Pairs the tool's figures with the receipt's and explains each difference
+/// (the receipt must carry its per-row verdicts).
 pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
+    let rows = receipt.rows.as_deref().unwrap_or(&[]);
+    let verdicts: Vec<&str> = rows.iter().map(|v| v.verdict.as_str()).collect();
+    compare_with(imported, receipt, &verdicts)
+}
+
+/// [`compare`] with the per-row verdicts given apart (`pass`, `miss`, … in
+/// trace order), so a receipt without its rows — a few bytes per row instead
+/// of each row's echo — is enough.
+pub fn compare_with(imported: &Imported, receipt: &Receipt, verdicts: &[&str]) -> Comparison {
     let r = &imported.reported;
     let all = &receipt.results.all;
     let window_s = (receipt.contract.window.end_ms - receipt.contract.window.start_ms) / 1000.0;
@@ -60,11 +70,11 @@ pub fn compare(imported: &Imported, receipt: &Receipt) -> Comparison {
     figures.extend(rate_figures(r, all, window_s));
     figures.extend(latency_figures(r, &all.latency));
 
-    let one_token = OneToken::count(imported, receipt);
+    let one_token = OneToken::count(imported, verdicts);
     let mut differences = cohort_notes(&r.tool, all);
     differences.extend(one_token.note(r));
     differences.extend(method_notes(r, all.latency.ttft_ms.n, window_s));
-    let fidelity = crate::fidelity::assess(imported, receipt);
+    let fidelity = crate::fidelity::assess(imported, verdicts);
     if let Some(tool_goodput) = r.goodput_per_s {
         differences.push(goodput_note(
             &fidelity,
@@ -223,9 +233,8 @@ struct OneToken {
 }
 
 impl OneToken {
-    /// Counts them by verdict (the receipt's rows are in trace order).
-    fn count(imported: &Imported, receipt: &Receipt) -> OneToken {
-        let verdicts = receipt.rows.as_deref().unwrap_or(&[]);
+    /// Counts them by verdict (the verdicts are in trace order).
+    fn count(imported: &Imported, verdicts: &[&str]) -> OneToken {
         let with_verdict = |verdict: &str| {
             imported
                 .trace
@@ -235,7 +244,7 @@ impl OneToken {
                 .filter(|(row, v)| {
                     row.status == RowStatus::Completed
                         && row.output_tokens == Some(1)
-                        && v.verdict == verdict
+                        && **v == verdict
                 })
                 .count() as u64
         };

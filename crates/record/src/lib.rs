@@ -51,6 +51,8 @@ pub mod output;
 pub mod scrape;
 // The recorder's error type.
 pub mod error;
+// The signals that end a recording (SIGINT, SIGTERM, SIGHUP).
+pub mod signal;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -63,7 +65,7 @@ use goodput_core::trace::write::{TraceDoc, TraceRow};
 use self::error::RecordError;
 use self::output::frame::{Frame, PromptMeta, Stop};
 use self::run::{Collector, Counters, Interrupt, RunOutcome};
-use self::scrape::Scraper;
+use self::scrape::{Scraper, SidecarFile};
 use self::transport::client::Transport;
 
 pub use self::plan::{
@@ -97,11 +99,12 @@ pub fn preflight(plan: &Plan) -> Result<(), RecordError> {
     .map_err(RecordError::Preflight)
 }
 
-/// Runs a validated plan against the real network, with Ctrl-C as the
-/// interrupt: scheduling stops, unfinished requests are kept (they become
-/// `in_flight` rows) and the outcome says when it was interrupted. Every
-/// ending goes to `collector` as it comes (`record` spools them). A single
-/// `record` and every point of a rate sweep go through here.
+/// Runs a validated plan against the real network, with SIGINT (Ctrl-C),
+/// SIGTERM or SIGHUP as the interrupt: scheduling stops, unfinished requests
+/// are kept (they become `in_flight` rows) and the outcome says when it was
+/// interrupted; the recording says by which signal. Every ending goes to
+/// `collector` as it comes (`record` spools them). A single `record` and
+/// every point of a rate sweep go through here.
 pub fn record(
     plan: &Plan,
     progress: Option<ProgressSink>,
@@ -109,21 +112,22 @@ pub fn record(
 ) -> Result<Recording, RecordError> {
     let transport = plan.endpoint.transport(plan.uri.clone())?;
     let retries = transport.retries();
+    let caught = Arc::new(Mutex::new(None));
+    let seen = caught.clone();
     let mut recording = execute_into(
         plan,
         transport,
-        || {
-            Box::pin(async {
-                if tokio::signal::ctrl_c().await.is_err() {
-                    // No signal handling on this platform: never interrupt.
-                    std::future::pending::<()>().await;
-                }
+        move || {
+            Box::pin(async move {
+                let got = signal::wait().await;
+                *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(got);
             })
         },
         progress,
         collector,
     )?;
     recording.outcome.keep_alive_retries = retries.load(Ordering::Relaxed);
+    recording.signal = *caught.lock().unwrap_or_else(|p| p.into_inner());
     Ok(recording)
 }
 
@@ -152,17 +156,23 @@ pub fn execute_into<T: Transport>(
     collector: &mut dyn Collector,
 ) -> Result<Recording, RecordError> {
     let runtime = one_event_loop()?;
-    let scraper = match &plan.metrics {
-        Some(m) => Some((m.clone(), m.transport(&plan.endpoint)?)),
+    let mut scraper = match &plan.metrics {
+        Some(m) => Some((
+            m.clone(),
+            m.transport(&plan.endpoint)?,
+            SidecarFile::create(&metrics_sidecar_path(&plan.out))?,
+        )),
         None => None,
     };
-    let scraped = Arc::new(Mutex::new(Vec::new()));
-    let (mut outcome, t0, start_late_ms) = runtime.block_on(async {
+    let (mut outcome, t0, start_late_ms, scraping) = runtime.block_on(async {
         let (t0, start_late_ms) = run::start::place_t0(plan.start_at_unix_ms);
+        // The scraper runs on its own thread and event loop: nothing it
+        // fetches or parses can delay a send on this one.
+        let scraping = scraper.take().map(|(m, transport, sidecar)| {
+            Scraper::start(m, transport, t0, sidecar, plan.endpoint.secrets.clone())
+        });
         let counters = Arc::new(Counters::default());
         let ticker = start_progress(plan, &progress, &counters, t0);
-        let scraper =
-            scraper.map(|(m, transport)| Scraper::start(m, transport, t0, scraped.clone()));
         let outcome = run::run_into(
             Arc::new(transport),
             Arc::new(plan.run.clone()),
@@ -172,25 +182,21 @@ pub fn execute_into<T: Transport>(
             collector,
         )
         .await;
-        if let Some(scraper) = scraper {
-            scraper.stop().await;
-        }
         stop_progress(ticker, progress.as_ref());
-        (outcome, t0, start_late_ms)
+        (outcome, t0, start_late_ms, scraping)
     });
+    // The scraper ends with the run; its sidecar is closed here.
+    let metrics = scraping.map(|started| started.and_then(Scraper::stop));
     if let (Some(start), Some(late)) = (plan.start_at_unix_ms, start_late_ms) {
         outcome.shard_clock = Some(run::start::shard_clock(start, late, t0));
     }
     // Requests still draining a body after cancellation are dropped here.
     runtime.shutdown_timeout(Duration::from_millis(200));
-    let metrics = plan.metrics.as_ref().map(|_| {
-        std::mem::take(
-            &mut *scraped
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
-    });
-    Ok(Recording { outcome, metrics })
+    Ok(Recording {
+        outcome,
+        metrics,
+        signal: None,
+    })
 }
 
 /// Turns a finished run into the trace document (pure).

@@ -1,8 +1,11 @@
 //! A comparison of two runs for people: a text table per block (the
-//! default) or Markdown for a pull request.
+//! default) or Markdown for a pull request. Class names come from the
+//! traces: the text escapes them for a terminal, the Markdown as Markdown
+//! (goodput_util::escape).
 
 use goodput_core::compare::{block_name, BlockComparison, Comparison, FigureComparison, Verdict};
 use goodput_core::intervals::percent;
+use goodput_util::escape;
 
 /// The text table of a comparison.
 pub fn render_text(c: &Comparison) -> String {
@@ -10,7 +13,7 @@ pub fn render_text(c: &Comparison) -> String {
     for block in &c.blocks {
         out.push_str(&format!(
             "\n{} (cohort {} vs {})\n",
-            title(block),
+            escape::terminal(&title(block)),
             block.cohort_a,
             block.cohort_b
         ));
@@ -36,7 +39,8 @@ pub fn render_text(c: &Comparison) -> String {
         }
     }
     out.push_str(&footer(c));
-    out
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&out).into_owned()
 }
 
 /// The Markdown of a comparison (one table per block).
@@ -63,7 +67,7 @@ pub fn render_markdown(c: &Comparison) -> String {
     for block in &c.blocks {
         out.push_str(&format!(
             "\n**{}** (cohort {} vs {})\n\n| figure | A | B | B − A [{} % interval] | verdict | detectable (80 % power) |\n|---|---:|---:|---|---|---|\n",
-            title(block),
+            escape::markdown(&title(block)),
             block.cohort_a,
             block.cohort_b,
             percent(c.confidence)

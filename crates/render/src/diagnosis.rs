@@ -68,7 +68,12 @@ pub fn counts(d: &ClassDiagnosis) -> String {
 
 /// One line: `diagnosis CLASS: counts → reading`.
 pub fn line(d: &ClassDiagnosis) -> String {
-    format!("diagnosis {}: {} → {}", d.class, counts(d), d.reading())
+    format!(
+        "diagnosis {}: {} → {}",
+        goodput_util::escape::terminal(&d.class),
+        counts(d),
+        d.reading()
+    )
 }
 
 /// Every class's line, or nothing when no class lost a request.
@@ -122,7 +127,12 @@ pub fn recovery(r: &Recovery) -> String {
         r.tolerance
     );
     for (name, c) in &r.classes {
-        let _ = writeln!(o, "  {name}: {}", recovery_figure(c));
+        let _ = writeln!(
+            o,
+            "  {}: {}",
+            goodput_util::escape::terminal(name),
+            recovery_figure(c)
+        );
         if let (Some(first), Some(last)) = (c.ttft_bins.first(), c.ttft_bins.last()) {
             let width = first.end_ms - first.start_ms;
             let cells: Vec<String> = c

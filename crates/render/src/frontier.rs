@@ -392,7 +392,11 @@ pub fn text(f: &Frontier) -> String {
         for (cell, w) in cells.iter().zip(TEXT_WIDTHS) {
             let _ = write!(l, "{cell:>w$} ");
         }
-        let _ = write!(l, " {}", fit(label, label_width));
+        let _ = write!(
+            l,
+            " {}",
+            fit(&goodput_util::escape::terminal(label), label_width)
+        );
         let _ = writeln!(o, "{}", l.trim_end());
     };
     line(&TEXT_HEAD.map(str::to_owned), "trace");
@@ -433,7 +437,8 @@ pub fn text(f: &Frontier) -> String {
          server kept up with, whatever the grace); goodput/s per window second; shares are of the \
          cohort; λW = completed/s × mean E2E (Little's law)",
     );
-    o
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&o).into_owned()
 }
 
 /// Writes `text` after a 10-column `head`, wrapped at [`MAX_TEXT_COLUMNS`]
@@ -456,10 +461,6 @@ fn wrap(o: &mut String, head: &str, text: &str) {
         fresh = false;
     }
     let _ = writeln!(o, "{line}");
-}
-
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
 }
 
 /// The Markdown table with the knee and capacity below it.
@@ -485,7 +486,7 @@ pub fn markdown(f: &Frontier) -> String {
         let c = text_cells(p, f.attainment);
         let _ = writeln!(
             o,
-            "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | `{}` |",
+            "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} |",
             c[0],
             c[1],
             p.completed_per_s,
@@ -496,7 +497,7 @@ pub fn markdown(f: &Frontier) -> String {
             c[6],
             c[7],
             c[8],
-            md_escape(&p.label)
+            goodput_util::escape::markdown_code(&p.label)
         );
     }
     let _ = writeln!(o);
@@ -565,11 +566,9 @@ impl Axis {
     }
 }
 
+/// SVG text and attribute values: the one HTML escaping.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    goodput_util::escape::html(s)
 }
 
 struct Panel {

@@ -39,7 +39,8 @@ pub fn render(d: &Decision) -> String {
     verdict_line(&mut o, d);
     explanations(&mut o, d);
     o.push_str(&crate::diagnosis::render(&d.diagnosis));
-    o
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&o).into_owned()
 }
 
 /// One numeric criterion, with its note.
@@ -65,7 +66,7 @@ fn check_line(o: &mut String, c: &Check) {
 /// A criterion's name, with its class when it judges one.
 fn check_name(c: &Check) -> String {
     match &c.class {
-        Some(class) => format!("{class}: {}", c.name),
+        Some(class) => format!("{}: {}", goodput_util::escape::terminal(class), c.name),
         None => c.name.to_owned(),
     }
 }

@@ -59,7 +59,8 @@ pub fn render(c: &Comparison, trace_path: &str, rows: usize, analyze: &str) -> S
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "next: {analyze}");
-    s
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&s).into_owned()
 }
 
 /// The comparison's first line when no `--slo` was given: the trace declares

@@ -44,5 +44,6 @@ pub fn render(report: &MutationReport) -> String {
         .mutations
         .iter()
         .all(|m| (m.status == Status::NotApplicable) == m.observed.is_none()));
-    o
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&o).into_owned()
 }

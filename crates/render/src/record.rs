@@ -163,7 +163,8 @@ pub fn render(
     server_metrics(&mut s, judged);
     bottleneck(&mut s, f, judged);
     s.push_str(&analyze_next(path, f.rows, bytes));
-    s
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&s).into_owned()
 }
 
 /// The first line when more than half of the rows failed for one reason,
@@ -511,6 +512,7 @@ mod tests {
                         kv_usage_mean: Some(1.0),
                         snapshots: 15,
                         gaps: 1,
+                        ..Peaks::default()
                     },
                 )),
             },

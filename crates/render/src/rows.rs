@@ -1,10 +1,14 @@
 //! The per-row verdicts for a person (`goodput analyze --rows` without
-//! `--json`): one line per row, in trace order, after the summary.
+//! `--json`): one line per row, in trace order, after the summary. Ids,
+//! classes and reasons come from the trace and are shown through
+//! [`terminal`] (escaped before they are cut, so the cut counts the
+//! characters as shown).
 
 use std::fmt::Write;
 
 use goodput_core::receipt::RowVerdict;
 
+use goodput_util::escape::terminal;
 use goodput_util::number::decimal;
 
 /// The longest id shown in full; longer ids are cut with `…`.
@@ -42,11 +46,11 @@ pub fn table(rows: &[RowVerdict], tpot_name: &str) -> String {
     for r in rows {
         let id =
             r.id.as_deref()
-                .map_or_else(|| "(no id)".to_owned(), |id| cut(id, ID_CHARS));
+                .map_or_else(|| "(no id)".to_owned(), |id| cut(&terminal(id), ID_CHARS));
         let class = r
             .class
             .as_deref()
-            .map_or_else(|| "—".to_owned(), |c| cut(c, 14));
+            .map_or_else(|| "—".to_owned(), |c| cut(&terminal(c), 14));
         let _ = writeln!(
             o,
             "     {:>6}  {:<24} {:<14} {:<9} {:>10} {:>9} {:>10}  {}",
@@ -60,11 +64,12 @@ pub fn table(rows: &[RowVerdict], tpot_name: &str) -> String {
             if r.reasons.is_empty() {
                 "—".to_owned()
             } else {
-                r.reasons.join(", ")
+                terminal(&r.reasons.join(", ")).into_owned()
             }
         );
     }
-    o
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&o).into_owned()
 }
 
 #[cfg(test)]

@@ -100,7 +100,7 @@ pub fn render(entries: &[SweepEntry]) -> String {
         let in_force: Vec<String> = e
             .classes
             .iter()
-            .map(|(name, g)| format!("{name} {}", gates(g)))
+            .map(|(name, g)| format!("{} {}", goodput_util::escape::terminal(name), gates(g)))
             .collect();
         let _ = writeln!(
             o,
@@ -114,7 +114,8 @@ pub fn render(entries: &[SweepEntry]) -> String {
     if let Some(fragility) = &first.fragility {
         render_fragility(&mut o, fragility, first.pass);
     }
-    o
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&o).into_owned()
 }
 
 fn render_fragility(o: &mut String, f: &Fragility, pass: u64) {

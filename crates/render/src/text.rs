@@ -1,11 +1,15 @@
 //! The receipt for a person: per class and for all rows, readable at 100
-//! columns. The JSON receipt is the record; this is a view of it.
+//! columns. The JSON receipt is the record; this is a view of it. Class
+//! names and reasons come from the trace: each is shown through
+//! [`terminal`], so none can move the cursor, retitle or clear the terminal.
 
 use goodput_core::analyze::InvalidRow;
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use goodput_core::receipt::{Block, ContractInfo, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE};
 use goodput_core::trace::ArrivalMode;
+use goodput_util::escape::terminal;
 use goodput_util::number::count;
 
 /// The summary's second line for a closed-loop trace (docs/contract.md §10.2).
@@ -52,7 +56,11 @@ fn top(map: &std::collections::BTreeMap<String, u64>, n: usize) -> String {
         return "none".to_owned();
     }
     v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let mut s: Vec<String> = v.iter().take(n).map(|(k, c)| format!("{k} {c}")).collect();
+    let mut s: Vec<String> = v
+        .iter()
+        .take(n)
+        .map(|(k, c)| format!("{} {c}", terminal(k)))
+        .collect();
     if v.len() > n {
         s.push(format!("+{} more", v.len() - n));
     }
@@ -108,22 +116,30 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     write_reasons(&mut o, &table);
     write_invalid_rows(&mut o, invalid_rows);
     o.push_str(&crate::diagnosis::sections(receipt));
-    o
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&o).into_owned()
 }
 
 /// What every table shares: its rows (`all`, then each class), the width
 /// of the name column, and what the per-token metric is called.
 struct Table<'a> {
-    blocks: Vec<(&'a str, &'a Block)>,
+    blocks: Vec<(Cow<'a, str>, &'a Block)>,
     width: usize,
     tpot_name: &'static str,
 }
 
 impl<'a> Table<'a> {
     fn new(receipt: &'a Receipt) -> Table<'a> {
-        let blocks: Vec<(&str, &Block)> = std::iter::once(("all", &receipt.results.all))
-            .chain(receipt.results.classes.iter().map(|(k, b)| (k.as_str(), b)))
-            .collect();
+        let blocks: Vec<(Cow<str>, &Block)> =
+            std::iter::once((Cow::Borrowed("all"), &receipt.results.all))
+                .chain(
+                    receipt
+                        .results
+                        .classes
+                        .iter()
+                        .map(|(k, b)| (terminal(k), b)),
+                )
+                .collect();
         let width = blocks
             .iter()
             .map(|(n, _)| n.chars().count())
@@ -219,7 +235,8 @@ fn write_gates(o: &mut String, c: &ContractInfo, tpot_name: &str) {
         };
         let _ = writeln!(
             o,
-            "{head:<9} {name}{default}: ttft {}, {tpot_name} {}, e2e {} (ms)",
+            "{head:<9} {}{default}: ttft {}, {tpot_name} {}, e2e {} (ms)",
+            terminal(name),
             gate(g.ttft_ms, rule),
             gate(g.tpot_ms, rule),
             gate(g.e2e_ms, rule)
@@ -305,7 +322,7 @@ fn write_latency(o: &mut String, t: &Table) {
             ("e2e", &b.latency.e2e_ms),
         ];
         for (i, (metric, s)) in rows.iter().enumerate() {
-            let label = if i == 0 { *name } else { "" };
+            let label = if i == 0 { name.as_ref() } else { "" };
             let _ = writeln!(
                 o,
                 "{label:<w$} {metric:<6} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",

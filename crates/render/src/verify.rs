@@ -56,6 +56,14 @@ pub fn render(r: &VerifyReport) -> String {
             format!("{contract} differences")
         }
     );
+    differences(&mut o, r);
+    verdict_line(&mut o, r);
+    // The net under the per-string escaping: no raw control byte leaves.
+    goodput_util::escape::terminal_lines(&o).into_owned()
+}
+
+/// Every difference by path (the first [`MAX_LISTED_DIFFERENCES`]).
+fn differences(o: &mut String, r: &VerifyReport) {
     if !r.differences.is_empty() {
         let _ = writeln!(o, "\nDIFFERENCES (path: receipt → recomputed)");
         for d in r.differences.iter().take(MAX_LISTED_DIFFERENCES) {
@@ -75,6 +83,10 @@ pub fn render(r: &VerifyReport) -> String {
             );
         }
     }
+}
+
+/// VERIFIED, or how many differences and whether the bytes differ.
+fn verdict_line(o: &mut String, r: &VerifyReport) {
     let _ = writeln!(
         o,
         "\n{}",
@@ -93,5 +105,4 @@ pub fn render(r: &VerifyReport) -> String {
             )
         }
     );
-    o
 }

@@ -12,6 +12,11 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+/// The largest `tokenizer.json` read: 256 MiB, several times the largest
+/// in use (tens of MB), so a FIFO or a device is refused at the limit
+/// instead of read without bound.
+pub const MAX_TOKENIZER_BYTES: u64 = 256 << 20;
+
 /// Why a tokenizer could not be loaded or used.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
@@ -22,6 +27,15 @@ pub enum TokenizerError {
         path: String,
         /// Why.
         source: std::io::Error,
+    },
+    /// The file is larger than [`MAX_TOKENIZER_BYTES`]; nothing past the
+    /// limit was read.
+    #[error("{path} is larger than {limit} bytes, the limit on a tokenizer.json")]
+    TooLarge {
+        /// The path as given.
+        path: String,
+        /// The limit in force.
+        limit: u64,
     },
     /// The file is not a usable `tokenizer.json`.
     #[error("{path} is not a usable tokenizer.json: {reason}")]
@@ -69,10 +83,17 @@ impl TokenCounter {
     /// Reads and parses a `tokenizer.json`.
     pub fn load(path: &Path) -> Result<TokenCounter, TokenizerError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| TokenizerError::Io {
-            path: shown.clone(),
-            source,
-        })?;
+        let bytes =
+            goodput_util::io::read_limited(&shown, MAX_TOKENIZER_BYTES).map_err(|e| match e {
+                goodput_util::io::ReadError::Io { source, .. } => TokenizerError::Io {
+                    path: shown.clone(),
+                    source,
+                },
+                goodput_util::io::ReadError::TooLarge { .. } => TokenizerError::TooLarge {
+                    path: shown.clone(),
+                    limit: MAX_TOKENIZER_BYTES,
+                },
+            })?;
         TokenCounter::from_bytes(&bytes).map_err(|reason| TokenizerError::Parse {
             path: shown,
             reason,

@@ -12,6 +12,18 @@ use serde_json::{Number, Value};
 
 const EXACT_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0; // 2^53
 
+/// What every JSON reader says of input that starts with a UTF-8
+/// byte-order mark (some Windows editors add one): JSON has none (RFC 8259
+/// §8.1), and serde_json's own word for it, "expected value (line 1,
+/// column 1)", sends the reader looking for a syntax error.
+pub const BOM_MESSAGE: &str = "the input starts with a UTF-8 byte-order mark (EF BB BF); \
+                               goodput reads JSON without one: remove it";
+
+/// Whether `bytes` start with a UTF-8 byte-order mark (EF BB BF).
+pub fn starts_with_bom(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0xEF, 0xBB, 0xBF])
+}
+
 /// Serializes `value` canonically (see the module docs).
 pub fn to_canonical_json<T: Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
     let mut tree = serde_json::to_value(value)?;

@@ -9,7 +9,10 @@
 //! - [`io`]: reading within a byte limit (before anything is parsed) and
 //!   writing atomically.
 //! - [`pointer`]: JSON-pointer escaping, for error messages that name where.
+//! - [`escape`]: one escaping function per output kind (terminal, Markdown,
+//!   CSV, HTML/SVG), so a trace's strings are shown, never run.
 
+pub mod escape;
 pub mod figures;
 pub mod io;
 pub mod json;

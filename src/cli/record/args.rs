@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::choices::{ApiArg, ArrivalArg};
-use goodput_record::workload::lengths::{LengthDist, LengthError};
+use goodput_record::workload::lengths::{LengthDist, LengthError, MAX_LENGTH};
 
 use crate::cli::duration::parse_duration;
 use crate::cli::flags::{parse_rate, Rate};
@@ -18,9 +18,14 @@ Exit status:
        the preflight found the server unreachable, TLS failing, 401/403 or
        404 (all checked before any request of the run is sent and before any
        trace is written; no partial file is ever left)
+  2    also: the disk filled during the run (sending stopped at once; the spool
+       written so far is kept), or the trace could not be written after it (the
+       spool is kept); the message names the `record --recover` command
   130  interrupted (Ctrl-C): scheduling stopped, unfinished requests were written
        in_flight, the window was cut at the interrupt, and the trace was written
        (in a rate sweep: the current point's trace; earlier points' traces stay)
+  143  the same, interrupted by SIGTERM (kill, Kubernetes, docker stop)
+  129  the same, interrupted by SIGHUP (the terminal closed)
 
 A rate list (--request-rate 5,10,20) is a sweep: one recording per rate, in order,
 seed + index each, --out a template containing {rate}, --cooldown between points;
@@ -45,6 +50,58 @@ records header names only. --extra-body and --insecure are written into the
 trace's workload. Prompts are never written: rows carry their length and a
 short hash. https:// goes through rustls (HTTP/1.1), trusting the system's
 roots unless --cacert FILE or --insecure is given.";
+
+/// The most distinct shared prefixes (`--prefix-groups`): each is held in
+/// memory, up to [`MAX_LENGTH`] tokens long.
+pub const MAX_PREFIX_GROUPS: u32 = 10_000;
+
+/// A length (or count) flag above its bound, or not a whole number.
+#[derive(Debug, thiserror::Error)]
+pub enum BoundError {
+    /// Not a whole number.
+    #[error("`{0}` is not a whole number")]
+    NotWhole(String),
+    /// Above the flag's bound.
+    #[error("{value} is above the bound of {bound} for {flag}")]
+    Above {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: u64,
+        /// The bound.
+        bound: u32,
+    },
+}
+
+/// Parses a whole number of at most `bound` for `flag` (zero is left to
+/// the flag's own check). Every length flag of `record` is bounded, so a
+/// huge value is refused here rather than aborting on an allocation.
+fn bounded(flag: &'static str, bound: u32, text: &str) -> Result<u32, BoundError> {
+    let value: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| BoundError::NotWhole(text.to_owned()))?;
+    u32::try_from(value)
+        .ok()
+        .filter(|&v| v <= bound)
+        .ok_or(BoundError::Above { flag, value, bound })
+}
+
+fn parse_random_input_len(text: &str) -> Result<u32, BoundError> {
+    bounded("--random-input-len", MAX_LENGTH, text)
+}
+
+fn parse_max_tokens(text: &str) -> Result<u32, BoundError> {
+    bounded("--max-tokens", MAX_LENGTH, text)
+}
+
+fn parse_prefix_tokens(text: &str) -> Result<u32, BoundError> {
+    bounded("--prefix-tokens", MAX_LENGTH, text)
+}
+
+fn parse_prefix_groups(text: &str) -> Result<u32, BoundError> {
+    bounded("--prefix-groups", MAX_PREFIX_GROUPS, text)
+}
 
 /// Parses `--input-tokens MEAN[:STD[:MIN:MAX]]`.
 fn parse_input_tokens(text: &str) -> Result<LengthDist, LengthError> {
@@ -125,11 +182,12 @@ pub struct RecordArgs {
     /// so far, the model's actual replies included.
     #[arg(long, num_args = 2, value_names = ["KIND", "FILE"])]
     pub dataset: Option<Vec<String>>,
-    /// Random prompts of N words (the default source, N = 128).
-    #[arg(long, value_name = "N")]
+    /// Random prompts of N words (the default source, N = 128; at most
+    /// 1,000,000, the bound on every length flag).
+    #[arg(long, value_name = "N", value_parser = parse_random_input_len)]
     pub random_input_len: Option<u32>,
-    /// `max_tokens` of every request (default: the server's).
-    #[arg(long, value_name = "N", conflicts_with_all = ["output_tokens", "replay"])]
+    /// `max_tokens` of every request (default: the server's; at most 1,000,000).
+    #[arg(long, value_name = "N", value_parser = parse_max_tokens, conflicts_with_all = ["output_tokens", "replay"])]
     pub max_tokens: Option<u32>,
     /// A Hugging Face tokenizer.json: prompt lengths become exact model
     /// tokens, and rows carry the client's `promptTokens` (read from the
@@ -146,11 +204,12 @@ pub struct RecordArgs {
     pub output_tokens: Option<LengthDist>,
     /// Start every random prompt with one of --prefix-groups fixed prefixes
     /// of N tokens (seeded choice); the prompt is the prefix plus
-    /// --input-tokens (or --random-input-len) more.
-    #[arg(long, value_name = "N", conflicts_with_all = ["prompts", "dataset", "replay"])]
+    /// --input-tokens (or --random-input-len) more (N at most 1,000,000).
+    #[arg(long, value_name = "N", value_parser = parse_prefix_tokens, conflicts_with_all = ["prompts", "dataset", "replay"])]
     pub prefix_tokens: Option<u32>,
-    /// Number of distinct shared prefixes (with --prefix-tokens; default 1).
-    #[arg(long, value_name = "K", requires = "prefix_tokens")]
+    /// Number of distinct shared prefixes (with --prefix-tokens; default 1,
+    /// at most 10,000).
+    #[arg(long, value_name = "K", value_parser = parse_prefix_groups, requires = "prefix_tokens")]
     pub prefix_groups: Option<u32>,
     /// Replay a timestamped trace: `mooncake FILE` (JSONL: timestamp in ms,
     /// input_length, output_length, hash_ids of 512-token blocks). Open loop

@@ -236,9 +236,10 @@ fn cool_down(
         ),
     )?;
     let point = search_point(search, index);
-    if cooldown(args.cooldown, progress.then_some(point)).is_err() {
+    if let Err(signal) = cooldown(args.cooldown, progress.then_some(point)) {
         return Err(Error::InterruptedSweep {
             written: written.iter().map(|(p, _)| p.clone()).collect(),
+            signal,
         });
     }
     Ok(())
@@ -298,11 +299,11 @@ fn record_point(
 ) -> Result<(Written, Option<Receipt>), Error> {
     match record_judged(p, progress, stdout) {
         Ok(done) => Ok(done),
-        Err(Error::Interrupted { path, rows }) => {
+        Err(Error::Interrupted { path, rows, signal }) => {
             let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
             written.push((path.clone(), Written { rows, bytes }));
             say(stdout, &format!("next: {}\n", frontier_command(written)))?;
-            Err(Error::Interrupted { path, rows })
+            Err(Error::Interrupted { path, rows, signal })
         }
         Err(e) => Err(e),
     }

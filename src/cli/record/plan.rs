@@ -28,13 +28,15 @@ use goodput_record::run::{Load, RunConfig};
 use goodput_record::schedule::phased::{phased_schedule, PhaseSpec};
 use goodput_record::schedule::{open_schedule, ArrivalProcess};
 use goodput_record::scrape::MetricsPlan;
-use goodput_record::transport::endpoint::{Endpoint, EndpointFlags};
+use goodput_record::transport::endpoint::{
+    public_url_text, split_userinfo, Endpoint, EndpointFlags, UserInfo,
+};
 use goodput_record::workload::body::{self, Api, BodyTemplate, PromptSource};
 use goodput_record::workload::extra_body::ExtraBody;
 use goodput_record::Plan;
 
 use crate::cli::flags::{parse_slo, usage, DEFAULT_SLO};
-use crate::cli::output::check_writable;
+use crate::cli::output::check_output;
 use crate::cli::release::{parse_phases, ResourcesFlag};
 
 use crate::cli::record::args::RecordArgs;
@@ -42,7 +44,6 @@ use crate::cli::record::scrape;
 use crate::cli::record::shard::{parse_shard, parse_start_at, INDEX_ENV};
 use crate::cli::record::workload::{self, ReplayFile};
 use goodput_record::output::frame::ShardTag;
-use sha2::{Digest, Sha256};
 
 /// Refused both when drawing the load and when splitting it for a shard.
 const SHARD_NEEDS_OPEN_LOOP: &str =
@@ -78,10 +79,10 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         start_at_unix_ms,
         &mut labels,
     );
-    let endpoint = connection(args, &target.uri, &mut labels)?;
+    let endpoint = connection(args, &target, &mut labels)?;
     let metrics = metrics_scrape(args, &target.uri, &endpoint, &mut labels)?;
     let template = request_body(args, target.model, &mut labels)?;
-    check_output(&args.out)?;
+    check_record_output(args)?;
     Ok(Plan {
         uri: target.uri,
         run: RunConfig {
@@ -111,33 +112,44 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     })
 }
 
-/// Resolves the endpoint URL: a bare base gets the --api path appended.
-pub fn endpoint_uri(url: &str, api: Api) -> Result<Uri, String> {
+/// Resolves the endpoint URL: a bare base gets the --api path appended, a
+/// query is kept (it goes with every request), and user info is taken off
+/// (it is sent as Basic auth: [`split_userinfo`]). Messages quote the URL
+/// without user info or query ([`public_url_text`]).
+pub fn endpoint_uri(url: &str, api: Api) -> Result<(Uri, Option<UserInfo>), String> {
+    let shown = public_url_text(url);
     let uri: Uri = url
         .parse()
-        .map_err(|e| format!("--url `{url}` is not a URL ({e})"))?;
+        .map_err(|e| format!("--url `{shown}` is not a URL ({e})"))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
-        _ => return Err(format!("--url `{url}` must start with http:// or https://")),
+        _ => {
+            return Err(format!(
+                "--url `{shown}` must start with http:// or https://"
+            ))
+        }
     }
     if uri.host().is_none() {
-        return Err(format!("--url `{url}` has no host"));
+        return Err(format!("--url `{shown}` has no host"));
     }
+    let (uri, userinfo) = split_userinfo(&uri);
     let path = uri.path().trim_end_matches('/');
     let new_path = if path.is_empty() {
         api.default_path().to_owned()
     } else if path.ends_with("/v1") {
         format!("{path}{}", &api.default_path()[3..])
     } else {
-        return Ok(uri);
+        return Ok((uri, userinfo));
     };
+    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
     let mut parts = uri.into_parts();
     parts.path_and_query = Some(
-        new_path
+        format!("{new_path}{query}")
             .parse()
-            .map_err(|e| format!("--url `{url}`: {e}"))?,
+            .map_err(|e| format!("--url `{shown}`: {e}"))?,
     );
-    Uri::from_parts(parts).map_err(|e| format!("--url `{url}`: {e}"))
+    let uri = Uri::from_parts(parts).map_err(|e| format!("--url `{shown}`: {e}"))?;
+    Ok((uri, userinfo))
 }
 
 /// Where requests go and which model they ask for.
@@ -146,6 +158,8 @@ struct Target {
     uri: Uri,
     /// `--model`.
     model: String,
+    /// The URL's user info, sent as Basic auth.
+    userinfo: Option<UserInfo>,
 }
 
 impl Target {
@@ -155,8 +169,12 @@ impl Target {
         let required = |what: &str| usage(format!("{what} is required"));
         let url = args.url.as_deref().ok_or_else(|| required("--url"))?;
         let model = args.model.clone().ok_or_else(|| required("--model"))?;
-        let uri = endpoint_uri(url, args.api.into()).map_err(usage)?;
-        Ok(Target { uri, model })
+        let (uri, userinfo) = endpoint_uri(url, args.api.into()).map_err(usage)?;
+        Ok(Target {
+            uri,
+            model,
+            userinfo,
+        })
     }
 }
 
@@ -579,17 +597,11 @@ fn shard_of(arrivals: Vec<f64>, s: ShardTag, labels: &mut Labels) -> Vec<f64> {
         .collect()
 }
 
-/// A short fingerprint of a schedule (sha256 of its instants' bits, 12 hex
-/// digits): shards of one schedule carry the same one, which `merge` checks.
+/// A short fingerprint of a schedule, the one `merge` recomputes from the
+/// merged rows' arrivals (`goodput_core::merge::schedule_hash`): shards of
+/// one schedule carry the same one.
 fn schedule_hash(arrivals_ms: &[f64]) -> String {
-    let mut h = Sha256::new();
-    for a in arrivals_ms {
-        h.update(a.to_bits().to_le_bytes());
-    }
-    h.finalize()[..6]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    goodput_core::merge::schedule_hash(arrivals_ms)
 }
 
 /// Declares the run in `labels` once its load and prompts are final: the
@@ -643,7 +655,7 @@ fn describe_run(
 /// trust (`--cacert`, `--insecure`), checked by [`Endpoint::from_flags`].
 /// Declared in `labels` by header names only: their values stay out of the
 /// trace.
-fn connection(args: &RecordArgs, uri: &Uri, labels: &mut Labels) -> Result<Endpoint, Error> {
+fn connection(args: &RecordArgs, target: &Target, labels: &mut Labels) -> Result<Endpoint, Error> {
     let api_key = std::env::var(&args.api_key_env)
         .ok()
         .filter(|k| !k.is_empty());
@@ -652,9 +664,10 @@ fn connection(args: &RecordArgs, uri: &Uri, labels: &mut Labels) -> Result<Endpo
         header_env: args.header_env.clone(),
         cacert: args.cacert.clone(),
         insecure: args.insecure,
+        userinfo: target.userinfo.clone(),
     };
-    let endpoint =
-        Endpoint::from_flags(uri, &flags, api_key, |v| std::env::var(v).ok()).map_err(usage)?;
+    let endpoint = Endpoint::from_flags(&target.uri, &flags, api_key, |v| std::env::var(v).ok())
+        .map_err(usage)?;
     endpoint.describe(labels);
     Ok(endpoint)
 }
@@ -724,16 +737,39 @@ fn max_tokens_flag(args: &RecordArgs) -> Option<&'static str> {
     }
 }
 
-/// `--out`: writable (probed), and no spool beside it (an earlier run's,
-/// to recover with `record --recover` or remove first).
-fn check_output(out: &Path) -> Result<(), Error> {
-    check_writable(out)?;
+/// `--out`: a regular file (or new, or a link to one), none of the run's
+/// input files, writable (probed); no spool beside it (an earlier run's, to
+/// recover with `record --recover` or remove first; something there that is
+/// not a regular file is named for what it is); and, with `--metrics`, a
+/// sidecar path that is a regular file too.
+fn check_record_output(args: &RecordArgs) -> Result<(), Error> {
+    let out = args.out.as_path();
+    let mut inputs: Vec<&Path> = [&args.prompts, &args.tokenizer, &args.cacert]
+        .into_iter()
+        .flatten()
+        .map(|p| p.as_path())
+        .collect();
+    for pair in [&args.dataset, &args.replay].into_iter().flatten() {
+        inputs.extend(pair.get(1).map(Path::new));
+    }
+    check_output("--out", out, &inputs)?;
     let spool = goodput_record::output::spool::spool_path(out);
-    if spool.exists() {
+    if std::fs::symlink_metadata(&spool).is_ok() {
+        goodput_util::io::output_target(&spool).map_err(|source| Error::Output {
+            what: "the spool".to_owned(),
+            source,
+        })?;
         return Err(goodput_record::output::spool::SpoolError::Exists {
             path: spool.display().to_string(),
         }
         .into());
+    }
+    if args.metrics {
+        let sidecar = goodput_record::metrics_sidecar_path(out);
+        goodput_util::io::check_output(&sidecar, &inputs).map_err(|source| Error::Output {
+            what: "the metrics sidecar".to_owned(),
+            source,
+        })?;
     }
     Ok(())
 }
@@ -749,7 +785,7 @@ mod tests {
 
     #[test]
     fn urls_get_the_api_path_only_when_bare() {
-        let u = |s: &str, api| endpoint_uri(s, api).map(|u| u.to_string());
+        let u = |s: &str, api| endpoint_uri(s, api).map(|(u, _)| u.to_string());
         assert_eq!(
             u("http://h:8000", Api::Chat),
             Ok("http://h:8000/v1/chat/completions".into())
@@ -770,7 +806,41 @@ mod tests {
             u("https://h", Api::Chat),
             Ok("https://h/v1/chat/completions".into())
         );
+        assert_eq!(
+            u("http://h/v1?api-version=2024-06", Api::Chat),
+            Ok("http://h/v1/chat/completions?api-version=2024-06".into())
+        );
+        assert_eq!(
+            u("http://h?key=Q", Api::Completions),
+            Ok("http://h/v1/completions?key=Q".into())
+        );
+        assert_eq!(
+            u("http://h/gen?key=Q", Api::Chat),
+            Ok("http://h/gen?key=Q".into())
+        );
         assert!(u("ftp://h", Api::Chat).is_err());
         assert!(u("h:8000", Api::Chat).is_err());
+    }
+
+    #[test]
+    fn user_info_is_taken_off_and_never_quoted() {
+        let (uri, info) =
+            endpoint_uri("http://alice:PASS%2F1@h:8000/gen?key=QSECRET", Api::Chat).unwrap();
+        assert_eq!(uri.to_string(), "http://h:8000/gen?key=QSECRET");
+        let info = info.unwrap();
+        assert_eq!(
+            (info.user.as_str(), info.password.as_str()),
+            ("alice", "PASS/1")
+        );
+        let err = endpoint_uri("ftp://alice:PASSWD1@h/gen?key=QSECRET", Api::Chat).unwrap_err();
+        assert_eq!(
+            err,
+            "--url `ftp://h/gen?…` must start with http:// or https://"
+        );
+        let err = endpoint_uri("http://alice:PASSWD1@h/ g?key=QSECRET", Api::Chat).unwrap_err();
+        assert!(
+            err.starts_with("--url `http://h/ g?…` is not a URL ("),
+            "{err}"
+        );
     }
 }

@@ -33,6 +33,7 @@ use std::time::Duration;
 use crate::cli::error::Error;
 use goodput_core::trace::Scalar;
 use goodput_record::run::Load;
+use goodput_record::signal::StopSignal;
 use goodput_record::workload::body::PromptSource;
 use goodput_record::{Plan, Written};
 use goodput_render::record::frontier_next;
@@ -109,9 +110,11 @@ pub fn plan_sweep(args: &RecordArgs) -> Result<Vec<Plan>, Error> {
     Ok(plans)
 }
 
-/// Waits `cooldown`; `Err(())` when Ctrl-C came first. With `progress`, the
-/// wait is shown on standard error as the cooldown before that point.
-pub(crate) fn cooldown(pause: Duration, progress: Option<Point>) -> Result<(), ()> {
+/// Waits `cooldown`; `Err(signal)` when SIGINT, SIGTERM or SIGHUP came
+/// first (the run before installed their handlers, so a signal here must be
+/// waited for, or it would be swallowed). With `progress`, the wait is shown
+/// on standard error as the cooldown before that point.
+pub(crate) fn cooldown(pause: Duration, progress: Option<Point>) -> Result<(), StopSignal> {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -125,7 +128,8 @@ pub(crate) fn cooldown(pause: Duration, progress: Option<Point>) -> Result<(), (
         let sleep = tokio::time::sleep(pause);
         tokio::pin!(sleep);
         let mut tick = tokio::time::interval(Duration::from_millis(250));
-        let mut signals = true;
+        let signal = goodput_record::signal::wait();
+        tokio::pin!(signal);
         loop {
             tokio::select! {
                 () = &mut sleep => return Ok(()),
@@ -134,11 +138,7 @@ pub(crate) fn cooldown(pause: Duration, progress: Option<Point>) -> Result<(), (
                         d.at(started.elapsed());
                     }
                 }
-                r = tokio::signal::ctrl_c(), if signals => match r {
-                    Ok(()) => return Err(()),
-                    // No signal handling here: just wait.
-                    Err(_) => signals = false,
-                },
+                got = &mut signal => return Err(got),
             }
         }
     })
@@ -167,12 +167,13 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
                 ),
             )?;
             let point = Point::Sweep { k: index + 1, n };
-            if cooldown(args.cooldown, progress.then_some(point)).is_err() {
+            if let Err(signal) = cooldown(args.cooldown, progress.then_some(point)) {
                 if !written.is_empty() {
                     say(stdout, &frontier_next(&written))?;
                 }
                 return Err(Error::InterruptedSweep {
                     written: written.into_iter().map(|(p, _)| p).collect(),
+                    signal,
                 });
             }
         }
@@ -190,11 +191,11 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         let point = Point::Sweep { k: index + 1, n };
         match record_one(p, progress.then_some(point), stdout) {
             Ok(w) => written.push((path, w)),
-            Err(Error::Interrupted { path, rows }) => {
+            Err(Error::Interrupted { path, rows, signal }) => {
                 let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
                 written.push((path.clone(), Written { rows, bytes }));
                 say(stdout, &frontier_next(&written))?;
-                return Err(Error::Interrupted { path, rows });
+                return Err(Error::Interrupted { path, rows, signal });
             }
             Err(e) => return Err(e),
         }

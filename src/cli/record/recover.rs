@@ -9,7 +9,7 @@ use goodput_record::output::recover::recover;
 use goodput_render::record::analyze_command;
 
 use crate::cli::exit::EXIT_OK;
-use crate::cli::output::{check_writable, emit};
+use crate::cli::output::{check_output, emit};
 
 use crate::cli::record::args::RecordArgs;
 
@@ -19,7 +19,8 @@ pub fn run(args: &RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let Some(spool) = &args.recover else {
         return Err(Error::Usage("--recover needs a spool".into()));
     };
-    check_writable(&args.out)?;
+    // Written over the spool, the trace would destroy what it recovers from.
+    check_output("--out", &args.out, &[spool.as_path()])?;
     let r = recover(spool, &args.out)?;
     let path = args.out.display().to_string();
     let unknown = if r.first_token_unknown > 0 {
@@ -34,7 +35,7 @@ pub fn run(args: &RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let text = format!(
         "recovered {} rows to {path} ({} bytes): {} from the spool as they were, \
          {} dispatched without an ending (in_flight; {} with their first token), \
-         {} due but not proven sent (notSent); window cut at {:.3} ms{unknown}\n  \
+         {} due but not proven sent (notSent); {}{unknown}\n  \
          the spool {} is left as it was\nnext: {}\n",
         r.built.written.rows,
         r.built.written.bytes,
@@ -42,7 +43,12 @@ pub fn run(args: &RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         r.unended,
         r.with_first_token,
         r.not_sent,
-        r.cut_ms,
+        if r.run_ended {
+            // The spool holds the run's end: nothing was cut.
+            "the run had ended (only its trace was not written): its window is kept".to_owned()
+        } else {
+            format!("window cut at {:.3} ms", r.cut_ms)
+        },
         spool.display(),
         analyze_command(&path, r.built.written.rows, r.built.written.bytes)
     );

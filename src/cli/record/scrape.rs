@@ -1,18 +1,13 @@
 //! `record --metrics`: the scrape plan from the flags (endpoint, interval),
-//! and the sidecar written beside the trace with its sha256 in the trace's
-//! workload. The scraping itself is the library's
+//! and the sidecar the recorder streamed beside the trace, with its sha256
+//! in the trace's workload. The scraping itself is the library's
 //! ([`goodput_core::server_metrics`]).
 
-use std::path::Path;
-
 use hyper::Uri;
-use sha2::{Digest, Sha256};
 
 use crate::cli::error::Error;
-use goodput_core::server_metrics::{sidecar_bytes, MetricsLine};
 use goodput_core::trace::{Labels, Scalar};
-use goodput_record::metrics_sidecar_path;
-use goodput_record::scrape::{MetricsPlan, MIN_INTERVAL};
+use goodput_record::scrape::{MetricsPlan, WrittenSidecar, MIN_INTERVAL};
 use goodput_record::transport::endpoint::Endpoint;
 use goodput_record::transport::tls::{client_config, Trust};
 
@@ -94,37 +89,25 @@ pub fn public_url(uri: &Uri) -> String {
     )
 }
 
-/// Writes the sidecar beside the trace at `out` (atomically) and records it
-/// in `workload`: file name, sha256, snapshots and gaps.
-pub fn write_sidecar(
-    out: &Path,
-    lines: &[MetricsLine],
-    workload: &mut Labels,
-) -> Result<(), Error> {
-    let path = metrics_sidecar_path(out);
-    let bytes = sidecar_bytes(lines);
-    goodput_util::io::write_atomic(&path, &bytes).map_err(|source| Error::Write {
-        path: path.display().to_string(),
-        source,
-    })?;
-    let sha = Sha256::digest(&bytes);
-    let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
-    let name = path
+/// Records the sidecar the run wrote beside the trace in `workload`: file
+/// name, sha256 (of the file's bytes, computed as its lines were written),
+/// snapshots and gaps.
+pub fn record_sidecar(written: &WrittenSidecar, workload: &mut Labels) {
+    let name = written
+        .path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let gaps = lines.iter().filter(|l| l.error.is_some()).count();
     let mut put = |k: &str, v: Scalar| {
         workload.insert(k.to_owned(), v);
     };
     put("metricsFile", Scalar::String(name));
-    put("metricsSha256", Scalar::String(hex));
+    put("metricsSha256", Scalar::String(written.sha256.clone()));
     put(
         "metricsSnapshots",
-        Scalar::Number((lines.len() - gaps) as f64),
+        Scalar::Number(written.peaks.snapshots as f64),
     );
-    put("metricsGaps", Scalar::Number(gaps as f64));
-    Ok(())
+    put("metricsGaps", Scalar::Number(written.peaks.gaps as f64));
 }
 
 #[cfg(test)]

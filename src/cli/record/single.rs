@@ -19,8 +19,10 @@ use crate::cli::output::emit;
 use crate::cli::record::progress::Point;
 
 /// One recording of a validated plan: run it against the real network, write
-/// the trace and the summary. Ctrl-C ends it with [`Error::Interrupted`] after
-/// writing; a recorder that dies leaves the spool for `record --recover`.
+/// the trace and the summary. SIGINT, SIGTERM or SIGHUP ends it with
+/// [`Error::Interrupted`] after writing; a recorder that dies, a spool write
+/// that fails (which stops the run) and a trace that cannot be written
+/// leave the spool for `record --recover`.
 /// `progress` names the point for the display on standard error (`None`:
 /// no display, as when it is not a terminal).
 pub fn record_one(
@@ -44,20 +46,34 @@ pub fn record_judged(
     let mut writer = SpoolWriter::create(&spool_file, &spool::header(plan))?;
     let recording = goodput_record::record(plan, sink, &mut writer)?;
     if let Err(e) = writer.finish() {
-        // Rows after the failure are lost, so recovering this spool would
-        // call finished requests in flight: it is removed, not left.
-        let _ = std::fs::remove_file(&spool_file);
+        // The failed write stopped the run at once; the spool so far is the
+        // only record of it and stays (a recovery cuts it where it ends).
         return Err(match e {
-            SpoolError::Io { path, source } => Error::Write { path, source },
+            SpoolError::Io { path, source } => Error::SpoolFailed {
+                spool: path,
+                source,
+            },
             other => other.into(),
         });
     }
+    // From here on the run is over and its spool ends with its `end` line:
+    // whatever fails keeps the spool and says how to recover it.
+    let kept = |cause: Error| Error::SpoolKept {
+        spool: spool_file.display().to_string(),
+        cause: Box::new(cause),
+    };
     let outcome = &recording.outcome;
     let mut extra = Labels::new();
-    if let Some(lines) = &recording.metrics {
-        crate::cli::record::scrape::write_sidecar(&plan.out, lines, &mut extra)?;
+    let sidecar = match recording.metrics {
+        Some(Ok(written)) => Some(written),
+        Some(Err(e)) => return Err(kept(e.into())),
+        None => None,
+    };
+    if let Some(written) = &sidecar {
+        crate::cli::record::scrape::record_sidecar(written, &mut extra);
     }
-    let built = spool::finish_run(plan, outcome, &spool_file, &Stop::of(outcome), &extra)?;
+    let built = spool::finish_run(plan, outcome, &spool_file, &Stop::of(outcome), &extra)
+        .map_err(|e| kept(e.into()))?;
     // The trace is safe on disk: the spool has done its job.
     std::fs::remove_file(&spool_file).map_err(|source| Error::Write {
         path: spool_file.display().to_string(),
@@ -66,16 +82,15 @@ pub fn record_judged(
     let path = plan.out.display().to_string();
     let receipt = judge(&plan.out, built.written.rows);
     let interrupted = outcome.interrupted_at_ms.is_some();
-    let sidecar = goodput_record::metrics_sidecar_path(&plan.out)
+    let sidecar_path = goodput_record::metrics_sidecar_path(&plan.out)
         .display()
         .to_string();
     let judged = Judged {
         smallest_gate_ms: goodput_record::output::summary::smallest_gate_ms(plan.classes.values()),
         saturation: receipt.as_ref().map(|r| &r.results.all.saturation),
-        server: recording
-            .metrics
+        server: sidecar
             .as_ref()
-            .map(|lines| (sidecar.as_str(), goodput_core::server_metrics::peaks(lines))),
+            .map(|written| (sidecar_path.as_str(), written.peaks)),
     };
     let text = goodput_render::record::render(
         &built.figures,
@@ -90,6 +105,10 @@ pub fn record_judged(
         return Err(Error::Interrupted {
             path,
             rows: built.written.rows,
+            // Only a signal interrupts `record` (a broken spool returned above).
+            signal: recording
+                .signal
+                .unwrap_or(goodput_record::signal::StopSignal::Interrupt),
         });
     }
     Ok((built.written, receipt))

@@ -65,6 +65,11 @@ pub struct ClaimedReceipt {
 
 /// Reads a receipt's bytes as a claimed receipt of a supported schema.
 pub fn read_receipt(bytes: &[u8]) -> Result<ClaimedReceipt, VerifyError> {
+    if goodput_util::json::starts_with_bom(bytes) {
+        return Err(VerifyError::NotAReceipt(
+            goodput_util::json::BOM_MESSAGE.to_owned(),
+        ));
+    }
     let mut tree: Value =
         serde_json::from_slice(bytes).map_err(|e| VerifyError::NotJson(e.to_string()))?;
     normalize_numbers(&mut tree);

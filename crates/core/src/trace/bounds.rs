@@ -11,5 +11,8 @@ pub const MAX_SPAN_MS: f64 = 86_400_000.0;
 pub const MAX_OUTPUT_TOKENS: f64 = 1e9;
 /// The longest row id, in Unicode code points.
 pub const MAX_ID_CHARS: usize = 128;
+/// The longest class name, in Unicode code points: bounded like an id, so
+/// a name repeated in every table of a report cannot make it unbounded.
+pub const MAX_CLASS_CHARS: usize = 128;
 /// The schema tag a trace must carry.
 pub const TRACE_SCHEMA: &str = "goodput-trace/1";

@@ -88,7 +88,9 @@ impl Rejection {
         let message = if pointer.is_empty() {
             message.to_string()
         } else {
-            format!("{pointer} {message}")
+            // The sentence is for a person: a key inside the pointer is
+            // shown with its control characters escaped.
+            format!("{} {message}", goodput_util::escape::terminal(&pointer))
         };
         Rejection {
             pointer,

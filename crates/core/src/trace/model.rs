@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use crate::trace::bounds::{
-    MAX_ABS_TIMESTAMP_MS, MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
+    MAX_ABS_TIMESTAMP_MS, MAX_CLASS_CHARS, MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS,
+    TRACE_SCHEMA,
 };
 
 /// How a value sitting exactly on its gate is judged. The trace must declare it:

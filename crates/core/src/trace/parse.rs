@@ -223,6 +223,9 @@ struct Cursor {
 /// Reads `bytes` as a trace document. Fails only when the bytes are not one
 /// readable JSON value (docs/contract.md §4.2); everything else is left to `validate`.
 pub fn parse(bytes: &[u8]) -> Result<RawDocument, Rejection> {
+    if goodput_util::json::starts_with_bom(bytes) {
+        return Err(Rejection::at("", goodput_util::json::BOM_MESSAGE));
+    }
     let cursor = Cursor::default();
     let mut strings = Interner::default();
     let mut de = serde_json::Deserializer::from_slice(bytes);

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::trace::model::{
     Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, MAX_ABS_TIMESTAMP_MS,
-    MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
+    MAX_CLASS_CHARS, MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
 };
 use crate::trace::parse::{Interner, RawDocument, RawRow, RawStatus, RowsField, Slot};
 use crate::trace::{Limits, Rejection};
@@ -382,6 +382,16 @@ fn classes(m: &Members) -> Result<BTreeMap<String, Gates>, Rejection> {
         if name.is_empty() {
             return Err(Rejection::at(ptr, "is an empty class name"));
         }
+        // At most 128 bytes means at most 128 code points: count only long names.
+        if name.len() > MAX_CLASS_CHARS && name.chars().count() > MAX_CLASS_CHARS {
+            return Err(Rejection::at(
+                ptr,
+                format_args!(
+                    "is a class name of {} characters; at most {MAX_CLASS_CHARS} are allowed",
+                    name.chars().count()
+                ),
+            ));
+        }
         classes.insert(name.clone(), class_gates(gates_v, &ptr)?);
     }
     Ok(classes)
@@ -431,7 +441,10 @@ fn default_class(
         Some(Value::String(s)) if classes.contains_key(s) => Ok(Some(s.clone())),
         Some(Value::String(s)) => Err(Rejection::at(
             "/defaultClass",
-            format_args!("names \"{s}\", which is not a declared class"),
+            format_args!(
+                "names \"{}\", which is not a declared class",
+                goodput_util::escape::terminal(s)
+            ),
         )),
         Some(other) => Err(Rejection::at(
             "/defaultClass",

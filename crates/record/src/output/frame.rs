@@ -111,6 +111,9 @@ pub struct Stop {
     pub keep_alive_retries: u64,
     /// The trace was rebuilt from the spool of a recorder that died.
     pub recovered: bool,
+    /// Recovered from a spool that holds the run's end: the run finished and
+    /// only its trace was not written.
+    pub run_ended: bool,
     /// A shard's own clock figures.
     pub shard_clock: Option<ShardClock>,
 }
@@ -123,6 +126,7 @@ impl Stop {
             planned: outcome.planned,
             keep_alive_retries: outcome.keep_alive_retries,
             recovered: false,
+            run_ended: false,
             shard_clock: outcome.shard_clock,
         }
     }
@@ -295,6 +299,9 @@ impl Frame {
         }
         if stop.recovered {
             workload.insert("recovered".into(), Scalar::Bool(true));
+        }
+        if stop.run_ended {
+            workload.insert("runEnded".into(), Scalar::Bool(true));
         }
         workload
     }

@@ -30,8 +30,17 @@
 //!   every row without an ending says so (`firstTokenUnknown: true`), and
 //!   the analyzer does not judge its TTFT at the horizon.
 //!
+//! - **A spool that ends with the run's `end` line** belongs to a run that
+//!   finished (to its horizon, or at an interrupt) and whose trace was then
+//!   not written (a full disk): it is recovered as the run ended, with its
+//!   rows, its planned count and its interrupt if there was one (never an
+//!   invented one), and says `recovered: true` and `runEnded: true`.
+//!
 //! A torn last line (the process died mid-write) is dropped; any other line
-//! that cannot be read is refused with its line number.
+//! that cannot be read is refused with its line number, and so is a line
+//! the recorder never writes (an instant past the planned horizon and its
+//! drain, a dispatch count past the schedule, an arrival off the schedule:
+//! [`spool::Scan::impossible`]): the trace would claim what no recorder saw.
 
 use std::path::Path;
 
@@ -61,12 +70,16 @@ pub struct Recovered {
     /// Rows without an ending marked `firstTokenUnknown` (a spool from
     /// before first-token lines).
     pub first_token_unknown: usize,
+    /// The spool holds the run's end: it finished, and only its trace was
+    /// not written (the window is the run's, not cut at `cut_ms`).
+    pub run_ended: bool,
 }
 
 /// Recovers the trace of the spool at `spool` into `out` (atomically); the
 /// spool itself is left as it is.
 pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, RecordError> {
     let scan = spool::scan(spool_file)?;
+    scan.refuse_impossible(spool_file)?;
     let header = &scan.header;
     let frame = &header.frame;
     let cut_ms = scan.last_instant_ms;
@@ -75,7 +88,8 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, RecordError> 
         return recover_sessions(spool_file, &scan, layout, out);
     }
     let (rows, planned) = rows_and_planned(spool_file, &scan, dispatched)?;
-    let stop = recovered_stop(cut_ms, planned);
+    let rows = ended_rows(&scan, rows);
+    let stop = recovered_stop(&scan, planned);
     let meta = |index: usize| {
         let global = frame.shard.map_or(index, |s| s.global(index));
         meta_or_blank(header.prompts.meta(global))
@@ -163,6 +177,7 @@ fn recovered(scan: &spool::Scan, built: Built, rows: usize, not_sent: usize) -> 
         } else {
             without_ending
         },
+        run_ended: scan.end.is_some(),
     }
 }
 
@@ -200,16 +215,29 @@ fn rows_and_planned(
     Ok((due.max(dispatched).max(seen).min(scheduled), scheduled))
 }
 
-/// How a recovered run stopped: cut at `cut_ms` as by an interrupt, with
-/// `planned` requests planned, and marked recovered.
-fn recovered_stop(cut_ms: f64, planned: usize) -> Stop {
+/// How a recovered run stopped, marked recovered: as its `end` line says
+/// when the run finished (only its trace was not written), else cut at the
+/// last instant the spool proves, as by an interrupt, with `planned`
+/// requests planned.
+fn recovered_stop(scan: &spool::Scan, planned: usize) -> Stop {
+    let (interrupted_at_ms, planned) = match scan.end {
+        Some(end) => (end.interrupted_at_ms, end.planned),
+        None => (Some(scan.last_instant_ms), planned),
+    };
     Stop {
-        interrupted_at_ms: Some(cut_ms),
+        interrupted_at_ms,
         planned,
         keep_alive_retries: 0,
         recovered: true,
+        run_ended: scan.end.is_some(),
         shard_clock: None,
     }
+}
+
+/// The rows of a recovered run: those its `end` line counts when the run
+/// finished (never fewer than the spool holds endings for), else `rows`.
+fn ended_rows(scan: &spool::Scan, rows: usize) -> usize {
+    scan.end.map_or(rows, |end| end.rows.max(scan.end_index))
 }
 
 /// A prompt's meta as spooled, or a blank one when the spool has none.
@@ -260,8 +288,8 @@ fn recover_sessions(
         .checked_sub(1)
         .map_or(0, |i| session_of(i) + 1);
     let sessions = due.max(dispatched).max(last_seen).min(starts.len());
-    let rows = layout.offsets[sessions];
-    let stop = recovered_stop(cut_ms, total);
+    let rows = ended_rows(scan, layout.offsets[sessions]).min(total);
+    let stop = recovered_stop(scan, total);
     let meta = |index: usize| meta_or_blank(header.prompts.meta(index));
     let unended = |index: usize| -> TraceRow {
         let s = session_of(index);

@@ -26,6 +26,16 @@
 //!   and the file is flushed to the operating system with it, so a dead
 //!   process loses at most the last quarter second (a power cut can lose
 //!   more: the spool is not fsynced).
+//! - `{"end": {"atMs": t, "interruptedAtMs": i, "planned": p, "rows": r}}`:
+//!   the run is over (written once, after the last mark, and flushed): it
+//!   stopped observing at `t`, was interrupted at `i` (absent: it ran to its
+//!   horizon), planned `p` requests and its trace gets `r` rows. A spool
+//!   whose trace could not be written ends with it, and its recovery writes
+//!   the run as it finished, not as cut where it died.
+//!
+//! A write that fails (a full disk) stops the run at once, as an interrupt
+//! does ([`Collector::broken`]): the spool written so far stays, for
+//! `record --recover`, and nothing is sent whose row would be lost.
 //!
 //! Building the trace from the spool reads it twice: once to learn the
 //! token mode (one document cannot mix usage and chunk counts), which
@@ -51,7 +61,7 @@ use crate::exchange::{Ending, FailReason, Observation};
 use crate::output::frame::{Frame, PromptMeta, Stop};
 use crate::output::summary::{Figures, ScheduleDraw, Tally};
 use crate::plan::{Plan, Written};
-use crate::run::{Collector, Finished, FirstToken, Load, RunOutcome};
+use crate::run::{Collector, Finished, FirstToken, Load, RunEnd, RunOutcome};
 use crate::workload::body::PromptSource;
 
 /// The tag of the spool's header line.
@@ -264,6 +274,7 @@ enum Line {
         at_ms: f64,
         dispatched: usize,
     },
+    End(RunEnd),
 }
 
 /// A spooled failure reason that no [`FailReason`] writes.
@@ -351,11 +362,12 @@ impl SpoolRow {
 }
 
 /// Appends a run's endings to its spool (the runner's [`Collector`]). The
-/// first write error is kept and reported by [`SpoolWriter::finish`]; the
-/// run goes on meanwhile (its requests are already out).
+/// first write error is kept and reported by [`SpoolWriter::finish`]; it
+/// breaks the collector, so the run stops sending at once (the requests
+/// already out are cut off in flight, like at an interrupt).
 pub struct SpoolWriter {
     path: PathBuf,
-    file: BufWriter<File>,
+    file: BufWriter<Box<dyn Write>>,
     error: Option<io::Error>,
     /// `first` lines carry the arrival (the header has no schedule).
     first_arrival: bool,
@@ -366,8 +378,14 @@ pub struct SpoolWriter {
 impl SpoolWriter {
     /// Creates the spool (refusing to overwrite one) and writes its header.
     pub fn create(path: &Path, header: &Header) -> Result<SpoolWriter, SpoolError> {
+        let file = Self::create_file(path)?;
+        Self::with_writer(path, Box::new(file), header)
+    }
+
+    /// Creates the spool file itself, refusing to overwrite one.
+    fn create_file(path: &Path) -> Result<File, SpoolError> {
         let shown = path.display().to_string();
-        let file = File::options()
+        File::options()
             .write(true)
             .create_new(true)
             .open(path)
@@ -379,8 +397,20 @@ impl SpoolWriter {
                     path: shown.clone(),
                     source,
                 },
-            })?;
-        let mut file = BufWriter::with_capacity(1 << 16, file);
+            })
+    }
+
+    /// A spool named `path` written to `writer` (the file [`create`] opened;
+    /// a test's writer that fails like a full disk), its header first.
+    ///
+    /// [`create`]: SpoolWriter::create
+    pub fn with_writer(
+        path: &Path,
+        writer: Box<dyn Write>,
+        header: &Header,
+    ) -> Result<SpoolWriter, SpoolError> {
+        let shown = path.display().to_string();
+        let mut file = BufWriter::with_capacity(1 << 16, writer);
         let io_err = |source| SpoolError::Io {
             path: shown.clone(),
             source,
@@ -438,6 +468,23 @@ impl Collector for SpoolWriter {
 
     fn mark(&mut self, at_ms: f64, dispatched: usize) {
         self.append(&Line::Mark { at_ms, dispatched });
+        self.flush();
+    }
+
+    fn end(&mut self, end: &RunEnd) {
+        self.append(&Line::End(*end));
+        self.flush();
+    }
+
+    fn broken(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+impl SpoolWriter {
+    /// Hands what is buffered to the operating system, keeping the first
+    /// error.
+    fn flush(&mut self) {
         if self.error.is_none() {
             if let Err(e) = self.file.flush() {
                 self.error = Some(e);
@@ -465,9 +512,18 @@ pub struct Scan {
     pub end_index: usize,
     /// Bytes of complete lines (a torn last line after a crash is not counted).
     pub complete_bytes: u64,
+    /// How the run ended, when the spool got that far (its trace was then
+    /// not written: the disk, or the recorder, failed after the run).
+    pub end: Option<RunEnd>,
     ended: Vec<u64>,
     /// The first tokens of requests without an ending, by index.
     firsts: BTreeMap<usize, SpooledFirst>,
+    /// The first line the recorder could never have written, `(line, why)`:
+    /// an instant past the planned horizon and its drain, a dispatch count
+    /// past the schedule, an arrival that is not the schedule's. A recovery
+    /// refuses the spool for it ([`Scan::refuse_impossible`]); a finishing
+    /// run, whose recorder wrote the spool itself, does not ask.
+    pub impossible: Option<(usize, String)>,
 }
 
 impl Scan {
@@ -605,11 +661,16 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
         ended_count: 0,
         end_index: 0,
         complete_bytes: 0,
+        end: None,
         ended: Vec::new(),
         firsts: BTreeMap::new(),
+        impossible: None,
     };
     let mut all_usage = true;
     while let Some(line) = lines.next()? {
+        if scan.impossible.is_none() {
+            scan.impossible = impossible_line(&scan.header, &line).map(|why| (lines.number, why));
+        }
         match line {
             Line::First(first) => scan.first(first).map_err(|m| lines.bad(m.to_string()))?,
             Line::Ended(row) => {
@@ -625,6 +686,10 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
                 scan.last_mark = Some((at_ms, dispatched));
                 scan.marks.push((at_ms, dispatched));
             }
+            Line::End(end) => {
+                scan.last_instant_ms = scan.last_instant_ms.max(end.at_ms);
+                scan.end = Some(end);
+            }
         }
     }
     scan.tokens = if all_usage {
@@ -634,6 +699,83 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
     };
     scan.complete_bytes = lines.bytes;
     Ok(scan)
+}
+
+/// How long after the planned horizon a recorder may still write: the
+/// drain of requests cut at the horizon and the final mark (milliseconds in
+/// practice; a minute leaves room for a stalled machine). A line proving
+/// the recorder alive later than that is not one it wrote.
+pub const DRAIN_ALLOWANCE_MS: f64 = 60_000.0;
+
+/// Why `line` is one the recorder of `header` never writes, if it is: an
+/// instant past the planned horizon (window end plus grace) and
+/// [`DRAIN_ALLOWANCE_MS`]; a mark counting more dispatched requests
+/// (sessions) than the schedule holds; an ending or first token whose
+/// arrival is not the schedule's entry for its index (open loop: the
+/// recorder writes that entry itself, and a line holds the shortest decimal
+/// that reads back to it, so equality is exact).
+fn impossible_line(header: &Header, line: &Line) -> Option<String> {
+    let frame = &header.frame;
+    let horizon_ms = frame.window_end_ms + frame.grace_ms;
+    let (what, at_ms) = match line {
+        Line::Mark { at_ms, .. } => ("a mark", *at_ms),
+        Line::First(f) => (
+            "a first token",
+            f.sent_ms.map_or(f.at_ms, |s| s.max(f.at_ms)),
+        ),
+        Line::Ended(row) => ("an ending", row.last_instant_ms()),
+        Line::End(end) => ("the run's end", end.at_ms),
+    };
+    if at_ms > horizon_ms + DRAIN_ALLOWANCE_MS {
+        return Some(format!(
+            "{what} at {at_ms} ms, past the planned horizon ({horizon_ms} ms) by more than the \
+             recorder's {} s drain: the recorder never writes one",
+            DRAIN_ALLOWANCE_MS / 1000.0
+        ));
+    }
+    let planned = match &header.sessions {
+        Some(layout) => Some((layout.starts_ms.len(), "sessions")),
+        None => frame
+            .open_loop
+            .then_some((header.arrivals_ms.len(), "requests")),
+    };
+    if let (Line::Mark { dispatched, .. }, Some((planned, unit))) = (line, planned) {
+        if *dispatched > planned {
+            return Some(format!(
+                "a mark counts {dispatched} dispatched, but the schedule holds {planned} {unit}"
+            ));
+        }
+    }
+    if !frame.open_loop || header.sessions.is_some() {
+        return None;
+    }
+    let (index, arrival_ms) = match line {
+        Line::Ended(row) => (row.index, Some(row.arrival_ms)),
+        Line::First(f) => (f.index, f.arrival_ms),
+        Line::Mark { .. } | Line::End(_) => return None,
+    };
+    let scheduled = header.arrivals_ms.get(index)?;
+    match arrival_ms {
+        Some(a) if a != *scheduled => Some(format!(
+            "request {index} arrives at {a} ms, but the schedule has it at {scheduled} ms"
+        )),
+        _ => None,
+    }
+}
+
+impl Scan {
+    /// Refuses the spool when a line of it is one the recorder never writes
+    /// (see [`Scan::impossible`]), naming the file and the line.
+    pub fn refuse_impossible(&self, path: &Path) -> Result<(), SpoolError> {
+        match &self.impossible {
+            Some((line, why)) => Err(SpoolError::Bad {
+                path: path.display().to_string(),
+                line: *line,
+                message: why.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Why a spool line contradicts the lines before it (the spool's reader
@@ -727,7 +869,7 @@ pub fn rows<'a>(
                         return Some(Err(io::Error::other(lines.bad(unknown.to_string()))))
                     }
                 },
-                Ok(Some(Line::Mark { .. } | Line::First(_))) => {}
+                Ok(Some(Line::Mark { .. } | Line::First(_) | Line::End(_))) => {}
                 Ok(None) => {
                     return Some(Err(io::Error::other(format!(
                         "{}: request {index} ended but its line is gone (the spool changed while it was read)",

@@ -15,11 +15,11 @@ use std::sync::Arc;
 use hyper::Uri;
 use serde::{Deserialize, Serialize};
 
-use goodput_core::server_metrics::MetricsLine;
 use goodput_core::trace::{Equality, Gates, Labels, Phase, Resources};
 
+use crate::error::RecordError;
 use crate::run::{Load, RunConfig, RunOutcome};
-use crate::scrape::MetricsPlan;
+use crate::scrape::{MetricsPlan, WrittenSidecar};
 use crate::transport::endpoint::Endpoint;
 
 /// A validated recording plan.
@@ -64,8 +64,12 @@ pub struct Plan {
 pub struct Recording {
     /// The run.
     pub outcome: RunOutcome,
-    /// One line per scrape (with `--metrics`), in order.
-    pub metrics: Option<Vec<MetricsLine>>,
+    /// The sidecar written beside the trace (with `--metrics`), or why it
+    /// could not be: its lines went to disk as they came, none is held.
+    pub metrics: Option<Result<WrittenSidecar, RecordError>>,
+    /// The signal that interrupted the run ([`record`](crate::record) only;
+    /// `None` when none did, or when the interrupt was the caller's own).
+    pub signal: Option<crate::signal::StopSignal>,
 }
 
 /// The sidecar's path for a trace at `out`: `t.json` → `t.metrics.jsonl`.

@@ -190,6 +190,33 @@ pub trait Collector {
     /// `dispatched` requests' dispatch, happened by `at_ms` (called every
     /// [`MARK_EVERY`] and once at the end; the spool flushes here).
     fn mark(&mut self, _at_ms: f64, _dispatched: usize) {}
+    /// The run is over (called once, after the last [`Collector::mark`]):
+    /// how it ended. The spool writes it down, so a recovery can tell a run
+    /// that finished (and whose trace then failed to be written) from one
+    /// that died.
+    fn end(&mut self, _end: &RunEnd) {}
+    /// The collector can no longer keep what it is handed (the spool's disk
+    /// is full): the run stops at once, as at an interrupt, so no request
+    /// is sent whose row would be lost.
+    fn broken(&self) -> bool {
+        false
+    }
+}
+
+/// How a run ended, as its collector is told at the end.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunEnd {
+    /// When observation ended, ms since t0.
+    pub at_ms: f64,
+    /// When an interrupt stopped the run, ms since t0 (`None`: it ran to
+    /// its horizon).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_at_ms: Option<f64>,
+    /// Requests the full schedule held (open loop), or were issued (closed loop).
+    pub planned: usize,
+    /// Rows the trace gets.
+    pub rows: usize,
 }
 
 /// How often a run tells its collector how far it got.
@@ -432,7 +459,14 @@ pub async fn run_into<T: Transport>(
             rows: issued,
         },
     };
-    collector.mark(clock.now_ms(), issued);
+    let at_ms = clock.now_ms();
+    collector.mark(at_ms, issued);
+    collector.end(&RunEnd {
+        at_ms,
+        interrupted_at_ms,
+        planned: layout.planned,
+        rows: layout.rows,
+    });
     RunOutcome {
         results: Vec::new(),
         arrivals_ms: layout.arrivals_ms,
@@ -570,8 +604,8 @@ impl Observer {
 
     /// Hands every first token and ending to `collector` (with a mark every
     /// [`MARK_EVERY`]) until every request has reported, stopping the run at
-    /// the horizon or at `interrupt`; returns when an interrupt stopped it,
-    /// ms since t0.
+    /// the horizon, at `interrupt` or when the collector breaks; returns
+    /// when an interrupt (or the broken collector) stopped it, ms since t0.
     async fn observe(
         &self,
         results: &mut mpsc::UnboundedReceiver<Report>,
@@ -610,6 +644,11 @@ impl Observer {
                     interrupted_at_ms = Some(now);
                     self.stop(now);
                 }
+            }
+            if interrupted_at_ms.is_none() && !horizon_passed && collector.broken() {
+                let now = clock.now_ms();
+                interrupted_at_ms = Some(now);
+                self.stop(now);
             }
         }
         if !dispatcher_done {

@@ -12,8 +12,13 @@
 //! 2. when the kept bytes were cut, drop a trailing piece that could be the
 //!    start of a secret (a secret straddling the cut);
 //! 3. replace every occurrence of every secret — each `--header` /
-//!    `--header-env` value and the API key, raw and JSON-escaped — by
-//!    `[redacted]`;
+//!    `--header-env` value and the token after its auth scheme, decoded
+//!    Basic credentials and their parts, the API key, the `--url` user
+//!    info and query values — in every form a server may echo (raw,
+//!    JSON-escaped, percent-encoded, base64: see
+//!    [`crate::transport::secret_forms`]) by `[redacted]`; secrets under
+//!    [`MIN_SECRET_CHARS`] characters are not redacted (they would shred
+//!    ordinary text);
 //! 4. turn control characters into spaces, collapse runs of whitespace, trim;
 //! 5. keep the first [`ERROR_TEXT_CHARS`] characters;
 //! 6. if any secret still occurs in the result (a one-character secret that
@@ -26,6 +31,8 @@
 use std::time::Duration;
 
 use crate::transport::client::ResponseBody;
+pub use crate::transport::secret_forms::MIN_SECRET_CHARS;
+use crate::transport::secret_forms::{self, forms};
 
 /// The row label holding the server's error text.
 pub const LABEL: &str = "errorText";
@@ -83,24 +90,31 @@ impl std::fmt::Debug for Secrets {
 }
 
 impl Secrets {
-    /// The secrets among `values` (empty ones are dropped).
+    /// The secrets among `values`, each in every form a server may echo
+    /// ([`secret_forms::forms`]); values under [`MIN_SECRET_CHARS`]
+    /// characters are dropped.
     pub fn new(values: impl IntoIterator<Item = String>) -> Secrets {
-        let mut forms = Vec::new();
-        for value in values.into_iter().filter(|v| !v.is_empty()) {
-            let escaped = serde_json::to_string(&value).unwrap_or_default();
-            let escaped = escaped
-                .strip_prefix('"')
-                .and_then(|e| e.strip_suffix('"'))
-                .unwrap_or("");
-            if !escaped.is_empty() && escaped != value {
-                forms.push(escaped.to_owned());
-            }
-            forms.push(value);
-        }
+        let mut forms: Vec<String> = values.into_iter().flat_map(|v| forms(&v)).collect();
         // Longest first, so a secret containing another is replaced whole.
         forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         forms.dedup();
         Secrets { forms }
+    }
+
+    /// The secrets of header values: each value whole, the token after its
+    /// auth scheme, and decoded Basic credentials
+    /// ([`secret_forms::pieces_of_header`]), with `others` (the API key,
+    /// the URL's user info and query values) as given.
+    pub fn of_credentials<'a>(
+        header_values: impl IntoIterator<Item = &'a str>,
+        others: impl IntoIterator<Item = String>,
+    ) -> Secrets {
+        Secrets::new(
+            header_values
+                .into_iter()
+                .flat_map(secret_forms::pieces_of_header)
+                .chain(others),
+        )
     }
 
     /// Whether any secret occurs in `text`.
@@ -210,12 +224,12 @@ mod tests {
     use super::*;
 
     fn secrets() -> Secrets {
-        Secrets::new(["tok-123".to_owned(), "k\"q".to_owned(), String::new()])
+        Secrets::new(["tok-123".to_owned(), "k\"qq".to_owned(), String::new()])
     }
 
     #[test]
     fn secrets_are_replaced_raw_and_json_escaped() {
-        let body = br#"{"error":{"message":"bad key tok-123 and k\"q for tok-1234"}}"#;
+        let body = br#"{"error":{"message":"bad key tok-123 and k\"qq for tok-1234"}}"#;
         assert_eq!(
             label(body, false, &secrets()).as_deref(),
             Some(r#"{"error":{"message":"bad key [redacted] and [redacted] for [redacted]4"}}"#)
@@ -249,9 +263,9 @@ mod tests {
 
     #[test]
     fn a_secret_that_survives_redaction_drops_the_label() {
-        // The secret "d" is inside "[redacted]" itself.
-        let s = Secrets::new(["d".to_owned()]);
-        assert_eq!(label(b"bad key d", false, &s), None);
+        // The secret "acted" is inside "[redacted]" itself.
+        let s = Secrets::new(["acted".to_owned()]);
+        assert_eq!(label(b"bad key acted", false, &s), None);
         assert_eq!(format!("{s:?}"), "Secrets(1 forms, redacted)");
     }
 
@@ -265,5 +279,79 @@ mod tests {
         assert_eq!(head.label(&secrets()), None);
         // Without that secret, the five bytes are only text.
         assert_eq!(head.label(&Secrets::default()).as_deref(), Some("tok-1"));
+    }
+
+    /// The issue's echoes, each for the credential that the run was given.
+    fn redacted(header: &str, body: &str) -> Option<String> {
+        let secrets = Secrets::of_credentials([header], []);
+        label(body.as_bytes(), false, &secrets)
+    }
+
+    #[test]
+    fn the_token_after_any_auth_scheme_is_redacted() {
+        assert_eq!(
+            redacted("Bearer SECRET123", "invalid credentials: SECRET123").as_deref(),
+            Some("invalid credentials: [redacted]")
+        );
+        assert_eq!(
+            redacted("Token SECRET123", r#"{"detail":"bad token SECRET123"}"#).as_deref(),
+            Some(r#"{"detail":"bad token [redacted]"}"#)
+        );
+        assert_eq!(
+            redacted("Bearer SECRET123", "key=SECRET123&x=1").as_deref(),
+            Some("key=[redacted]&x=1")
+        );
+    }
+
+    #[test]
+    fn decoded_basic_credentials_and_their_parts_are_redacted() {
+        // base64("alice:SECRET123") = "YWxpY2U6U0VDUkVUMTIz".
+        let header = "Basic YWxpY2U6U0VDUkVUMTIz";
+        assert_eq!(
+            redacted(header, "invalid credentials: alice:SECRET123").as_deref(),
+            Some("invalid credentials: [redacted]")
+        );
+        assert_eq!(
+            redacted(
+                header,
+                "user alice, password SECRET123, b64 YWxpY2U6U0VDUkVUMTIz"
+            )
+            .as_deref(),
+            Some("user [redacted], password [redacted], b64 [redacted]")
+        );
+        // Percent-encoded, as a redirect's Location would carry it.
+        assert_eq!(
+            redacted(header, "Location: /login?u=alice%3ASECRET123").as_deref(),
+            Some("Location: /login?u=[redacted]")
+        );
+    }
+
+    #[test]
+    fn json_escaped_and_url_encoded_api_keys_are_redacted() {
+        let secrets = Secrets::of_credentials([], ["sk-AB/CD+EF==".to_owned()]);
+        let body = r#"{"error":"no key sk-AB\/CD+EF== (sent sk-AB%2FCD%2BEF%3D%3D)"}"#;
+        assert_eq!(
+            label(body.as_bytes(), false, &secrets).as_deref(),
+            Some(r#"{"error":"no key [redacted] (sent [redacted])"}"#)
+        );
+        let secrets = Secrets::of_credentials([], ["pässwörd".to_owned()]);
+        let body = r#"{"e":"pässwörd? p%C3%A4ssw%C3%B6rd"}"#;
+        assert_eq!(
+            label(body.as_bytes(), false, &secrets).as_deref(),
+            Some(r#"{"e":"[redacted]? [redacted]"}"#)
+        );
+    }
+
+    #[test]
+    fn secrets_under_four_characters_are_not_redacted() {
+        // "Bearer abc" is a secret (10 characters); its token "abc" is not.
+        assert_eq!(
+            redacted("Bearer abc", "abc: Bearer abc").as_deref(),
+            Some("abc: [redacted]")
+        );
+        assert_eq!(
+            redacted("1", "error 1 of 1").as_deref(),
+            Some("error 1 of 1")
+        );
     }
 }

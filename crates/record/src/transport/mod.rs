@@ -7,4 +7,5 @@ pub mod endpoint;
 pub mod error_text;
 pub mod headers;
 pub mod preflight;
+pub mod secret_forms;
 pub mod tls;

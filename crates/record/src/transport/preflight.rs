@@ -17,7 +17,7 @@
 //! Stops: unreachable (refused, no route, closed before answering), a TLS
 //! failure, 401/403 at either step, 404 at step 2, or no answer within
 //! [`PREFLIGHT_TIMEOUT`] (or `--timeout`, when shorter). The line names the
-//! URL and, for an HTTP answer, the server's own error text, redacted like
+//! URL (without user info or query: [`public_url`]) and, for an HTTP answer, the server's own error text, redacted like
 //! row labels. `--no-preflight` skips all of it.
 
 use std::time::Duration;
@@ -26,6 +26,7 @@ use bytes::Bytes;
 use hyper::Uri;
 
 use crate::transport::client::{Head, HyperTransport, SendError};
+use crate::transport::endpoint::public_url;
 use crate::transport::error_text::{read_head, Secrets};
 use crate::transport::tls::TlsFailure;
 
@@ -186,8 +187,13 @@ pub fn models_uri(endpoint: &Uri) -> Uri {
         Some(i) => &path[..i],
         None => path.strip_suffix("/v1").unwrap_or(""),
     };
+    // The endpoint's query goes along (`?api-version=…`, `?key=…`).
+    let query = endpoint
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
     let mut parts = endpoint.clone().into_parts();
-    parts.path_and_query = format!("{base}/v1/models").parse().ok();
+    parts.path_and_query = format!("{base}/v1/models{query}").parse().ok();
     Uri::from_parts(parts).unwrap_or_else(|_| endpoint.clone())
 }
 
@@ -200,7 +206,7 @@ async fn probe(
 ) -> Probe {
     match tokio::time::timeout(wait, request).await {
         Err(_) => Probe::TimedOut,
-        Ok(Err(e)) => Probe::Failed(e),
+        Ok(Err(e)) => Probe::Failed(redact_send_error(e, secrets)),
         Ok(Ok((head, mut body))) => {
             let status = head.status;
             let text = if (200..300).contains(&status) {
@@ -215,6 +221,16 @@ async fn probe(
     }
 }
 
+/// `e` with its words (the client's, which may quote what the server sent)
+/// redacted like error text.
+fn redact_send_error(e: SendError, secrets: &Secrets) -> SendError {
+    match e {
+        SendError::Connect(why) => SendError::Connect(secrets.redact(&why)),
+        SendError::Disconnected(why) => SendError::Disconnected(secrets.redact(&why)),
+        other => other,
+    }
+}
+
 /// Runs the preflight against `transport` (a transport of its own, so no
 /// pooled connection outlives this runtime). `one_token` is the body of the
 /// fallback request.
@@ -225,14 +241,14 @@ pub async fn check(
     wait: Duration,
 ) -> Result<(), PreflightError> {
     let models = models_uri(transport.uri());
-    let models_url = models.to_string();
+    let models_url = public_url(&models);
     let got = probe(transport.get(models), wait, secrets).await;
     let standard = standard_endpoint(transport.uri());
     match judge_models(&models_url, &got, standard, wait) {
         Step::Pass => Ok(()),
         Step::Stop(e) => Err(e),
         Step::Fallback => {
-            let url = transport.uri().to_string();
+            let url = public_url(transport.uri());
             let got = probe(
                 crate::transport::client::Transport::send(transport, one_token),
                 wait,
@@ -255,7 +271,7 @@ pub fn check_blocking(
         .enable_all()
         .build()
         .map_err(|e| PreflightError::Unreachable {
-            url: transport.uri().to_string(),
+            url: public_url(transport.uri()),
             why: format!("cannot start the async runtime: {e}"),
         })?;
     let result = runtime.block_on(check(transport, one_token, secrets, wait));
@@ -281,6 +297,10 @@ mod tests {
             "http://h/gateway/v1/models"
         );
         assert_eq!(m("http://h/custom/generate"), "http://h/v1/models");
+        assert_eq!(
+            m("http://h/v1/chat/completions?api-version=2024-06&key=QSECRET"),
+            "http://h/v1/models?api-version=2024-06&key=QSECRET"
+        );
         let standard = |s: &str| standard_endpoint(&s.parse().unwrap());
         assert!(standard("http://h/v1/chat/completions"));
         assert!(standard("http://h/gw/v1/completions"));

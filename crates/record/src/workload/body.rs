@@ -234,6 +234,23 @@ pub enum PromptError {
     /// No usable prompt at all.
     #[error("{0} holds no usable prompt")]
     Empty(String),
+    /// The file is larger than the limit ([`crate::workload::MAX_INPUT_BYTES`]
+    /// for `--prompts`); nothing past it was read.
+    #[error("{path} is larger than {limit} bytes, the limit on a --prompts file")]
+    TooLarge {
+        /// The path as given.
+        path: String,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// The file is not UTF-8.
+    #[error("{path}: not UTF-8 ({source})")]
+    NotUtf8 {
+        /// The path as given.
+        path: String,
+        /// Where.
+        source: std::string::FromUtf8Error,
+    },
 }
 
 #[derive(Deserialize)]
@@ -249,8 +266,24 @@ enum JsonlLine {
 
 /// Reads a JSONL prompt file.
 pub fn load_jsonl(path: &Path) -> Result<Vec<Prompt>, PromptError> {
+    load_jsonl_within(path, crate::workload::MAX_INPUT_BYTES)
+}
+
+/// [`load_jsonl`] with its byte limit: a larger file (or a FIFO, a device
+/// that never ends) is refused once `limit` is passed, never read whole.
+pub fn load_jsonl_within(path: &Path, limit: u64) -> Result<Vec<Prompt>, PromptError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| PromptError::Io {
+    let bytes = goodput_util::io::read_limited(&shown, limit).map_err(|e| match e {
+        goodput_util::io::ReadError::Io { source, .. } => PromptError::Io {
+            path: shown.clone(),
+            source,
+        },
+        goodput_util::io::ReadError::TooLarge { .. } => PromptError::TooLarge {
+            path: shown.clone(),
+            limit,
+        },
+    })?;
+    let text = String::from_utf8(bytes).map_err(|source| PromptError::NotUtf8 {
         path: shown.clone(),
         source,
     })?;
@@ -487,6 +520,49 @@ mod tests {
     fn prompt_hash_is_twelve_hex_digits_of_sha256() {
         // sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
         assert_eq!(prompt_hash("abc"), "ba7816bf8f01");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_endless_prompt_source_is_refused_at_the_limit_not_read_whole() {
+        // /dev/zero never ends: read_limited stops one byte past the limit.
+        let err = load_jsonl_within(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "/dev/zero is larger than 1048576 bytes, the limit on a --prompts file"
+        );
+        // A FIFO whose writer would go on for 64 MiB: refused at 1 MiB, the
+        // writer then sees the reader gone.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("p.fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            return; // no mkfifo here: the /dev/zero case stands.
+        }
+        let writer_path = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(writer_path)
+                .unwrap();
+            let chunk = vec![b' '; 1 << 16];
+            let mut written = 0usize;
+            while written < 64 << 20 && f.write_all(&chunk).is_ok() {
+                written += chunk.len();
+            }
+            written
+        });
+        let err = load_jsonl_within(&fifo, 1 << 20).unwrap_err();
+        assert!(
+            matches!(err, PromptError::TooLarge { limit: 1048576, .. }),
+            "{err}"
+        );
+        let written = writer.join().unwrap();
+        assert!(
+            written < 64 << 20,
+            "the whole FIFO was read: {written} bytes"
+        );
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub mod sessions;
 pub mod text;
 
 /// The tokenizer lives below both the recorder and the sim.
+use std::path::Path;
+
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -71,6 +73,48 @@ pub enum WorkloadError {
     /// The file holds nothing usable.
     #[error("{0} holds no usable entry")]
     Empty(String),
+    /// The file is larger than its limit ([`MAX_INPUT_BYTES`],
+    /// [`MAX_DATASET_BYTES`]); nothing past the limit was read.
+    #[error("{path} is larger than {limit} bytes, the limit on a {flag} file")]
+    TooLarge {
+        /// The path as given.
+        path: String,
+        /// The flag that named it.
+        flag: &'static str,
+        /// The limit in force.
+        limit: u64,
+    },
+}
+
+/// The largest `--prompts` or `--replay` file `record` reads: 256 MiB, far
+/// more prompts or entries than a run sends, while a FIFO, a device
+/// (`/dev/zero`) or a runaway file is refused once the limit is passed
+/// instead of read without bound. A regular file over it is refused from
+/// its size, before reading.
+pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+/// The largest `--dataset` file: 1 GiB, room for the largest public
+/// dataset in common use (ShareGPT V3, ~650 MB); refused the same way.
+pub const MAX_DATASET_BYTES: u64 = 1 << 30;
+
+/// Reads an input file of `record` (named by `flag`) within `limit` bytes.
+pub(crate) fn read_input(
+    path: &Path,
+    flag: &'static str,
+    limit: u64,
+) -> Result<Vec<u8>, WorkloadError> {
+    let shown = path.display().to_string();
+    goodput_util::io::read_limited(&shown, limit).map_err(|e| match e {
+        goodput_util::io::ReadError::Io { source, .. } => WorkloadError::Io {
+            path: shown.clone(),
+            source,
+        },
+        goodput_util::io::ReadError::TooLarge { .. } => WorkloadError::TooLarge {
+            path: shown.clone(),
+            flag,
+            limit,
+        },
+    })
 }
 
 /// One request's prompt, prepared: its segments and what goes with them.

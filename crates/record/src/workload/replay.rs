@@ -63,12 +63,8 @@ struct RawEntry {
 
 /// Reads a mooncake JSONL file.
 pub fn load(path: &Path) -> Result<Replay, WorkloadError> {
-    let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| WorkloadError::Io {
-        path: shown.clone(),
-        source,
-    })?;
-    parse(&shown, &bytes)
+    let bytes = crate::workload::read_input(path, "--replay", crate::workload::MAX_INPUT_BYTES)?;
+    parse(&path.display().to_string(), &bytes)
 }
 
 /// Parses the bytes of a mooncake JSONL file (`shown` names it in errors).

@@ -4,21 +4,9 @@
 use goodput_core::receipt::{Block, Receipt};
 
 /// Escapes text for HTML text and double- or single-quoted attributes.
-/// Every trace-derived string goes through this.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Every trace-derived string goes through this: the one HTML escaping,
+/// `goodput_util::escape::html`, shared with the frontier's SVG.
+pub use goodput_util::escape::html as escape;
 
 /// The metric label of TPOT in force (chunk cadence when tokens are chunks;
 /// per client token when a client-side tokenizer counted them).

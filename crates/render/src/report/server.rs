@@ -101,13 +101,20 @@ pub(super) fn section(o: &mut String, a: &Analysis, lines: Option<&[MetricsLine]
 /// mean across engines 70 %)".
 pub fn peak_text(p: &goodput_core::server_metrics::Peaks) -> String {
     let mut parts = Vec::new();
-    if let Some(w) = p.waiting {
+    let odd = &p.implausible;
+    if let Some(o) = odd.waiting {
+        parts.push(format!("waiting {}", implausible(o, COUNT_RULE)));
+    } else if let Some(w) = p.waiting {
         parts.push(format!("waiting {}", short(w)));
     }
-    if let Some(r) = p.running {
+    if let Some(o) = odd.running {
+        parts.push(format!("running {}", implausible(o, COUNT_RULE)));
+    } else if let Some(r) = p.running {
         parts.push(format!("running {}", short(r)));
     }
-    if let Some(k) = p.kv_usage {
+    if let Some(o) = odd.kv_usage {
+        parts.push(format!("KV use {}", implausible(o, "not a fraction 0–1")));
+    } else if let Some(k) = p.kv_usage {
         // Never `100 %` for a use that is not full (the shared display rule).
         let share = |x: f64| goodput_util::figures::percent_short(x.clamp(0.0, 1.0), None);
         let mut kv = format!("KV use {}", share(k));
@@ -124,6 +131,25 @@ pub fn peak_text(p: &goodput_core::server_metrics::Peaks) -> String {
     } else {
         format!("Peak {}.", parts.join(", "))
     }
+}
+
+/// What a count must be (`goodput_core::server_metrics::MAX_PLAUSIBLE_COUNT`).
+const COUNT_RULE: &str = "not a whole count 0–1e9";
+
+/// "implausible (1e308 in 1 snapshot, not a whole count 0–1e9)": a value
+/// no server reports, named instead of shown as a figure. Large and tiny
+/// magnitudes are written with an exponent, never as hundreds of digits.
+fn implausible(o: goodput_core::server_metrics::Odd, rule: &str) -> String {
+    let v = o.value;
+    let shown = if v != 0.0 && !(1e-3..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        short(v)
+    };
+    format!(
+        "implausible ({shown} in {}, {rule})",
+        count(o.snapshots as u64, "snapshot")
+    )
 }
 
 /// One panel: label, frame, the series as polylines broken at gaps.
@@ -210,5 +236,20 @@ mod tests {
             ..kv(0.5, 0.0)
         };
         assert_eq!(peak_text(&old), "Peak KV use 50 %.");
+    }
+
+    #[test]
+    fn implausible_values_are_named_not_shown_as_figures() {
+        use goodput_core::server_metrics::parse_sidecar;
+        // A queue of 1e308 (309 digits as a figure), a KV use of 5.0 (the
+        // clamp's "100 %"), a running count of 4 that stays a figure.
+        let sidecar =
+            b"{\"tMs\":100,\"waiting\":1e308,\"running\":4,\"kvUsage\":5.0,\"kvUsageMax\":5.0}\n";
+        let p = goodput_core::server_metrics::peaks(&parse_sidecar(sidecar).unwrap());
+        assert_eq!(
+            peak_text(&p),
+            "Peak waiting implausible (1e308 in 1 snapshot, not a whole count 0–1e9), \
+             running 4, KV use implausible (5 in 1 snapshot, not a fraction 0–1)."
+        );
     }
 }

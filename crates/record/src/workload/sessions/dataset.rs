@@ -51,12 +51,8 @@ struct ShareGptTurn {
 }
 
 fn read(path: &Path) -> Result<(String, Vec<u8>), WorkloadError> {
-    let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| WorkloadError::Io {
-        path: shown.clone(),
-        source,
-    })?;
-    Ok((shown, bytes))
+    let bytes = crate::workload::read_input(path, "--dataset", crate::workload::MAX_DATASET_BYTES)?;
+    Ok((path.display().to_string(), bytes))
 }
 
 /// Reads a ShareGPT file, keeping whole conversations.

@@ -201,7 +201,7 @@ fn judge_with_client_counts(imported: &Imported) -> Option<ClientCountJudgement>
             }
         }
     }
-    let bytes = crate::trace_bytes(&mut trace).ok()?;
+    let bytes = crate::model::trace_bytes(&mut trace).ok()?;
     let limits = crate::model::limits_for(trace.rows.len(), bytes.len());
     let analysis = analyze_bytes(
         &bytes,

@@ -36,7 +36,7 @@ use goodput_core::trace::Rejection;
 
 pub use self::error::ImportError;
 pub use self::model::{failure_reason, ImportOptions, Imported, Quantiles, Reported, Source};
-pub use self::model::{fmt_num, limits_for, same_figure};
+pub use self::model::{fmt_num, limits_for, same_figure, trace_bytes};
 pub use self::side_by_side::{compare, compare_with, Comparison, FigurePair};
 
 /// The schema of `goodput import --json`: its `goodput schema` name, its
@@ -164,19 +164,6 @@ pub fn pipeline_owned(
         receipt: analysis.receipt,
         comparison,
     })
-}
-
-/// The trace's canonical bytes, written row by row: the same bytes as
-/// [`TraceDoc::to_bytes`], without building the whole document as a
-/// `serde_json::Value` tree first (about 1.5 KB per row, several times the
-/// text it becomes).
-pub fn trace_bytes(trace: &mut goodput_core::trace::write::TraceDoc) -> std::io::Result<Vec<u8>> {
-    let rows = std::mem::take(&mut trace.rows);
-    let envelope = trace.clone();
-    let mut out = Vec::new();
-    let written = envelope.write_streamed(rows.iter().cloned().map(Ok), &mut out);
-    trace.rows = rows;
-    written.map(|_| out)
 }
 
 /// The import step of both pipelines, with the aiperf summary applied.

@@ -1,4 +1,4 @@
-//! Recovery after a burst (docs/contract.md §10.10, SPEC §8.1): from which
+//! Recovery after a burst (docs/contract.md §10.10): from which
 //! arrival on was every request of a class served within its gates again.
 //!
 //! **What counts as a miss.** Each cohort row of the class that arrived at or

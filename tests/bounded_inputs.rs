@@ -1,4 +1,4 @@
-//! Memory and reads bounded by the input (issue 27, points 12 and 14):
+//! Memory and reads bounded by the input:
 //! `analyze --csv` is as wide as the label keys actually kept (at most 64
 //! columns, the rest in `otherLabels`), so its output and peak RSS grow
 //! linearly with the rows; `merge` reads each shard within the byte limit of

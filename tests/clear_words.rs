@@ -1,4 +1,4 @@
-//! Clear words for inputs that are almost right (issue 27, point 16): a
+//! Clear words for inputs that are almost right: a
 //! JSON input with a UTF-8 byte-order mark is named as such by every reader
 //! (trace, receipt, import file; merge shards and the metrics sidecar have
 //! their own tests beside their readers), and a metrics sidecar's values no

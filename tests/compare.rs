@@ -361,7 +361,7 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 
 #[test]
 fn goodput_on_the_same_cohort_reads_as_pass_share_and_the_gate_fails() {
-    // Issue 26, case 9: the same 1,000 arrivals in the same 100 s; A passes
+    // A reported case: the same 1,000 arrivals in the same 100 s; A passes
     // 1,000, B 950. Pass share −5.0 % in Newcombe's [−6.53138 %, −3.75286 %]
     // (Wilson 1000/1000 = [0.9961732, 1], 950/1000 = [0.9346862, 0.9618697]).
     // Goodput −0.5/s: the same interval times n / T = 1000 / 100 s = 10,
@@ -451,7 +451,7 @@ fn goodput_on_cohorts_of_different_sizes_keeps_the_poisson_interval() {
 
 #[test]
 fn closed_loop_against_open_loop_is_refused_unless_allowed() {
-    // Issue 26, case 10: the reviewer fixtures are the same rows, one of them
+    // A reported case: the reviewer fixtures are the same rows, one of them
     // closed-loop (boundary.arrival "closed-loop", workload.arrival "closed").
     let open = fixture("reviewer/mixed.json");
     let closed = fixture("reviewer/closed-loop.json");
@@ -503,7 +503,7 @@ fn closed_loop_against_open_loop_is_refused_unless_allowed() {
 
 #[test]
 fn a_figure_without_an_interval_reads_too_few_values_and_fails_the_gate() {
-    // Issue 26, case 10: 10 rows a run; every TPOT is 20 ms but one, 28.3 ms
+    // A reported case: 10 rows a run; every TPOT is 20 ms but one, 28.3 ms
     // in A and 86.2 ms in B, so the nearest-rank p95 (rank ⌈9.5⌉ = 10, the
     // largest) is 28.3 vs 86.2. A p95 interval needs 72 values at 95 %
     // (0.95^71 = 0.0262 > 0.025 ≥ 0.95^72 = 0.0249): none here.
@@ -552,7 +552,7 @@ fn a_figure_without_an_interval_reads_too_few_values_and_fails_the_gate() {
 
 #[test]
 fn a_zero_difference_states_no_required_size() {
-    // Issue 26, case 10: a 5-row run against itself. p95 TTFT differs by 0 and
+    // A reported case: a 5-row run against itself. p95 TTFT differs by 0 and
     // has no interval: before, "72 values per run"; now null, with the reason.
     let a = fixture("equality_strict.json");
     let c = compare_json(Path::new(&a), Path::new(&a));

@@ -1,4 +1,4 @@
-//! Where `--out` may write (issue 27, point 4): a regular file or a new
+//! Where `--out` may write: a regular file or a new
 //! path atomically, a symbolic link to a regular file written through;
 //! a FIFO, a socket, a directory refused; and never over one of the
 //! command's own inputs. Every refusal is exit 2 before any work, and the

@@ -1,6 +1,5 @@
-//! Credentials against a server that echoes them back (issue 27, points 1
-//! and 3): every credential the run is given — a Bearer token, Basic
-//! credentials, an API key, the user info and query of `--url` — must reach
+//! Credentials against a server that echoes them back: every credential
+//! the run is given — a Bearer token, Basic credentials, an API key, the user info and query of `--url` — must reach
 //! no byte the recorder writes (trace, spool, summary, error lines), in any
 //! form the server echoes it (raw, decoded, JSON-escaped, URL-encoded); and
 //! the user info and query of `--url` must be sent (Basic auth, the query

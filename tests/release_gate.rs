@@ -168,7 +168,7 @@ fn completed_row(t: f64, ttft: f64, e2e: f64) -> Value {
                        "firstTokenMs": t + ttft, "completedMs": t + e2e, "outputTokens": 20})
 }
 
-// Issue 26, case 7: 5 arrivals/s over [0, 80 s) (horizon 81 s: every row
+// A reported case: 5 arrivals/s over [0, 80 s) (horizon 81 s: every row
 // completes), burst phase [20, 40 s); every arrival before 55.0 s has TTFT
 // 3000 ms, every later one 200 ms; TTFT gate 1000. The last miss arrives at
 // 54.8 s, so recovery is at 55.0 s: 15 s after the burst's end, exactly (the
@@ -204,7 +204,7 @@ fn case_7_recovery_is_fifteen_seconds_after_the_burst_exactly() {
     assert_eq!(one["missesAfterRecovery"], 1);
 }
 
-// Issue 26, case 6: a TTFT-only class (gate 1000), one arrival every 200 ms
+// A reported case: a TTFT-only class (gate 1000), one arrival every 200 ms
 // over [0, 30 s), the trace cut at the window's end (horizon 30 s); burst
 // phase [5, 10 s). Arrivals in [5, 12 s) have TTFT 3000 (misses after the
 // burst: 10.0 … 11.8 s, ten); the rest TTFT 200 and E2E 1200, so those from

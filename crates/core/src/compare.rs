@@ -924,7 +924,7 @@ mod tests {
 
     #[test]
     fn goodput_of_equal_cohorts_is_newcombe_times_cohort_per_second() {
-        // Issue 26, case 9: 1,000 arrivals in 100 s, A passes 1,000, B 950.
+        // A reported case: 1,000 arrivals in 100 s, A passes 1,000, B 950.
         // Wilson (z = 1.959964): 1000/1000 → [1000/(1000 + z²), 1] =
         // [0.9961732, 1]; 950/1000 → [0.9346862, 0.9618697]. Newcombe:
         // L = −0.05 − (0.95 − 0.9346862) = −0.0653138,
@@ -1085,7 +1085,7 @@ mod tests {
 
     #[test]
     fn no_interval_reads_too_few_values_never_indistinguishable() {
-        // Issue 26, case 10: p95 TPOT 28.3 vs 86.2 ms on tiny runs.
+        // A reported case: p95 TPOT 28.3 vs 86.2 ms on tiny runs.
         let f = figure_comparison(Figure::P95Tpot, percentile_sides(28.3, 86.2), 10.0, ci95());
         assert_eq!(f.verdict, Verdict::TooFewValues);
         assert_eq!(f.verdict.as_str(), "too few values");

@@ -30,7 +30,7 @@ pub fn at_load(seed: u64, server: Server, rho: f64, observe: Observation) -> Sce
     }
 }
 
-/// Issue 26 case 3: long outputs and no queue. 1000 slots (never all
+/// A reported case: long outputs and no queue. 1000 slots (never all
 /// busy), TTFT exactly 100 ms, 100–3000 tokens at 20 ms each, 5/s for 60 s.
 pub fn long_outputs_no_queue(seed: u64, observe: Observation) -> Scenario {
     Scenario {

@@ -81,6 +81,26 @@ impl fmt::Display for Rejection {
     }
 }
 
+/// Rejects the first member of `obj` (at `ptr`) that is not in `allowed`,
+/// naming it: the one unknown-field rule of the document, its phases and
+/// its resources (typos must not pass silently).
+pub(crate) fn only_fields(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    ptr: &str,
+    allowed: &[&str],
+) -> Result<(), Rejection> {
+    match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(Rejection::at(
+            format!("{ptr}/{}", goodput_util::pointer::escape(k)),
+            format_args!(
+                "is not a known field (expected one of: {})",
+                allowed.join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 impl Rejection {
     /// A rejection at `pointer`; `message` is what follows the pointer.
     pub fn at(pointer: impl Into<String>, message: impl fmt::Display) -> Rejection {

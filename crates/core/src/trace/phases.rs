@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::trace::bounds::{MAX_ABS_TIMESTAMP_MS, MAX_ID_CHARS, MAX_SPAN_MS};
-use crate::trace::Rejection;
-use goodput_util::pointer::escape;
+use crate::trace::{only_fields, Rejection};
 
 /// The most GPUs a trace or a flag may declare (a guard against typos such as `8e9`).
 pub const MAX_GPUS: f64 = 1e6;
@@ -111,19 +110,6 @@ fn as_object<'v>(v: &'v Value, ptr: &str) -> Result<&'v Map<String, Value>, Reje
         .ok_or_else(|| Rejection::at(ptr, format_args!("must be an object, found {}", kind(v))))
 }
 
-fn known_fields(obj: &Map<String, Value>, ptr: &str, allowed: &[&str]) -> Result<(), Rejection> {
-    match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(k) => Err(Rejection::at(
-            format!("{ptr}/{}", escape(k)),
-            format_args!(
-                "is not a known field (expected one of: {})",
-                allowed.join(", ")
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
 /// A number member: `Ok(None)` when absent or null.
 fn number(obj: &Map<String, Value>, ptr: &str, key: &str) -> Result<Option<f64>, Rejection> {
     match obj.get(key) {
@@ -172,7 +158,7 @@ pub fn validate_phases(v: Option<&Value>) -> Result<Vec<Phase>, Rejection> {
     for (i, item) in items.iter().enumerate() {
         let ptr = format!("/phases/{i}");
         let obj = as_object(item, &ptr)?;
-        known_fields(obj, &ptr, &["name", "startMs", "endMs", "ratePerS"])?;
+        only_fields(obj, &ptr, &["name", "startMs", "endMs", "ratePerS"])?;
         let name = match obj.get("name") {
             Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_ID_CHARS => {
                 s.clone()
@@ -241,7 +227,7 @@ pub fn validate_resources(v: Option<&Value>) -> Result<Option<Resources>, Reject
         None | Some(Value::Null) => return Ok(None),
         Some(v) => as_object(v, "/resources")?,
     };
-    known_fields(obj, "/resources", &["gpus", "gpuHourCost"])?;
+    only_fields(obj, "/resources", &["gpus", "gpuHourCost"])?;
     let gpus = number(obj, "/resources", "gpus")?
         .ok_or_else(|| Rejection::at("/resources/gpus", "is missing (a number of GPUs)"))?;
     let resources = Resources {

@@ -19,7 +19,7 @@ use crate::trace::model::{
     MAX_CLASS_CHARS, MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
 };
 use crate::trace::parse::{Interner, RawDocument, RawRow, RawStatus, RowsField, Slot};
-use crate::trace::{Limits, Rejection};
+use crate::trace::{only_fields, Limits, Rejection};
 use goodput_util::pointer::escape;
 
 const TOP_LEVEL_FIELDS: [&str; 12] = [
@@ -55,19 +55,6 @@ fn object<'v>(v: &'v Value, ptr: &str) -> Result<&'v Map<String, Value>, Rejecti
             format_args!("must be an object, found {}", type_name(v)),
         )
     })
-}
-
-fn only_fields(obj: &Map<String, Value>, ptr: &str, allowed: &[&str]) -> Result<(), Rejection> {
-    match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(k) => Err(Rejection::at(
-            format!("{ptr}/{}", escape(k)),
-            format_args!(
-                "is not a known field (expected one of: {})",
-                allowed.join(", ")
-            ),
-        )),
-        None => Ok(()),
-    }
 }
 
 fn timestamp(obj: &Map<String, Value>, ptr: &str, key: &str) -> Result<Option<f64>, Rejection> {

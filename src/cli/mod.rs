@@ -7,6 +7,7 @@
 pub mod analyze;
 pub mod choices;
 pub mod compare;
+pub mod demo;
 pub mod duration;
 pub mod error;
 pub mod exit;
@@ -59,6 +60,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the whole job on the built-in sim: a rate sweep across its knee, the frontier, a report, the answer.
+    #[command(after_help = demo::DEMO_EXIT_HELP)]
+    Demo(demo::DemoArgs),
     /// Validate a trace, give every row a verdict and print the receipt.
     #[command(after_help = EXIT_HELP)]
     Analyze(AnalyzeArgs),
@@ -106,6 +110,7 @@ pub enum Command {
 /// Runs a parsed command line; returns the exit status for success paths.
 pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
     match cli.command {
+        Command::Demo(args) => demo::run(args, stdout),
         Command::Analyze(args) => analyze::run(args, stdout),
         Command::Sweep(args) => sensitivity::run(args, stdout),
         Command::Mutate(args) => mutate::run(args, stdout),

@@ -5,6 +5,7 @@
 pub mod capacity;
 pub mod compare;
 pub mod csv;
+pub mod demo;
 pub mod diagnosis;
 pub mod frontier;
 pub mod gate;

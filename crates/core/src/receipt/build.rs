@@ -349,6 +349,7 @@ impl Tally {
             littles_law,
             intervals,
             saturation,
+            percentiles: None,
         }
     }
 }
@@ -669,6 +670,7 @@ fn contract_info(contract: &crate::trace::Contract, confidence: Confidence) -> C
     ContractInfo {
         equality: contract.equality.as_str().to_owned(),
         percentile_method: "nearest-rank".to_owned(),
+        percentiles: crate::stats::PercentileSet::default().values(),
         intervals: IntervalContract {
             confidence: confidence.level(),
             share: intervals::method::SHARE.to_owned(),

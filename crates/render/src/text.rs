@@ -7,6 +7,7 @@ use goodput_core::analyze::InvalidRow;
 use std::borrow::Cow;
 use std::fmt::Write;
 
+use goodput_core::receipt::tokenizer::TokenizerMismatch;
 use goodput_core::receipt::{
     Block, ContractInfo, LatencyMetric, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE,
 };
@@ -111,6 +112,9 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     write_trace(&mut o, receipt);
     write_contract(&mut o, c);
     write_gates(&mut o, c, table.tpot_name);
+    if let Some(m) = &receipt.tokenizer_mismatch {
+        let _ = writeln!(o, "{}", wrap(&tokenizer_warning(m), 100, "          "));
+    }
     write_counts(&mut o, &table);
     write_rates(&mut o, &table, c.window.duration_ms);
     write_latency(&mut o, &table);
@@ -311,6 +315,17 @@ fn write_rates(o: &mut String, t: &Table, window_duration_ms: f64) {
             "  "
         )
     );
+}
+
+/// The summary's warning line for a tokenizer that is not the server's.
+pub fn tokenizer_warning(m: &TokenizerMismatch) -> String {
+    format!(
+        "WARNING   tokenizer mismatch: on {} of {} rows the client's prompt count (promptTokens) \
+         differs from the server's (serverPromptTokens) by more than max(2 tokens, 2 %), median \
+         server - client {:+} tokens; the trace declares promptLengths: tokens, so its prompt \
+         lengths are not the model's (use the model's tokenizer)",
+        m.rows_off, m.rows_compared, m.median_server_minus_client
+    )
 }
 
 /// Percentiles of TTFT, the per-token metric and E2E, three rows per block,

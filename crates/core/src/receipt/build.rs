@@ -635,6 +635,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         sweep: None,
         recovery: None,
         cost: None,
+        tokenizer_mismatch: crate::receipt::tokenizer::mismatch(trace),
     }
 }
 

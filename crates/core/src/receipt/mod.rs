@@ -13,6 +13,7 @@ pub mod recovery;
 pub mod release;
 pub mod saturation;
 pub mod sensitivity;
+pub mod tokenizer;
 
 use std::collections::BTreeMap;
 
@@ -61,6 +62,12 @@ pub struct Receipt {
     /// in force: `contract.resources`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<cost::Cost>,
+    /// A warning: the trace declares `workload.promptLengths: "tokens"` but
+    /// the client's prompt counts differ from the server's on most rows
+    /// (docs/contract.md §7, rule in [`tokenizer`]); absent otherwise. Added
+    /// within schema major version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer_mismatch: Option<tokenizer::TokenizerMismatch>,
 }
 
 /// The tool that produced a receipt.

@@ -1116,7 +1116,7 @@ mod tests {
             b: Some(b),
             interval: Err(NoInterval::TooFewValues {
                 percent: "95".to_owned(),
-                p: 95,
+                p: Percentile::whole(95),
                 needed: 72,
             }),
         }
@@ -1125,7 +1125,12 @@ mod tests {
     #[test]
     fn no_interval_reads_too_few_values_never_indistinguishable() {
         // A reported case: p95 TPOT 28.3 vs 86.2 ms on tiny runs.
-        let f = figure_comparison(Figure::P95Tpot, percentile_sides(28.3, 86.2), 10.0, ci95());
+        let f = figure_comparison(
+            Figure::Latency(Metric::Tpot, Percentile::whole(95)),
+            percentile_sides(28.3, 86.2),
+            10.0,
+            ci95(),
+        );
         assert_eq!(f.verdict, Verdict::TooFewValues);
         assert_eq!(f.verdict.as_str(), "too few values");
         assert_eq!(
@@ -1141,7 +1146,12 @@ mod tests {
     #[test]
     fn a_zero_difference_has_no_required_size() {
         // Without an interval (the old code said 72) and with one.
-        let f = figure_comparison(Figure::P95Ttft, percentile_sides(410.0, 410.0), 5.0, ci95());
+        let f = figure_comparison(
+            Figure::Latency(Metric::Ttft, Percentile::whole(95)),
+            percentile_sides(410.0, 410.0),
+            5.0,
+            ci95(),
+        );
         assert_eq!(f.difference, Some(0.0));
         assert_eq!(f.required_requests_per_run, None);
         assert!(

@@ -47,7 +47,7 @@ impl Percentile {
     pub fn from_value(v: f64) -> Option<Percentile> {
         let t = (v * f64::from(Self::SCALE)).round();
         let ok = v.is_finite() && (t - v * f64::from(Self::SCALE)).abs() < 1e-6;
-        (ok && t > 0.0 && t < f64::from(100 * Self::SCALE)).then(|| Percentile(t as u32))
+        (ok && t > 0.0 && t < f64::from(100 * Self::SCALE)).then_some(Percentile(t as u32))
     }
 
     /// Parses one percentile as written on a command line: a decimal number
@@ -324,6 +324,55 @@ mod tests {
         );
         assert_eq!(v[0], -7.0);
         assert!(v[3].is_sign_negative() && v[3] == 0.0); // -1e-300 < -0.0 < 0.0
+    }
+
+    #[test]
+    fn fractional_percentiles_are_exact_ranks() {
+        // n = 2000: p99.9 → ceil(99 900 × 2000 / 100 000) = 1998; p99.95 →
+        // ceil(1999) = 1999; p0.1 → ceil(2) = 2; p90 → 1800 (as nearest_rank).
+        let v: Vec<f64> = (1..=2000).map(f64::from).collect();
+        let at = |text: &str| nearest_rank_at(&v, Percentile::parse(text).expect(text));
+        assert_eq!(at("99.9"), Some(1998.0));
+        assert_eq!(at("99.95"), Some(1999.0));
+        assert_eq!(at("0.1"), Some(2.0));
+        assert_eq!(at("90"), nearest_rank(&v, 90));
+    }
+
+    #[test]
+    fn percentile_lists_are_sorted_deduplicated_and_bounded() {
+        let set = PercentileSet::parse("99.9, 50,90,50").expect("list");
+        assert_eq!(set.values(), vec![50.0, 90.0, 99.9]);
+        assert_eq!(
+            set.as_slice()
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>(),
+            ["50", "90", "99.9"]
+        );
+        assert!(PercentileSet::parse("50,95,99")
+            .expect("default")
+            .is_default());
+        for bad in ["0", "100", "-1", "1e2", "99.", ".5", "99.9999", "", "a"] {
+            assert!(PercentileSet::parse(bad).is_err(), "{bad}");
+        }
+        assert!(PercentileSet::parse("1,2,3,4,5,6,7,8,9,10").is_ok());
+        assert!(PercentileSet::parse("1,2,3,4,5,6,7,8,9,10,11").is_err());
+        // Receipt values read back: 99.9 is 99 900 thousandths; 99.95 too.
+        assert_eq!(
+            Percentile::from_value(99.9).map(Percentile::thousandths),
+            Some(99_900)
+        );
+        assert_eq!(
+            Percentile::from_value(99.95).map(Percentile::thousandths),
+            Some(99_950)
+        );
+        assert_eq!(Percentile::from_value(100.0), None);
+        assert_eq!(Percentile::from_value(50.0001), None);
+        // A whole p's quantile is bit for bit p / 100.
+        assert_eq!(
+            Percentile::whole(95).quantile().to_bits(),
+            (95.0_f64 / 100.0).to_bits()
+        );
     }
 
     #[test]

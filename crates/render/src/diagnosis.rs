@@ -277,3 +277,59 @@ pub fn sections(receipt: &Receipt) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::review::diagnosis::Cause;
+
+    fn diagnosis() -> ClassDiagnosis {
+        ClassDiagnosis {
+            class: "chat".to_owned(),
+            cohort: 20,
+            not_passed: 0,
+            ttft_misses: 0,
+            tpot_misses: 0,
+            e2e_misses: 0,
+            e2e_only_at_least: 0,
+            failed: 0,
+            failure_reasons: Default::default(),
+            unfinished: 0,
+            in_flight: 0,
+            known_late: 0,
+            dominant: vec![Cause::E2eOnlyMisses],
+        }
+    }
+
+    #[test]
+    fn e2e_alone_and_partly_late_rows_are_named_only_when_nonzero() {
+        // 5 misses (TTFT 1, E2E 5 → at least 5 − 1 − 0 = 4 missed E2E alone)
+        // + 3 unfinished (1 running, 2 ended after, 2 of the 3 late) = 8.
+        let d = ClassDiagnosis {
+            not_passed: 8,
+            ttft_misses: 1,
+            e2e_misses: 5,
+            e2e_only_at_least: 4,
+            unfinished: 3,
+            in_flight: 1,
+            known_late: 2,
+            ..diagnosis()
+        };
+        assert_eq!(
+            counts(&d),
+            "8 of 20 cohort rows not passed: 5 missed a gate (TTFT 1, TPOT 0, E2E 5; a row counts \
+             under each gate it missed; at least 4 missed E2E alone); unfinished 3 at the horizon \
+             (1 still running, 2 ended only after it; 2 of these 3 already past a TTFT or E2E gate)"
+        );
+        // All ended after the horizon, none late.
+        let d = ClassDiagnosis {
+            not_passed: 4,
+            unfinished: 4,
+            ..diagnosis()
+        };
+        assert_eq!(
+            counts(&d),
+            "4 of 20 cohort rows not passed: unfinished 4 at the horizon (all 4 ended only after it)"
+        );
+    }
+}

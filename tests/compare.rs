@@ -129,10 +129,17 @@ fn an_unknown_figure_or_a_bad_confidence_is_a_usage_error() {
         &a,
         &a,
         "--fail-if-worse",
-        "goodput,p97_ttft",
+        "goodput,p97_tft",
     ]);
     let err = cli.expect_err("unknown figure refused");
-    assert!(err.to_string().contains("p97_ttft"), "{err}");
+    assert!(err.to_string().contains("p97_tft"), "{err}");
+    // p97_ttft names a figure, but not one compared without --percentiles.
+    let (code, message) = compare(&[&a, &a, "--fail-if-worse", "p97_ttft"]);
+    assert_eq!(code, 2);
+    assert!(
+        message.contains("p97_ttft: that figure is not compared"),
+        "{message}"
+    );
     let (code, message) = compare(&[&a, &a, "--confidence", "1.5"]);
     assert_eq!(code, 2);
     assert!(message.contains("--confidence"), "{message}");

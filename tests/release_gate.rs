@@ -345,16 +345,15 @@ fn the_text_receipt_shows_recovery_bins_and_the_diagnosis_counts_first() {
          50 50 50 50 800 800 800 800 600 600 600 50 50 50 300 50 50 50 50 50"
     ));
     // api: 20 burst rows + 15 slow rows + the lone one at 7000 miss TTFT (36);
-    // all but the lone one miss E2E (35); E2E-only ≥ 36 − 36 − 0 = 0.
+    // all but the lone one miss E2E (35); E2E-only ≥ 36 − 36 − 0 = 0, so not printed.
     assert!(text.contains(
-        "diagnosis api: 36 of 100 cohort rows not passed: missed TTFT 36, TPOT 0, E2E 35 \
-         (E2E only: at least 0); failed 0; unfinished 0 → TTFT misses dominate: look at queueing, \
+        "diagnosis api: 36 of 100 cohort rows not passed: 36 missed a gate (TTFT 36, TPOT 0, E2E 35; \
+         a row counts under each gate it missed) → TTFT misses dominate: look at queueing, \
          prefill, cold starts or admission"
     ));
     assert!(text.contains(
-        "diagnosis batch: 20 of 100 cohort rows not passed: missed TTFT 0, TPOT 0, E2E 0 (E2E only: \
-         at least 0); failed 0; unfinished 20 (20 in flight at the horizon, 20 already late) → \
-         unfinished rows dominate"
+        "diagnosis batch: 20 of 100 cohort rows not passed: unfinished 20 at the horizon (all 20 \
+         still running; all 20 already past a TTFT or E2E gate) → unfinished rows dominate"
     ));
     let report = std::env::temp_dir().join(format!("goodput-release-{}.html", std::process::id()));
     let o = goodput(&[
@@ -486,8 +485,8 @@ fn a_tie_names_both_causes_and_their_readings() {
     // cost.json: one TTFT miss, one failure (timeout).
     let text = unwrapped(&goodput(&["analyze", &fixture("cost.json")]));
     assert!(text.contains(
-        "diagnosis chat: 2 of 4 cohort rows not passed: missed TTFT 1, TPOT 0, E2E 0 (E2E only: at least 0); \
-         failed 1 (timeout 1); unfinished 0 → TTFT misses and failures tie: TTFT misses: look at queueing, \
+        "diagnosis chat: 2 of 4 cohort rows not passed: 1 missed a gate (TTFT 1, TPOT 0, E2E 0; a row \
+         counts under each gate it missed); failed 1 (timeout 1) → TTFT misses and failures tie: TTFT misses: look at queueing, \
          prefill, cold starts or admission; failures: investigate the failures on their own, by reason"
     ), "{text}");
 }
@@ -926,7 +925,7 @@ fn a_slow_decode_step_is_diagnosed_as_tpot_decode() {
     let text = unwrapped(&o);
     assert!(
         text.contains(
-            "diagnosis chat: 10 of 10 cohort rows not passed: missed TTFT 0, TPOT 10, E2E 0"
+            "diagnosis chat: 10 of 10 cohort rows not passed: 10 missed a gate (TTFT 0, TPOT 10, E2E 0;"
         ),
         "{text}"
     );

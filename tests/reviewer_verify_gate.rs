@@ -219,6 +219,7 @@ fn criteria(min: &str) -> Criteria {
         max_p95_e2e_ms: None,
         class: None,
         max_p95_tpot_ms: None,
+        p99: Default::default(),
         max_recovery_s: None,
         class_limits: Vec::new(),
         allow_closed_loop: false,

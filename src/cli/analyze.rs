@@ -11,10 +11,11 @@ use goodput_render::text;
 use goodput_util::io::read_limited;
 
 use crate::cli::exit::EXIT_OK;
-use crate::cli::flags::LimitArgs;
+use crate::cli::flags::{LimitArgs, PercentileArgs};
 use crate::cli::output::{check_output, emit, json_bytes, write_file};
 use crate::cli::release::{release_options, CostArgs, RecoveryArgs};
 use crate::cli::sensitivity::run_sweep;
+use goodput_core::receipt::attach_percentiles;
 use goodput_core::receipt::release::attach;
 
 /// Exit statuses of `goodput` and `goodput analyze`, shown in `--help`.
@@ -65,6 +66,9 @@ pub struct AnalyzeArgs {
     /// Two-sided confidence level of the receipt's intervals, in [0.5, 0.9999]; recorded in the receipt.
     #[arg(long, value_name = "LEVEL", default_value_t = goodput_core::intervals::Confidence::DEFAULT)]
     pub confidence: f64,
+    /// Which percentiles the receipt gives.
+    #[command(flatten)]
+    pub percentiles: PercentileArgs,
     /// How recovery after the burst phase is measured (recorded in the receipt).
     #[command(flatten)]
     pub recovery: RecoveryArgs,
@@ -80,6 +84,7 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     }
     let limits = args.limits.limits()?;
     let confidence = crate::cli::flags::confidence_flag(args.confidence)?;
+    let percentiles = args.percentiles.set()?;
     let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let options = AnalyzeOptions {
@@ -88,6 +93,12 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         strict: args.strict,
     };
     let mut analysis = analyze_owned_at(bytes, options, confidence)?;
+    attach_percentiles(
+        &mut analysis.receipt,
+        &analysis.trace,
+        &analysis.judgements,
+        &percentiles,
+    );
     attach(
         &mut analysis.receipt,
         &analysis.trace,

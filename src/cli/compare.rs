@@ -7,12 +7,15 @@ use clap::ValueEnum;
 
 use crate::cli::error::Error;
 use crate::cli::exit::{EXIT_NO, EXIT_OK};
-use crate::cli::flags::{confidence_flag, LimitArgs};
+use crate::cli::flags::{confidence_flag, LimitArgs, PercentileArgs};
 use crate::cli::output::{emit, json_bytes};
 use crate::cli::release::{release_options, CostArgs};
 use goodput_core::analyze::{judge_and_count, Analysis, AnalyzeOptions};
-use goodput_core::compare::{adopt_gates, compare, CompareError, CompareOptions, Figure};
+use goodput_core::compare::{
+    adopt_gates, compare_at, CompareError, CompareOptions, Figure, Metric,
+};
 use goodput_core::intervals::Confidence;
+use goodput_core::receipt::attach_percentiles;
 use goodput_core::receipt::release::attach;
 use goodput_core::review::verify;
 use goodput_core::trace::{self, Limits, Trace};
@@ -33,7 +36,8 @@ Exit status:
      anyway), or a flag is wrong
 
 Figures: goodput, pass_share, failure_share, p95_ttft, p99_ttft, p95_tpot,
-p99_tpot, p95_e2e, p99_e2e. Differences are B - A: shares by Newcombe's hybrid
+p99_tpot, p95_e2e, p99_e2e; with --percentiles LIST, pP_ttft, pP_tpot and
+pP_e2e for each P listed instead (p50_ttft, p99.9_e2e). Differences are B - A: shares by Newcombe's hybrid
 score interval; goodput/s by Newcombe's interval times cohort / window when
 both blocks have the same cohort, else by the MOVER on exact Poisson
 intervals; percentiles by the MOVER on order-statistic intervals.";
@@ -65,6 +69,10 @@ pub struct CompareArgs {
     /// Two-sided confidence level of every interval, in [0.5, 0.9999].
     #[arg(long, value_name = "LEVEL", default_value_t = Confidence::DEFAULT)]
     pub confidence: f64,
+    /// Compare latency at these percentiles instead of p95 and p99 (the
+    /// figures become pP_ttft, pP_tpot, pP_e2e for each P).
+    #[command(flatten)]
+    pub percentiles: PercentileArgs,
     /// Exit 1 when B is worse than A beyond noise on any of these figures
     /// (comma-separated), or when one of them has too few values to judge.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -90,6 +98,18 @@ pub struct CompareArgs {
 /// Runs `goodput compare`.
 pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let confidence = confidence_flag(args.confidence)?;
+    let percentiles = args.percentiles.given()?;
+    let figures = match &percentiles {
+        Some(set) => Figure::at(set),
+        None => Figure::defaults(),
+    };
+    if let Some(missing) = args.fail_if_worse.iter().find(|f| !figures.contains(f)) {
+        return Err(Error::Usage(format!(
+            "--fail-if-worse {missing}: that figure is not compared (the latency figures are \
+             at {}; --percentiles sets them)",
+            percentile_names(&figures)
+        )));
+    }
     let limits = args.limits.limits()?;
     let trace_a = load(&args.a, args.receipt_a.as_deref(), limits)?;
     let mut trace_b = load(&args.b, args.receipt_b.as_deref(), limits)?;
@@ -103,12 +123,15 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     for run in [&mut a, &mut b] {
         attach(&mut run.receipt, &run.trace, &run.judgements, &release)
             .map_err(|e| Error::Usage(e.to_string()))?;
+        if let Some(set) = &percentiles {
+            attach_percentiles(&mut run.receipt, &run.trace, &run.judgements, set);
+        }
     }
     let options = CompareOptions {
         judged_under_a,
         allow_closed_loop: args.allow_closed_loop,
     };
-    let comparison = compare(&a.receipt, &b.receipt, options)?;
+    let comparison = compare_at(&a.receipt, &b.receipt, options, &figures)?;
     let worse = comparison.worse_on(&args.fail_if_worse);
     let unjudged = comparison.unjudged_on(&args.fail_if_worse);
     if args.json {
@@ -138,6 +161,18 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     } else {
         EXIT_NO
     })
+}
+
+/// The percentiles among `figures`, for a message (`p95, p99`).
+fn percentile_names(figures: &[Figure]) -> String {
+    let names: Vec<String> = figures
+        .iter()
+        .filter_map(|f| match f {
+            Figure::Latency(Metric::Ttft, p) => Some(format!("p{p}")),
+            _ => None,
+        })
+        .collect();
+    names.join(", ")
 }
 
 /// The regression gate's verdict: a listed figure that cannot be judged

@@ -58,6 +58,7 @@ impl HoldArgs {
             max_p95_ttft_ms: self.tails.max_p95_ttft_ms.clone(),
             max_p95_e2e_ms: self.tails.max_p95_e2e_ms.clone(),
             max_p95_tpot_ms: self.tails.max_p95_tpot_ms,
+            ..BlockLimits::default()
         };
         limits.check().map_err(usage)?;
         Ok(limits)
@@ -184,6 +185,37 @@ pub fn parse_rate(text: &str) -> Result<Rate, String> {
             text: text.to_owned(),
         })
         .map_err(|_| format!("`{text}` is not a number of requests per second"))
+}
+
+/// `--percentiles LIST` (alias `--metric-percentiles`), as `analyze`,
+/// `report` and `compare` read it: which nearest-rank percentiles the
+/// figures are given at.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PercentileArgs {
+    /// Percentiles to report, comma-separated: each in (0, 100) with at most
+    /// three decimals, at most 10, sorted and de-duplicated [default:
+    /// 50,95,99]; recorded in the receipt (`contract.percentiles`).
+    #[arg(long, visible_alias = "metric-percentiles", value_name = "LIST")]
+    pub percentiles: Option<String>,
+}
+
+impl PercentileArgs {
+    /// The list in force: the flag's, checked (exit 2 naming the flag and
+    /// the bad value), or `None` when the flag is not given.
+    pub(crate) fn given(&self) -> Result<Option<goodput_core::stats::PercentileSet>, Error> {
+        self.percentiles
+            .as_deref()
+            .map(|list| {
+                goodput_core::stats::PercentileSet::parse(list)
+                    .map_err(|e| Error::Usage(format!("--percentiles {list}: {e}")))
+            })
+            .transpose()
+    }
+
+    /// The list in force, the default 50, 95, 99 without the flag.
+    pub(crate) fn set(&self) -> Result<goodput_core::stats::PercentileSet, Error> {
+        Ok(self.given()?.unwrap_or_default())
+    }
 }
 
 /// Checks `--confidence` (exit 2 when out of range).

@@ -14,6 +14,7 @@ use crate::cli::input::load;
 use crate::cli::output::{emit, json_bytes};
 use crate::cli::release::{release_options, RecoveryArgs};
 use goodput_core::receipt::release::attach;
+use goodput_core::review::criteria::P99Limits;
 use goodput_core::review::release_gate::{parse_class_limits, ClassLimits};
 
 /// Exit statuses of `goodput gate`, shown in `--help`.
@@ -24,13 +25,13 @@ Exit status:
   2  the trace was rejected or unreadable, or a flag is out of range
 
 Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
-(default 0.05); censored share <= ceiling (default 0.05); p95 TTFT / TPOT / E2E
-<= the limits given; recovery after the burst phase <= --max-recovery-s;
+(default 0.05); censored share <= ceiling (default 0.05); p95 and p99 TTFT /
+TPOT / E2E <= the limits given (each its own line); recovery after the burst phase <= --max-recovery-s;
 --class-limits adds the same criteria for other classes; the run is open-loop (a
 closed-loop run is refused unless --allow-closed-loop). A figure that cannot be
 measured (empty cohort, no completed rows, no recovery) fails its criterion.
 Each class that lost requests gets a diagnosis line (counts, then a reading).
-The goodput, share and p95 TTFT / E2E flags are decimals compared exactly as
+The goodput, share, p95 TTFT / E2E and p99 flags are decimals compared exactly as
 written (equal to the requirement refuses; docs/contract.md §9.2).";
 
 /// Flags of `goodput gate`.
@@ -56,6 +57,15 @@ pub struct GateArgs {
     /// The p95 limits (shared with `frontier` and `record --find-capacity`).
     #[command(flatten)]
     pub tails: TailArgs,
+    /// Most nearest-rank p99 TTFT allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p99_ttft_ms: Option<Decimal>,
+    /// Most nearest-rank p99 TPOT allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p99_tpot_ms: Option<Decimal>,
+    /// Most nearest-rank p99 E2E allowed, ms.
+    #[arg(long, value_name = "X")]
+    pub max_p99_e2e_ms: Option<Decimal>,
     /// Most recovery time after the burst phase, s (fails when the run never
     /// recovers or the trace has no burst phase).
     #[arg(long, value_name = "S")]
@@ -99,6 +109,11 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_p95_e2e_ms: args.tails.max_p95_e2e_ms,
         class: args.class,
         max_p95_tpot_ms: args.tails.max_p95_tpot_ms,
+        p99: P99Limits {
+            ttft_ms: args.max_p99_ttft_ms,
+            tpot_ms: args.max_p99_tpot_ms,
+            e2e_ms: args.max_p99_e2e_ms,
+        },
         max_recovery_s: args.max_recovery_s,
         class_limits: args.class_limits,
         allow_closed_loop: args.allow_closed_loop,

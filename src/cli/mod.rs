@@ -77,7 +77,7 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Admit or refuse a run: goodput, failure and censored shares, tail limits.
     #[command(after_help = GATE_EXIT_HELP)]
-    Gate(GateArgs),
+    Gate(Box<GateArgs>),
     /// Drive an OpenAI-compatible server open-loop (or closed-loop) and write an honest trace.
     #[command(after_help = record::RECORD_EXIT_HELP)]
     Record(Box<record::RecordArgs>),
@@ -115,7 +115,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Sweep(args) => sensitivity::run(args, stdout),
         Command::Mutate(args) => mutate::run(args, stdout),
         Command::Verify(args) => verify::run(args, stdout),
-        Command::Gate(args) => gate::run(args, stdout),
+        Command::Gate(args) => gate::run(*args, stdout),
         Command::Record(args) => record::run(*args, stdout),
         Command::Sim(args) => sim::run(args, stdout),
         Command::Merge(args) => merge::run(args, stdout),

@@ -10,10 +10,11 @@ use goodput_render::report::analysis_page::page_with_server;
 use goodput_util::io::read_limited;
 
 use crate::cli::exit::EXIT_OK;
-use crate::cli::flags::LimitArgs;
+use crate::cli::flags::{LimitArgs, PercentileArgs};
 use crate::cli::output::{check_output, emit, write_file};
 use crate::cli::release::{release_options, CostArgs, RecoveryArgs};
 use crate::cli::sidecar::Sidecar;
+use goodput_core::receipt::attach_percentiles;
 use goodput_core::receipt::release::attach;
 
 /// The exit statuses of `goodput report`, shown by `--help`.
@@ -40,6 +41,9 @@ pub struct ReportArgs {
     /// Two-sided confidence level of the intervals shown beside the figures, in [0.5, 0.9999].
     #[arg(long, value_name = "LEVEL", default_value_t = goodput_core::intervals::Confidence::DEFAULT)]
     pub confidence: f64,
+    /// Which percentiles the page shows.
+    #[command(flatten)]
+    pub percentiles: PercentileArgs,
     /// How recovery after the burst phase is measured.
     #[command(flatten)]
     pub recovery: RecoveryArgs,
@@ -54,6 +58,7 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     check_output("--out", &args.out, &[std::path::Path::new(&args.trace)])?;
     let limits = args.limits.limits()?;
     let confidence = crate::cli::flags::confidence_flag(args.confidence)?;
+    let percentiles = args.percentiles.set()?;
     let release = release_options(Some(&args.recovery), Some(&args.cost))?;
     let bytes = read_limited(&args.trace, limits.max_bytes)?;
     let mut analysis = analyze_owned_at(
@@ -65,6 +70,12 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         },
         confidence,
     )?;
+    attach_percentiles(
+        &mut analysis.receipt,
+        &analysis.trace,
+        &analysis.judgements,
+        &percentiles,
+    );
     attach(
         &mut analysis.receipt,
         &analysis.trace,

@@ -43,10 +43,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::intervals::{
-    self, min_n_for_quantile, minimum_detectable, mover, newcombe, percent, poisson_exact,
+    self, min_n_for_quantile_at, minimum_detectable, mover, newcombe, percent, poisson_exact,
     required_requests, Confidence, Estimate, Interval, QuantileInterval,
 };
-use crate::receipt::{Block, ContractInfo, LatencySummary, PercentileIntervals, Receipt};
+use crate::receipt::{Block, ContractInfo, LatencyMetric, Receipt};
+use crate::stats::{Percentile, PercentileSet};
 use crate::trace::{ArrivalMode, Trace};
 
 /// The schema tag of every comparison this version writes.
@@ -72,54 +73,73 @@ pub enum Figure {
     PassShare,
     /// failed / cohort.
     FailureShare,
-    /// Nearest-rank p95 of TTFT.
-    P95Ttft,
-    /// Nearest-rank p99 of TTFT.
-    P99Ttft,
-    /// Nearest-rank p95 of TPOT.
-    P95Tpot,
-    /// Nearest-rank p99 of TPOT.
-    P99Tpot,
-    /// Nearest-rank p95 of E2E.
-    P95E2e,
-    /// Nearest-rank p99 of E2E.
-    P99E2e,
+    /// A nearest-rank percentile of one latency metric (`p95_ttft`, `p99.9_e2e`).
+    Latency(Metric, Percentile),
 }
 
 /// Which latency metric a percentile figure reads.
-#[derive(Clone, Copy)]
-enum Metric {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    /// Time to first token.
     Ttft,
+    /// Time per output token (or chunk cadence).
     Tpot,
+    /// End to end.
     E2e,
 }
 
+impl Metric {
+    const ALL: [Metric; 3] = [Metric::Ttft, Metric::Tpot, Metric::E2e];
+
+    fn name(self) -> &'static str {
+        match self {
+            Metric::Ttft => "ttft",
+            Metric::Tpot => "tpot",
+            Metric::E2e => "e2e",
+        }
+    }
+
+    fn of_block(self) -> LatencyMetric {
+        match self {
+            Metric::Ttft => LatencyMetric::Ttft,
+            Metric::Tpot => LatencyMetric::Tpot,
+            Metric::E2e => LatencyMetric::E2e,
+        }
+    }
+}
+
 impl Figure {
-    /// Every figure, in the order they are printed.
-    pub const ALL: [Figure; 9] = [
-        Figure::Goodput,
-        Figure::PassShare,
-        Figure::FailureShare,
-        Figure::P95Ttft,
-        Figure::P99Ttft,
-        Figure::P95Tpot,
-        Figure::P99Tpot,
-        Figure::P95E2e,
-        Figure::P99E2e,
-    ];
+    /// The percentiles compared when none are asked for: p95 and p99.
+    pub const DEFAULT_PERCENTILES: [u32; 2] = [95, 99];
+
+    /// The figures compared at the default percentiles, in the order they are printed.
+    pub fn defaults() -> Vec<Figure> {
+        let mut ps: Vec<Percentile> = Self::DEFAULT_PERCENTILES.map(Percentile::whole).to_vec();
+        Figure::at(&PercentileSet::from_values(&mut ps).unwrap_or_default())
+    }
+
+    /// The figures compared at `percentiles` (`compare --percentiles`): the
+    /// three counts, then each metric at each percentile, in print order.
+    pub fn at(percentiles: &PercentileSet) -> Vec<Figure> {
+        let mut out = vec![Figure::Goodput, Figure::PassShare, Figure::FailureShare];
+        for metric in Metric::ALL {
+            out.extend(
+                percentiles
+                    .as_slice()
+                    .iter()
+                    .map(|&p| Figure::Latency(metric, p)),
+            );
+        }
+        out
+    }
 
     /// The name used by `--fail-if-worse` and in the JSON.
-    pub fn key(self) -> &'static str {
+    pub fn key(self) -> String {
         match self {
-            Figure::Goodput => "goodput",
-            Figure::PassShare => "pass_share",
-            Figure::FailureShare => "failure_share",
-            Figure::P95Ttft => "p95_ttft",
-            Figure::P99Ttft => "p99_ttft",
-            Figure::P95Tpot => "p95_tpot",
-            Figure::P99Tpot => "p99_tpot",
-            Figure::P95E2e => "p95_e2e",
-            Figure::P99E2e => "p99_e2e",
+            Figure::Goodput => "goodput".to_owned(),
+            Figure::PassShare => "pass_share".to_owned(),
+            Figure::FailureShare => "failure_share".to_owned(),
+            Figure::Latency(metric, p) => format!("p{p}_{}", metric.name()),
         }
     }
 
@@ -133,18 +153,13 @@ impl Figure {
         match self {
             Figure::Goodput => "req/s",
             Figure::PassShare | Figure::FailureShare => "share",
-            _ => "ms",
+            Figure::Latency(..) => "ms",
         }
     }
 
-    fn percentile(self) -> Option<(Metric, u32)> {
+    fn percentile(self) -> Option<(Metric, Percentile)> {
         match self {
-            Figure::P95Ttft => Some((Metric::Ttft, 95)),
-            Figure::P99Ttft => Some((Metric::Ttft, 99)),
-            Figure::P95Tpot => Some((Metric::Tpot, 95)),
-            Figure::P99Tpot => Some((Metric::Tpot, 99)),
-            Figure::P95E2e => Some((Metric::E2e, 95)),
-            Figure::P99E2e => Some((Metric::E2e, 99)),
+            Figure::Latency(metric, p) => Some((metric, p)),
             _ => None,
         }
     }
@@ -152,22 +167,36 @@ impl Figure {
 
 impl fmt::Display for Figure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.key())
+        f.write_str(&self.key())
     }
 }
 
-/// A figure name that is not one of [`Figure::ALL`].
+/// A figure name that is not a figure.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown figure {0:?}: use goodput, pass_share, failure_share, p95_ttft, p99_ttft, p95_tpot, p99_tpot, p95_e2e or p99_e2e")]
+#[error("unknown figure {0:?}: use goodput, pass_share, failure_share, or pP_ttft, pP_tpot, pP_e2e with P a percentile (p95_ttft, p99.9_e2e)")]
 pub struct UnknownFigure(pub String);
 
 impl FromStr for Figure {
     type Err = UnknownFigure;
     fn from_str(s: &str) -> Result<Figure, UnknownFigure> {
-        Figure::ALL
+        let name = s.trim();
+        let unknown = || UnknownFigure(s.to_owned());
+        match name {
+            "goodput" => return Ok(Figure::Goodput),
+            "pass_share" => return Ok(Figure::PassShare),
+            "failure_share" => return Ok(Figure::FailureShare),
+            _ => {}
+        }
+        let (p, metric) = name
+            .strip_prefix('p')
+            .and_then(|rest| rest.split_once('_'))
+            .ok_or_else(unknown)?;
+        let metric = Metric::ALL
             .into_iter()
-            .find(|f| f.key() == s.trim())
-            .ok_or_else(|| UnknownFigure(s.to_owned()))
+            .find(|m| m.name() == metric)
+            .ok_or_else(unknown)?;
+        let p = Percentile::parse(p).map_err(|_| unknown())?;
+        Ok(Figure::Latency(metric, p))
     }
 }
 
@@ -326,14 +355,14 @@ impl Comparison {
     }
 
     fn with_verdict(&self, watched: &[Figure], verdict: Verdict) -> Vec<(String, String)> {
-        let names: Vec<&str> = watched.iter().map(|f| f.key()).collect();
+        let names: Vec<String> = watched.iter().map(|f| f.key()).collect();
         self.blocks
             .iter()
             .flat_map(|block| {
                 block
                     .figures
                     .iter()
-                    .filter(|f| f.verdict == verdict && names.contains(&f.figure.as_str()))
+                    .filter(|f| f.verdict == verdict && names.contains(&f.figure))
                     .map(|f| (block_name(block), f.figure.clone()))
             })
             .collect()
@@ -499,11 +528,24 @@ pub fn contract_differences(a: &ContractInfo, b: &ContractInfo) -> Vec<ContractD
 }
 
 /// Compares two receipts judged under the same contract (checked here),
-/// refusing a closed-loop run against an open-loop one unless allowed.
+/// refusing a closed-loop run against an open-loop one unless allowed, on
+/// the default figures ([`Figure::defaults`]: latency at p95 and p99).
 pub fn compare(
     a: &Receipt,
     b: &Receipt,
     options: CompareOptions,
+) -> Result<Comparison, CompareError> {
+    compare_at(a, b, options, &Figure::defaults())
+}
+
+/// [`compare`] on the given figures (`compare --percentiles`: [`Figure::at`]).
+/// A percentile figure needs both receipts built for that percentile
+/// ([`crate::receipt::attach_percentiles`]); without it, it has no interval.
+pub fn compare_at(
+    a: &Receipt,
+    b: &Receipt,
+    options: CompareOptions,
+    figures: &[Figure],
 ) -> Result<Comparison, CompareError> {
     let differences = contract_differences(&a.contract, &b.contract);
     if !differences.is_empty() {
@@ -522,6 +564,7 @@ pub fn compare(
         (&a.results.all, &b.results.all),
         windows,
         confidence,
+        figures,
     )];
     let classes_b: &BTreeMap<String, Block> = &b.results.classes;
     for (name, block_a) in &a.results.classes {
@@ -531,6 +574,7 @@ pub fn compare(
                 (block_a, block_b),
                 windows,
                 confidence,
+                figures,
             ));
         }
     }
@@ -599,6 +643,7 @@ fn compare_blocks(
     (a, b): (&Block, &Block),
     windows: (f64, f64),
     confidence: Confidence,
+    figures: &[Figure],
 ) -> BlockComparison {
     let n_now = (a.counts.cohort + b.counts.cohort) as f64 / 2.0;
     let side = |x: &Block, window_s: f64| PassCount {
@@ -607,9 +652,9 @@ fn compare_blocks(
         window_s,
     };
     let goodput = goodput_difference(side(a, windows.0), side(b, windows.1), confidence);
-    let figures = Figure::ALL
-        .into_iter()
-        .map(|figure| {
+    let figures = figures
+        .iter()
+        .map(|&figure| {
             let sides = match figure {
                 Figure::Goodput => rate_sides(a, b, goodput.interval),
                 Figure::PassShare => share_sides(a.counts.pass, a, b.counts.pass, b, confidence),
@@ -655,7 +700,7 @@ enum NoInterval {
         /// The confidence level, in percent as printed.
         percent: String,
         /// The percentile.
-        p: u32,
+        p: Percentile,
         /// Requests per run needed before an interval exists at all.
         needed: u64,
     },
@@ -767,21 +812,15 @@ fn percentile_sides(figure: Figure, a: &Block, b: &Block, confidence: Confidence
             interval: Err(NoInterval::NotAPercentile),
         };
     };
-    let pick = |x: &Block| -> (Option<f64>, QuantileInterval) {
-        let (summary, intervals): (&LatencySummary, &PercentileIntervals) = match metric {
-            Metric::Ttft => (&x.latency.ttft_ms, &x.intervals.ttft_ms),
-            Metric::Tpot => (&x.latency.tpot_ms, &x.intervals.tpot_ms),
-            Metric::E2e => (&x.latency.e2e_ms, &x.intervals.e2e_ms),
-        };
-        if p == 95 {
-            (summary.p95, intervals.p95.clone())
-        } else {
-            (summary.p99, intervals.p99.clone())
-        }
+    // A receipt holds the interval of every percentile it was built for
+    // (`contract.percentiles`); one it was not built for has no interval.
+    let pick = |x: &Block| -> (Option<f64>, Option<QuantileInterval>) {
+        x.percentile(metric.of_block(), p).unwrap_or((None, None))
     };
     let (va, ia) = pick(a);
     let (vb, ib) = pick(b);
-    let estimate = |v: Option<f64>, i: &QuantileInterval| {
+    let estimate = |v: Option<f64>, i: &Option<QuantileInterval>| {
+        let i = i.as_ref()?;
         Some(Estimate {
             value: v?,
             interval: Interval {
@@ -795,7 +834,7 @@ fn percentile_sides(figure: Figure, a: &Block, b: &Block, confidence: Confidence
         _ => Err(NoInterval::TooFewValues {
             percent: percent(confidence.level()),
             p,
-            needed: min_n_for_quantile(p, confidence),
+            needed: min_n_for_quantile_at(p, confidence),
         }),
     };
     Sides {
@@ -834,7 +873,7 @@ fn figure_comparison(
         (why, more) => why.or_else(|| more.map(str::to_owned)),
     };
     FigureComparison {
-        figure: figure.key().to_owned(),
+        figure: figure.key(),
         unit: figure.unit().to_owned(),
         better_when: if figure.higher_is_better() {
             "higher"
@@ -1077,7 +1116,7 @@ mod tests {
             b: Some(b),
             interval: Err(NoInterval::TooFewValues {
                 percent: "95".to_owned(),
-                p: 95,
+                p: Percentile::whole(95),
                 needed: 72,
             }),
         }
@@ -1086,7 +1125,12 @@ mod tests {
     #[test]
     fn no_interval_reads_too_few_values_never_indistinguishable() {
         // A reported case: p95 TPOT 28.3 vs 86.2 ms on tiny runs.
-        let f = figure_comparison(Figure::P95Tpot, percentile_sides(28.3, 86.2), 10.0, ci95());
+        let f = figure_comparison(
+            Figure::Latency(Metric::Tpot, Percentile::whole(95)),
+            percentile_sides(28.3, 86.2),
+            10.0,
+            ci95(),
+        );
         assert_eq!(f.verdict, Verdict::TooFewValues);
         assert_eq!(f.verdict.as_str(), "too few values");
         assert_eq!(
@@ -1102,7 +1146,12 @@ mod tests {
     #[test]
     fn a_zero_difference_has_no_required_size() {
         // Without an interval (the old code said 72) and with one.
-        let f = figure_comparison(Figure::P95Ttft, percentile_sides(410.0, 410.0), 5.0, ci95());
+        let f = figure_comparison(
+            Figure::Latency(Metric::Ttft, Percentile::whole(95)),
+            percentile_sides(410.0, 410.0),
+            5.0,
+            ci95(),
+        );
         assert_eq!(f.difference, Some(0.0));
         assert_eq!(f.required_requests_per_run, None);
         assert!(

@@ -38,6 +38,7 @@
 //!   intervals of two rates and to the order-statistic intervals of two
 //!   quantiles.
 
+use crate::stats::Percentile;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal};
@@ -240,10 +241,15 @@ fn allowed_tail(confidence: Confidence) -> f64 {
 /// exactly when `n` is under [`min_n_for_quantile`] (one rule decides both,
 /// so a refusal and the size it names always agree).
 pub fn quantile_ranks(n: u64, p: u32, confidence: Confidence) -> Option<(u64, u64, f64)> {
-    if n == 0 || n < min_n_for_quantile(p, confidence) {
+    quantile_ranks_at(n, Percentile::whole(p), confidence)
+}
+
+/// [`quantile_ranks`] of any percentile in (0, 100), fractions included (99.9).
+pub fn quantile_ranks_at(n: u64, p: Percentile, confidence: Confidence) -> Option<(u64, u64, f64)> {
+    if n == 0 || n < min_n_for_quantile_at(p, confidence) {
         return None;
     }
-    let q = f64::from(p) / 100.0;
+    let q = p.quantile();
     let tail = allowed_tail(confidence);
     let cdf = BinomialCdf::new(n, q);
     // l: the largest l >= 1 with F(l − 1) <= tail; F is non-decreasing.
@@ -288,7 +294,12 @@ fn first_at_least(cdf: &BinomialCdf, target: f64) -> u64 {
 /// The smallest `n` for which [`quantile_ranks`] gives an interval:
 /// both `(1 − q)ⁿ` and `qⁿ` at most α/2 (with its [`TAIL_SLACK`]).
 pub fn min_n_for_quantile(p: u32, confidence: Confidence) -> u64 {
-    let q = f64::from(p) / 100.0;
+    min_n_for_quantile_at(Percentile::whole(p), confidence)
+}
+
+/// [`min_n_for_quantile`] of any percentile in (0, 100), fractions included.
+pub fn min_n_for_quantile_at(p: Percentile, confidence: Confidence) -> u64 {
+    let q = p.quantile();
     let worst = q.max(1.0 - q);
     let tail = allowed_tail(confidence);
     if worst >= 1.0 {
@@ -379,8 +390,17 @@ impl BinomialCdf {
 /// The order-statistic interval of nearest-rank percentile `p` of ascending
 /// `sorted` values.
 pub fn quantile_interval(sorted: &[f64], p: u32, confidence: Confidence) -> QuantileInterval {
+    quantile_interval_at(sorted, Percentile::whole(p), confidence)
+}
+
+/// [`quantile_interval`] of any percentile in (0, 100), fractions included (99.9).
+pub fn quantile_interval_at(
+    sorted: &[f64],
+    p: Percentile,
+    confidence: Confidence,
+) -> QuantileInterval {
     let n = sorted.len() as u64;
-    match quantile_ranks(n, p, confidence) {
+    match quantile_ranks_at(n, p, confidence) {
         Some((l, u, coverage)) => QuantileInterval {
             lower: sorted.get((l - 1) as usize).copied(),
             upper: sorted.get((u - 1) as usize).copied(),
@@ -398,7 +418,7 @@ pub fn quantile_interval(sorted: &[f64], p: u32, confidence: Confidence) -> Quan
             reason: Some(format!(
                 "{n} values are too few for a distribution-free {}% interval of p{p}: it needs at least {}",
                 percent(confidence.level()),
-                min_n_for_quantile(p, confidence)
+                min_n_for_quantile_at(p, confidence)
             )),
         },
     }

@@ -11,6 +11,159 @@
 /// The percentiles every latency block reports.
 pub const PERCENTILES: [u32; 4] = [50, 90, 95, 99];
 
+/// One percentile in (0, 100), held exactly in thousandths (99.9 is 99 900),
+/// so ranks stay integer arithmetic and a list can be sorted and compared
+/// without float surprises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Percentile(u32);
+
+impl Percentile {
+    /// Thousandths in a whole percent.
+    const SCALE: u32 = 1000;
+
+    /// A whole percentile (`p` in 1..=100).
+    pub const fn whole(p: u32) -> Percentile {
+        Percentile(p * Self::SCALE)
+    }
+
+    /// The percentile in thousandths of a percent.
+    pub fn thousandths(self) -> u32 {
+        self.0
+    }
+
+    /// The percentile as a number (99.9): what receipts record.
+    pub fn value(self) -> f64 {
+        f64::from(self.0) / f64::from(Self::SCALE)
+    }
+
+    /// The quantile p / 100 as a float (correctly rounded: for a whole p it
+    /// is bit for bit `p as f64 / 100.0`).
+    pub fn quantile(self) -> f64 {
+        f64::from(self.0) / f64::from(100 * Self::SCALE)
+    }
+
+    /// Reads a percentile as recorded in a receipt (a number in (0, 100)
+    /// with at most three decimals); `None` otherwise.
+    pub fn from_value(v: f64) -> Option<Percentile> {
+        let t = (v * f64::from(Self::SCALE)).round();
+        let ok = v.is_finite() && (t - v * f64::from(Self::SCALE)).abs() < 1e-6;
+        (ok && t > 0.0 && t < f64::from(100 * Self::SCALE)).then_some(Percentile(t as u32))
+    }
+
+    /// Parses one percentile as written on a command line: a decimal number
+    /// strictly between 0 and 100 with at most three decimals (`99.9`).
+    pub fn parse(text: &str) -> Result<Percentile, String> {
+        let t = text.trim();
+        let bad = |why: &str| format!("`{t}` is not a percentile: {why}");
+        let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if whole.is_empty()
+            || !digits(whole)
+            || !digits(frac)
+            || (t.contains('.') && frac.is_empty())
+        {
+            return Err(bad("write a number such as 50, 99 or 99.9"));
+        }
+        if frac.len() > 3 {
+            return Err(bad("at most three decimals (99.999)"));
+        }
+        let whole: u32 = match whole.parse() {
+            Ok(w) if w < 100 => w,
+            _ => return Err(bad("it must be below 100")),
+        };
+        let frac_value: u32 = format!("{frac:0<3}").parse().unwrap_or(0);
+        match whole * Self::SCALE + frac_value {
+            0 => Err(bad("it must be above 0")),
+            t => Ok(Percentile(t)),
+        }
+    }
+}
+
+impl std::fmt::Display for Percentile {
+    /// `95`, `99.9`, `99.99`: no trailing zeros.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (whole, frac) = (self.0 / Self::SCALE, self.0 % Self::SCALE);
+        if frac == 0 {
+            write!(f, "{whole}")
+        } else {
+            let frac = format!("{frac:03}");
+            write!(f, "{whole}.{}", frac.trim_end_matches('0'))
+        }
+    }
+}
+
+/// The percentiles a command reports (`--percentiles`): sorted ascending,
+/// without duplicates, between one and [`PercentileSet::MAX`] of them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PercentileSet(Vec<Percentile>);
+
+impl Default for PercentileSet {
+    fn default() -> PercentileSet {
+        PercentileSet(Self::DEFAULT.map(Percentile::whole).to_vec())
+    }
+}
+
+impl PercentileSet {
+    /// The set reported when none is asked for: p50, p95, p99.
+    pub const DEFAULT: [u32; 3] = [50, 95, 99];
+
+    /// Most percentiles one list may name: a table of more is unreadable.
+    pub const MAX: usize = 10;
+
+    /// Parses a comma-separated list (`50,90,99,99.9`): each value in
+    /// (0, 100) with at most three decimals, at most [`Self::MAX`] distinct
+    /// values; sorted and de-duplicated.
+    pub fn parse(list: &str) -> Result<PercentileSet, String> {
+        let mut values = list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(Percentile::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::from_values(&mut values)
+    }
+
+    /// The set of `values`, sorted and de-duplicated; an error for none or too many.
+    pub fn from_values(values: &mut Vec<Percentile>) -> Result<PercentileSet, String> {
+        values.sort_unstable();
+        values.dedup();
+        match values.len() {
+            0 => Err("the list names no percentile (write e.g. 50,95,99)".to_owned()),
+            n if n > Self::MAX => Err(format!(
+                "{n} percentiles named; at most {} are reported",
+                Self::MAX
+            )),
+            _ => Ok(PercentileSet(values.clone())),
+        }
+    }
+
+    /// The percentiles, ascending.
+    pub fn as_slice(&self) -> &[Percentile] {
+        &self.0
+    }
+
+    /// Whether this is the default p50, p95, p99.
+    pub fn is_default(&self) -> bool {
+        *self == PercentileSet::default()
+    }
+
+    /// The percentiles as numbers, as receipts record them.
+    pub fn values(&self) -> Vec<f64> {
+        self.0.iter().map(|p| p.value()).collect()
+    }
+}
+
+/// The nearest-rank percentile `p` of ascending `sorted` values: rank
+/// ceil(p × n / 100), exactly, in thousandths; `None` when there are none.
+pub fn nearest_rank_at(sorted: &[f64], p: Percentile) -> Option<f64> {
+    let n = sorted.len() as u128;
+    if n == 0 {
+        return None;
+    }
+    let rank = (u128::from(p.thousandths()) * n).div_ceil(100_000).max(1);
+    sorted.get((rank - 1) as usize).copied()
+}
+
 /// The nearest-rank `p`-th percentile of ascending `sorted` values; `None`
 /// when there are none. `p` is in 1..=100.
 pub fn nearest_rank(sorted: &[f64], p: u32) -> Option<f64> {
@@ -171,6 +324,55 @@ mod tests {
         );
         assert_eq!(v[0], -7.0);
         assert!(v[3].is_sign_negative() && v[3] == 0.0); // -1e-300 < -0.0 < 0.0
+    }
+
+    #[test]
+    fn fractional_percentiles_are_exact_ranks() {
+        // n = 2000: p99.9 → ceil(99 900 × 2000 / 100 000) = 1998; p99.95 →
+        // ceil(1999) = 1999; p0.1 → ceil(2) = 2; p90 → 1800 (as nearest_rank).
+        let v: Vec<f64> = (1..=2000).map(f64::from).collect();
+        let at = |text: &str| nearest_rank_at(&v, Percentile::parse(text).expect(text));
+        assert_eq!(at("99.9"), Some(1998.0));
+        assert_eq!(at("99.95"), Some(1999.0));
+        assert_eq!(at("0.1"), Some(2.0));
+        assert_eq!(at("90"), nearest_rank(&v, 90));
+    }
+
+    #[test]
+    fn percentile_lists_are_sorted_deduplicated_and_bounded() {
+        let set = PercentileSet::parse("99.9, 50,90,50").expect("list");
+        assert_eq!(set.values(), vec![50.0, 90.0, 99.9]);
+        assert_eq!(
+            set.as_slice()
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>(),
+            ["50", "90", "99.9"]
+        );
+        assert!(PercentileSet::parse("50,95,99")
+            .expect("default")
+            .is_default());
+        for bad in ["0", "100", "-1", "1e2", "99.", ".5", "99.9999", "", "a"] {
+            assert!(PercentileSet::parse(bad).is_err(), "{bad}");
+        }
+        assert!(PercentileSet::parse("1,2,3,4,5,6,7,8,9,10").is_ok());
+        assert!(PercentileSet::parse("1,2,3,4,5,6,7,8,9,10,11").is_err());
+        // Receipt values read back: 99.9 is 99 900 thousandths; 99.95 too.
+        assert_eq!(
+            Percentile::from_value(99.9).map(Percentile::thousandths),
+            Some(99_900)
+        );
+        assert_eq!(
+            Percentile::from_value(99.95).map(Percentile::thousandths),
+            Some(99_950)
+        );
+        assert_eq!(Percentile::from_value(100.0), None);
+        assert_eq!(Percentile::from_value(50.0001), None);
+        // A whole p's quantile is bit for bit p / 100.
+        assert_eq!(
+            Percentile::whole(95).quantile().to_bits(),
+            (95.0_f64 / 100.0).to_bits()
+        );
     }
 
     #[test]

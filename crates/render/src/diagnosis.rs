@@ -40,11 +40,24 @@ fn figure(x: f64) -> String {
 }
 
 /// A diagnosis's counts, in the order of the table in `review::diagnosis`.
+/// The parts after the colon (missed, failed, unfinished) add up to the rows
+/// not passed, and a part whose count is 0 is left out; inside a part, what
+/// is a breakdown says so (a row counts under every metric it missed), and
+/// the late unfinished rows are a count of the same rows on another axis.
 pub fn counts(d: &ClassDiagnosis) -> String {
-    let mut parts = vec![format!(
-        "{} of {} cohort rows not passed: missed TTFT {}, TPOT {}, E2E {} (E2E only: at least {})",
-        d.not_passed, d.cohort, d.ttft_misses, d.tpot_misses, d.e2e_misses, d.e2e_only_at_least
-    )];
+    let mut parts = Vec::new();
+    let missed = d.not_passed.saturating_sub(d.failed + d.unfinished);
+    if missed > 0 {
+        let mut part = format!(
+            "{missed} missed a gate (TTFT {}, TPOT {}, E2E {}; a row counts under each gate it missed",
+            d.ttft_misses, d.tpot_misses, d.e2e_misses
+        );
+        if d.e2e_only_at_least > 0 {
+            let _ = write!(part, "; at least {} missed E2E alone", d.e2e_only_at_least);
+        }
+        part.push(')');
+        parts.push(part);
+    }
     if d.failed > 0 {
         let reasons: Vec<String> = d
             .failure_reasons
@@ -52,18 +65,40 @@ pub fn counts(d: &ClassDiagnosis) -> String {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         parts.push(format!("failed {} ({})", d.failed, reasons.join(", ")));
-    } else {
-        parts.push("failed 0".to_owned());
     }
     if d.unfinished > 0 {
-        parts.push(format!(
-            "unfinished {} ({} in flight at the horizon, {} already late)",
-            d.unfinished, d.in_flight, d.known_late
-        ));
-    } else {
-        parts.push("unfinished 0".to_owned());
+        parts.push(unfinished(d));
     }
-    parts.join("; ")
+    format!(
+        "{} of {} cohort rows not passed: {}",
+        d.not_passed,
+        d.cohort,
+        parts.join("; ")
+    )
+}
+
+/// The unfinished rows: how many were still running when observation
+/// stopped and how many ended only after it (the two add up), then how many
+/// of all of them were already past a TTFT or E2E gate (a different axis).
+fn unfinished(d: &ClassDiagnosis) -> String {
+    let n = d.unfinished;
+    let all = if n == 1 {
+        String::new()
+    } else {
+        format!("all {n} ")
+    };
+    let after = n.saturating_sub(d.in_flight);
+    let split = match (d.in_flight, after) {
+        (_, 0) => format!("{all}still running"),
+        (0, _) => format!("{all}ended only after it"),
+        (running, after) => format!("{running} still running, {after} ended only after it"),
+    };
+    let late = match d.known_late {
+        0 => String::new(),
+        late if late == n => format!("; {all}already past a TTFT or E2E gate"),
+        late => format!("; {late} of these {n} already past a TTFT or E2E gate"),
+    };
+    format!("unfinished {n} at the horizon ({split}{late})")
 }
 
 /// One line: `diagnosis CLASS: counts → reading`.
@@ -241,4 +276,60 @@ pub fn sections(receipt: &Receipt) -> String {
         o.push_str(&wrapped(&cost(c, receipt.contract.resources.as_ref())));
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::review::diagnosis::Cause;
+
+    fn diagnosis() -> ClassDiagnosis {
+        ClassDiagnosis {
+            class: "chat".to_owned(),
+            cohort: 20,
+            not_passed: 0,
+            ttft_misses: 0,
+            tpot_misses: 0,
+            e2e_misses: 0,
+            e2e_only_at_least: 0,
+            failed: 0,
+            failure_reasons: Default::default(),
+            unfinished: 0,
+            in_flight: 0,
+            known_late: 0,
+            dominant: vec![Cause::E2eOnlyMisses],
+        }
+    }
+
+    #[test]
+    fn e2e_alone_and_partly_late_rows_are_named_only_when_nonzero() {
+        // 5 misses (TTFT 1, E2E 5 → at least 5 − 1 − 0 = 4 missed E2E alone)
+        // + 3 unfinished (1 running, 2 ended after, 2 of the 3 late) = 8.
+        let d = ClassDiagnosis {
+            not_passed: 8,
+            ttft_misses: 1,
+            e2e_misses: 5,
+            e2e_only_at_least: 4,
+            unfinished: 3,
+            in_flight: 1,
+            known_late: 2,
+            ..diagnosis()
+        };
+        assert_eq!(
+            counts(&d),
+            "8 of 20 cohort rows not passed: 5 missed a gate (TTFT 1, TPOT 0, E2E 5; a row counts \
+             under each gate it missed; at least 4 missed E2E alone); unfinished 3 at the horizon \
+             (1 still running, 2 ended only after it; 2 of these 3 already past a TTFT or E2E gate)"
+        );
+        // All ended after the horizon, none late.
+        let d = ClassDiagnosis {
+            not_passed: 4,
+            unfinished: 4,
+            ..diagnosis()
+        };
+        assert_eq!(
+            counts(&d),
+            "4 of 20 cohort rows not passed: unfinished 4 at the horizon (all 4 ended only after it)"
+        );
+    }
 }

@@ -259,6 +259,15 @@ fn token_checks(s: &mut String, f: &Figures) {
             "  prompt tokens: server = client on {} of {} rows; server − client min {min}, mean {mean:.2}, max {max}",
             t.equal, t.compared
         );
+        if goodput_core::receipt::tokenizer::flagged(t.off as u64, t.compared as u64) {
+            let _ = writeln!(
+                s,
+                "  WARNING tokenizer mismatch: on {} of {} rows server and client differ by more \
+                 than max(2 tokens, 2 %): --tokenizer is not the server's, so the prompt lengths \
+                 are not the model's",
+                t.off, t.compared
+            );
+        }
     }
     if t.requested > 0 {
         let _ = writeln!(

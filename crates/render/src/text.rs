@@ -7,7 +7,11 @@ use goodput_core::analyze::InvalidRow;
 use std::borrow::Cow;
 use std::fmt::Write;
 
-use goodput_core::receipt::{Block, ContractInfo, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE};
+use goodput_core::receipt::tokenizer::TokenizerMismatch;
+use goodput_core::receipt::{
+    Block, ContractInfo, LatencyMetric, LatencySummary, Receipt, ARRIVALS_UNKNOWN_LINE,
+};
+use goodput_core::stats::PercentileSet;
 use goodput_core::trace::ArrivalMode;
 use goodput_util::escape::terminal;
 use goodput_util::number::count;
@@ -108,6 +112,9 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     write_trace(&mut o, receipt);
     write_contract(&mut o, c);
     write_gates(&mut o, c, table.tpot_name);
+    if let Some(m) = &receipt.tokenizer_mismatch {
+        let _ = writeln!(o, "{}", wrap(&tokenizer_warning(m), 100, "          "));
+    }
     write_counts(&mut o, &table);
     write_rates(&mut o, &table, c.window.duration_ms);
     write_latency(&mut o, &table);
@@ -126,6 +133,8 @@ struct Table<'a> {
     blocks: Vec<(Cow<'a, str>, &'a Block)>,
     width: usize,
     tpot_name: &'static str,
+    /// The percentiles in force, one latency column each.
+    percentiles: PercentileSet,
 }
 
 impl<'a> Table<'a> {
@@ -150,6 +159,7 @@ impl<'a> Table<'a> {
             blocks,
             width,
             tpot_name: tpot_name(&receipt.contract.tpot_label),
+            percentiles: goodput_core::receipt::percentiles::in_force(&receipt.contract),
         }
     }
 }
@@ -307,32 +317,40 @@ fn write_rates(o: &mut String, t: &Table, window_duration_ms: f64) {
     );
 }
 
-/// Percentiles of TTFT, the per-token metric and E2E, three rows per block.
+/// The summary's warning line for a tokenizer that is not the server's.
+pub fn tokenizer_warning(m: &TokenizerMismatch) -> String {
+    format!(
+        "WARNING   tokenizer mismatch: on {} of {} rows the client's prompt count (promptTokens) \
+         differs from the server's (serverPromptTokens) by more than max(2 tokens, 2 %), median \
+         server - client {:+} tokens; the trace declares promptLengths: tokens, so its prompt \
+         lengths are not the model's (use the model's tokenizer)",
+        m.rows_off, m.rows_compared, m.median_server_minus_client
+    )
+}
+
+/// Percentiles of TTFT, the per-token metric and E2E, three rows per block,
+/// one column per percentile in force (`contract.percentiles`).
 fn write_latency(o: &mut String, t: &Table) {
     let w = t.width;
-    let _ = writeln!(
-        o,
-        "\n{:<w$} {:<6} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "LATENCY ms", "metric", "n", "p50", "p95", "p99", "max", "mean"
-    );
+    let mut header = format!("\n{:<w$} {:<6} {:>7}", "LATENCY ms", "metric", "n");
+    for p in t.percentiles.as_slice() {
+        let _ = write!(header, " {:>10}", format!("p{p}"));
+    }
+    let _ = writeln!(o, "{header} {:>10} {:>10}", "max", "mean");
     for (name, b) in &t.blocks {
-        let rows: [(&str, &LatencySummary); 3] = [
-            ("ttft", &b.latency.ttft_ms),
-            (t.tpot_name, &b.latency.tpot_ms),
-            ("e2e", &b.latency.e2e_ms),
+        let rows: [(&str, LatencyMetric, &LatencySummary); 3] = [
+            ("ttft", LatencyMetric::Ttft, &b.latency.ttft_ms),
+            (t.tpot_name, LatencyMetric::Tpot, &b.latency.tpot_ms),
+            ("e2e", LatencyMetric::E2e, &b.latency.e2e_ms),
         ];
-        for (i, (metric, s)) in rows.iter().enumerate() {
+        for (i, (metric, which, s)) in rows.iter().enumerate() {
             let label = if i == 0 { name.as_ref() } else { "" };
-            let _ = writeln!(
-                o,
-                "{label:<w$} {metric:<6} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                s.n,
-                opt(s.p50, 1),
-                opt(s.p95, 1),
-                opt(s.p99, 1),
-                opt(s.max, 1),
-                opt(s.mean, 1)
-            );
+            let mut line = format!("{label:<w$} {metric:<6} {:>7}", s.n);
+            for &p in t.percentiles.as_slice() {
+                let value = b.percentile(*which, p).and_then(|(v, _)| v);
+                let _ = write!(line, " {:>10}", opt(value, 1));
+            }
+            let _ = writeln!(o, "{line} {:>10} {:>10}", opt(s.max, 1), opt(s.mean, 1));
         }
     }
 }

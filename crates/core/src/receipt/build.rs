@@ -349,6 +349,7 @@ impl Tally {
             littles_law,
             intervals,
             saturation,
+            percentiles: None,
         }
     }
 }
@@ -634,6 +635,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         sweep: None,
         recovery: None,
         cost: None,
+        tokenizer_mismatch: crate::receipt::tokenizer::mismatch(trace),
     }
 }
 
@@ -669,6 +671,7 @@ fn contract_info(contract: &crate::trace::Contract, confidence: Confidence) -> C
     ContractInfo {
         equality: contract.equality.as_str().to_owned(),
         percentile_method: "nearest-rank".to_owned(),
+        percentiles: crate::stats::PercentileSet::default().values(),
         intervals: IntervalContract {
             confidence: confidence.level(),
             share: intervals::method::SHARE.to_owned(),

@@ -8,10 +8,12 @@
 
 pub mod build;
 pub mod cost;
+pub mod percentiles;
 pub mod recovery;
 pub mod release;
 pub mod saturation;
 pub mod sensitivity;
+pub mod tokenizer;
 
 use std::collections::BTreeMap;
 
@@ -22,6 +24,7 @@ use crate::intervals::{Interval, QuantileInterval};
 use crate::trace::{ArrivalMode, Gates, Labels, Phase, Warmup};
 
 pub use build::{build_receipt, ReceiptOptions};
+pub use percentiles::attach as attach_percentiles;
 pub use saturation::{Saturation, SaturationBin, SaturationVerdict};
 
 /// The schema tag of every receipt this version writes.
@@ -59,6 +62,12 @@ pub struct Receipt {
     /// in force: `contract.resources`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<cost::Cost>,
+    /// A warning: the trace declares `workload.promptLengths: "tokens"` but
+    /// the client's prompt counts differ from the server's on most rows
+    /// (docs/contract.md §7, rule in [`tokenizer`]); absent otherwise. Added
+    /// within schema major version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer_mismatch: Option<tokenizer::TokenizerMismatch>,
 }
 
 /// The tool that produced a receipt.
@@ -101,6 +110,13 @@ pub struct ContractInfo {
     pub equality: String,
     /// Always `nearest-rank`: Pp is the value at 1-based rank ceil(p × n / 100).
     pub percentile_method: String,
+    /// The percentiles the figures are reported at, ascending (`--percentiles`;
+    /// default 50, 95, 99). With the default, each is in the fixed
+    /// `latency` and `intervals` fields; with any other list, every block's
+    /// `percentiles` gives each one with its interval. Added within schema
+    /// major version 1 (an older receipt has none: the default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub percentiles: Vec<f64>,
     /// The confidence level and methods of every block's `intervals`.
     pub intervals: IntervalContract,
     /// What `outputTokens` counts: `usage`, `chunks` or `client-tokenizer`.
@@ -210,6 +226,82 @@ pub struct Block {
     /// Whether the server kept up with the offered load: offered and served
     /// rates, requests in flight over the window, and a verdict.
     pub saturation: Saturation,
+    /// Every percentile of `contract.percentiles` with its interval, per
+    /// metric; present only when that list is not the default 50, 95, 99
+    /// (whose figures are the fixed `latency` and `intervals` fields).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentiles: Option<RequestedPercentiles>,
+}
+
+/// The requested percentiles of one block's latency metrics (`--percentiles`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestedPercentiles {
+    /// TTFT, one entry per requested percentile, ascending.
+    pub ttft_ms: Vec<PercentileFigure>,
+    /// TPOT (or chunk cadence), likewise.
+    pub tpot_ms: Vec<PercentileFigure>,
+    /// E2E, likewise.
+    pub e2e_ms: Vec<PercentileFigure>,
+}
+
+/// One nearest-rank percentile of one metric with its order-statistic interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PercentileFigure {
+    /// The percentile, e.g. 99.9.
+    pub p: f64,
+    /// The value at 1-based rank ceil(p × n / 100); null when n = 0.
+    pub value: Option<f64>,
+    /// Its interval at `contract.intervals.confidence`.
+    pub interval: QuantileInterval,
+}
+
+/// A latency metric of a block, to read one percentile of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatencyMetric {
+    /// Time to first token.
+    Ttft,
+    /// Time per output token (or chunk cadence).
+    Tpot,
+    /// End to end.
+    E2e,
+}
+
+impl Block {
+    /// Percentile `p` of `metric` with its interval, wherever the receipt
+    /// holds it: the block's requested `percentiles`, else the fixed fields
+    /// (p50, p95, p99 with intervals; p90 without). `None` when the receipt
+    /// holds neither.
+    pub fn percentile(
+        &self,
+        metric: LatencyMetric,
+        p: crate::stats::Percentile,
+    ) -> Option<(Option<f64>, Option<QuantileInterval>)> {
+        if let Some(requested) = &self.percentiles {
+            let list = match metric {
+                LatencyMetric::Ttft => &requested.ttft_ms,
+                LatencyMetric::Tpot => &requested.tpot_ms,
+                LatencyMetric::E2e => &requested.e2e_ms,
+            };
+            let want = p.value();
+            if let Some(f) = list.iter().find(|f| f.p == want) {
+                return Some((f.value, Some(f.interval.clone())));
+            }
+        }
+        let (summary, intervals) = match metric {
+            LatencyMetric::Ttft => (&self.latency.ttft_ms, &self.intervals.ttft_ms),
+            LatencyMetric::Tpot => (&self.latency.tpot_ms, &self.intervals.tpot_ms),
+            LatencyMetric::E2e => (&self.latency.e2e_ms, &self.intervals.e2e_ms),
+        };
+        match p.thousandths() {
+            50_000 => Some((summary.p50, Some(intervals.p50.clone()))),
+            90_000 => Some((summary.p90, None)),
+            95_000 => Some((summary.p95, Some(intervals.p95.clone()))),
+            99_000 => Some((summary.p99, Some(intervals.p99.clone()))),
+            _ => None,
+        }
+    }
 }
 
 /// How far the headline figures of one block could move from run to run:

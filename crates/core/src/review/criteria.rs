@@ -33,6 +33,8 @@ pub struct Criteria {
     pub class: Option<String>,
     /// Most p95 TPOT allowed, ms (a release criterion: `release_gate`).
     pub max_p95_tpot_ms: Option<f64>,
+    /// Most p99 TTFT, TPOT and E2E allowed, ms (`--max-p99-*-ms`).
+    pub p99: P99Limits,
     /// Most recovery time after the burst allowed, s (a release criterion).
     pub max_recovery_s: Option<f64>,
     /// Limits of several classes in one run (release criteria, `--class-limits`).
@@ -89,7 +91,7 @@ impl Criteria {
     }
 
     /// The gate's limits on its judged block's tails and shares: both share
-    /// ceilings (with their defaults) and the p95 limits given. What
+    /// ceilings (with their defaults) and the p95 and p99 limits given. What
     /// [`crate::review::limits::limit_checks`] checks for `gate`, as it does
     /// for each rate of a frontier or a capacity search.
     pub fn block_limits(&self) -> BlockLimits {
@@ -99,8 +101,22 @@ impl Criteria {
             max_p95_ttft_ms: self.max_p95_ttft_ms.clone(),
             max_p95_e2e_ms: self.max_p95_e2e_ms.clone(),
             max_p95_tpot_ms: self.max_p95_tpot_ms,
+            p99: self.p99.clone(),
         }
     }
+}
+
+/// The p99 limits of `gate` (`--max-p99-ttft-ms`, `--max-p99-tpot-ms`,
+/// `--max-p99-e2e-ms`): each a decimal compared exactly with the nearest-rank
+/// p99 (docs/contract.md §9.2), each its own criterion line when given.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct P99Limits {
+    /// Most nearest-rank p99 TTFT, ms.
+    pub ttft_ms: Option<Decimal>,
+    /// Most nearest-rank p99 TPOT, ms.
+    pub tpot_ms: Option<Decimal>,
+    /// Most nearest-rank p99 E2E, ms.
+    pub e2e_ms: Option<Decimal>,
 }
 
 /// Limits on one block's tails and shares, each optional: the criteria of
@@ -119,6 +135,8 @@ pub struct BlockLimits {
     pub max_p95_e2e_ms: Option<Decimal>,
     /// Most nearest-rank p95 TPOT, ms (`--max-p95-tpot-ms`).
     pub max_p95_tpot_ms: Option<f64>,
+    /// The p99 limits (`gate --max-p99-*-ms`).
+    pub p99: P99Limits,
 }
 
 impl BlockLimits {
@@ -145,6 +163,9 @@ impl BlockLimits {
         for (flag, v) in [
             ("--max-p95-ttft-ms", &self.max_p95_ttft_ms),
             ("--max-p95-e2e-ms", &self.max_p95_e2e_ms),
+            ("--max-p99-ttft-ms", &self.p99.ttft_ms),
+            ("--max-p99-tpot-ms", &self.p99.tpot_ms),
+            ("--max-p99-e2e-ms", &self.p99.e2e_ms),
         ] {
             if let Some(v) = v.as_ref().filter(|v| v.is_negative()) {
                 return bad(flag, v.to_string(), "a number of ms >= 0");

@@ -13,7 +13,7 @@
 //! | TPOT misses | decode contention or streaming |
 //! | E2E-only misses | long outputs, or an E2E promise the workload cannot meet |
 //! | failures | their own investigation, by reason |
-//! | unfinished rows | a growing in-flight count: its own investigation |
+//! | unfinished rows | requests still open when observation stopped: overload or stalls |
 //!
 //! A row counts under every metric it missed, so the counts of the receipt
 //! cannot say exactly how many rows missed E2E alone. The diagnosis uses the
@@ -61,12 +61,11 @@ impl Cause {
         match self {
             Cause::TtftMisses => "look at queueing, prefill, cold starts or admission",
             Cause::TpotMisses => "look at decode contention or streaming",
-            Cause::E2eOnlyMisses => {
-                "long outputs, or an E2E promise this workload cannot meet"
-            }
+            Cause::E2eOnlyMisses => "long outputs, or an E2E promise this workload cannot meet",
             Cause::Failures => "investigate the failures on their own, by reason",
             Cause::Unfinished => {
-                "the in-flight count grew past the horizon: investigate it on its own (overload or stalls)"
+                "requests were still open when observation stopped, so check whether the server \
+                 fell behind the offered load (overload) or requests stalled"
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The one evaluation of a block's tail and share limits ([`BlockLimits`]):
 //! failure and censored shares at or below their ceilings, nearest-rank p95
-//! TTFT / E2E / TPOT at or below their limits.
+//! TTFT / E2E / TPOT and p99 TTFT / E2E / TPOT at or below their limits.
 //!
 //! Why one function: `gate` checks these limits on its judged block, and the
 //! frontier and the capacity search judge every rate by them
@@ -9,7 +9,8 @@
 //! on the same limits, comparison for comparison: shares compare their
 //! counts with the ceiling exactly, p95 TTFT and E2E the double with the
 //! decimal as written (docs/contract.md §9.2), p95 TPOT as doubles (as
-//! `gate --max-p95-tpot-ms` always has). A figure that cannot be
+//! `gate --max-p95-tpot-ms` always has), p99s the double with the decimal as
+//! written, like p95 TTFT. A figure that cannot be
 //! measured (a share of an empty cohort, a percentile of no completed rows)
 //! fails: no evidence never holds.
 
@@ -24,10 +25,13 @@ enum Bound<'l> {
     P95Ttft(&'l Decimal),
     P95E2e(&'l Decimal),
     P95Tpot(f64),
+    P99Ttft(&'l Decimal),
+    P99E2e(&'l Decimal),
+    P99Tpot(&'l Decimal),
 }
 
 /// The limits given, in the fixed order of every view: failure share,
-/// censored share, p95 TTFT, p95 E2E, p95 TPOT.
+/// censored share, p95 TTFT, p95 E2E, p95 TPOT, p99 TTFT, p99 E2E, p99 TPOT.
 fn bounds(limits: &BlockLimits) -> Vec<Bound<'_>> {
     let l = limits;
     [
@@ -36,6 +40,9 @@ fn bounds(limits: &BlockLimits) -> Vec<Bound<'_>> {
         l.max_p95_ttft_ms.as_ref().map(Bound::P95Ttft),
         l.max_p95_e2e_ms.as_ref().map(Bound::P95E2e),
         l.max_p95_tpot_ms.map(Bound::P95Tpot),
+        l.p99.ttft_ms.as_ref().map(Bound::P99Ttft),
+        l.p99.e2e_ms.as_ref().map(Bound::P99E2e),
+        l.p99.tpot_ms.as_ref().map(Bound::P99Tpot),
     ]
     .into_iter()
     .flatten()
@@ -51,6 +58,9 @@ impl Bound<'_> {
             Bound::P95Ttft(_) => "p95 ttft ms",
             Bound::P95E2e(_) => "p95 e2e ms",
             Bound::P95Tpot(_) => "p95 tpot ms",
+            Bound::P99Ttft(_) => "p99 ttft ms",
+            Bound::P99E2e(_) => "p99 e2e ms",
+            Bound::P99Tpot(_) => "p99 tpot ms",
         }
     }
 
@@ -60,7 +70,10 @@ impl Bound<'_> {
             Bound::FailureShare(d)
             | Bound::CensoredShare(d)
             | Bound::P95Ttft(d)
-            | Bound::P95E2e(d) => d.to_f64(),
+            | Bound::P95E2e(d)
+            | Bound::P99Ttft(d)
+            | Bound::P99E2e(d)
+            | Bound::P99Tpot(d) => d.to_f64(),
             Bound::P95Tpot(x) => *x,
         }
     }
@@ -76,6 +89,9 @@ impl Bound<'_> {
             Bound::P95Ttft(l) => (lat.ttft_ms.p95, latency(lat.ttft_ms.p95, l)),
             Bound::P95E2e(l) => (lat.e2e_ms.p95, latency(lat.e2e_ms.p95, l)),
             Bound::P95Tpot(l) => (lat.tpot_ms.p95, lat.tpot_ms.p95.is_some_and(|m| m <= *l)),
+            Bound::P99Ttft(l) => (lat.ttft_ms.p99, latency(lat.ttft_ms.p99, l)),
+            Bound::P99E2e(l) => (lat.e2e_ms.p99, latency(lat.e2e_ms.p99, l)),
+            Bound::P99Tpot(l) => (lat.tpot_ms.p99, latency(lat.tpot_ms.p99, l)),
         }
     }
 }
@@ -90,7 +106,8 @@ pub fn limit_names(limits: &BlockLimits) -> Vec<(&'static str, f64)> {
 }
 
 /// The check line of every limit given, in a fixed order: failure share,
-/// censored share, p95 TTFT, p95 E2E, p95 TPOT. Their names are the gate's
+/// censored share, p95 TTFT, p95 E2E, p95 TPOT, p99 TTFT, p99 E2E, p99 TPOT.
+/// Their names are the gate's
 /// (`failure share`, `p95 ttft ms`, …), so every view words them alike.
 pub fn limit_checks(block: &Block, limits: &BlockLimits) -> Vec<Check> {
     bounds(limits)

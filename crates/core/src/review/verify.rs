@@ -5,7 +5,7 @@
 //! receipt of the same schema major version written by an older `goodput`
 //! still reads (docs/contract.md §9.1: fields may be added, names and places are fixed).
 //! The trace is recomputed with the options the receipt records (its limits;
-//! per-row verdicts when it has `rows`; its sweep plan when it has `sweep`),
+//! its percentiles; per-row verdicts when it has `rows`; its sweep plan when it has `sweep`),
 //! both trees are put in canonical number form, and they are walked side by
 //! side. The trace hash is reported first, because when it differs nothing
 //! else can agree for a good reason; then the contract; then everything else,
@@ -19,8 +19,9 @@ use crate::analyze::{analyze_bytes_at, AnalyzeOptions};
 use crate::intervals::Confidence;
 use crate::receipt::recovery::{RecoveryOptions, DEFAULT_TOLERANCE};
 use crate::receipt::release::{attach, ReleaseOptions};
-use crate::receipt::RECEIPT_SCHEMA;
+use crate::receipt::{attach_percentiles, RECEIPT_SCHEMA};
 use crate::review::sensitivity::{plan_of, sweep, SweepEntry};
+use crate::stats::{Percentile, PercentileSet};
 use crate::trace::Resources;
 use crate::trace::{sha256_hex, Limits};
 use goodput_util::json::normalize_numbers;
@@ -61,6 +62,10 @@ pub struct ClaimedReceipt {
     /// the default when an older receipt has none or an unusable one, which
     /// then shows as a difference).
     pub confidence: Confidence,
+    /// The percentiles it records (`/contract/percentiles`): `None` for an
+    /// older receipt without the list (recomputed without it too); the
+    /// default when the list is unreadable, which then shows as a difference.
+    pub percentiles: Option<PercentileSet>,
 }
 
 /// Reads a receipt's bytes as a claimed receipt of a supported schema.
@@ -112,13 +117,27 @@ pub fn read_receipt(bytes: &[u8]) -> Result<ClaimedReceipt, VerifyError> {
         .and_then(Value::as_f64)
         .and_then(|c| Confidence::new(c).ok())
         .unwrap_or_default();
+    let percentiles = tree
+        .pointer("/contract/percentiles")
+        .map(|list| percentiles_of(list).unwrap_or_default());
     Ok(ClaimedReceipt {
         tree,
         limits,
         generator_version,
         schema,
         confidence,
+        percentiles,
     })
+}
+
+/// A recorded percentile list, when every entry is a valid percentile.
+fn percentiles_of(list: &Value) -> Option<PercentileSet> {
+    let mut values = list
+        .as_array()?
+        .iter()
+        .map(|v| v.as_f64().and_then(Percentile::from_value))
+        .collect::<Option<Vec<_>>>()?;
+    PercentileSet::from_values(&mut values).ok()
 }
 
 /// The release options a receipt records: its recovery's burst phase and
@@ -272,6 +291,10 @@ pub fn verify(claimed: &ClaimedReceipt, trace_bytes: &[u8]) -> VerifyReport {
     };
     let mut report = VerifyReport::new(claimed, Some(analysis.trace.sha256.clone()));
     let mut receipt = analysis.receipt;
+    match &claimed.percentiles {
+        Some(set) => attach_percentiles(&mut receipt, &analysis.trace, &analysis.judgements, set),
+        None => receipt.contract.percentiles.clear(),
+    }
     let release = release_options_of(&claimed.tree);
     if release != ReleaseOptions::default() {
         if let Err(e) = attach(

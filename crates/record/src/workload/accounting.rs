@@ -17,6 +17,10 @@ pub struct TokenAccounting {
     pub compared: usize,
     /// Of those, rows where the two are equal.
     pub equal: usize,
+    /// Of those, rows off by more than max(2 tokens, 2 %)
+    /// ([`goodput_core::receipt::tokenizer::row_off`]): more than half means
+    /// the client's tokenizer is not the server's.
+    pub off: usize,
     /// Smallest, mean and largest `server − client`, when any row compared.
     pub server_minus_client: Option<(f64, f64, f64)>,
     /// Completed rows that asked for a number of output tokens.
@@ -67,6 +71,9 @@ impl TokenTally {
             self.sum += d;
             if d == 0.0 {
                 self.f.equal += 1;
+            }
+            if goodput_core::receipt::tokenizer::row_off(client, server) {
+                self.f.off += 1;
             }
         }
         if let (RowStatus::Completed, Some(asked), Some(got)) = (

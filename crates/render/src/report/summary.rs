@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 use crate::report::html::{block_row_start, blocks, escape, tpot_name};
 use crate::text::{fixed, opt, share};
-use goodput_core::receipt::{LatencySummary, Receipt};
+use goodput_core::receipt::{LatencyMetric, LatencySummary, Receipt};
+use goodput_core::stats::{Percentile, PercentileSet};
 
 /// The summary section: the counts-and-rates table, then the latency table.
 pub(super) fn section(o: &mut String, r: &Receipt) {
@@ -107,39 +108,59 @@ fn saturation(o: &mut String, r: &Receipt) {
     );
 }
 
-/// Per block: n and nearest-rank p50, p95, p99 of TTFT, TPOT and E2E.
+/// Per block: n and the nearest-rank percentiles in force
+/// (`contract.percentiles`, default p50, p95, p99) of TTFT, TPOT and E2E.
 fn latency(o: &mut String, r: &Receipt) {
     let tp = tpot_name(r);
+    let percentiles = goodput_core::receipt::percentiles::in_force(&r.contract);
+    let span = percentiles.as_slice().len() + 1;
+    let mut cols = "<th class=\"first\">n</th>".to_owned();
+    for p in percentiles.as_slice() {
+        let _ = write!(cols, "<th>p{p}</th>");
+    }
     let _ = writeln!(
         o,
         "<h3>Latency, ms</h3>\n<p class=\"note\">Completed cohort rows (pass and miss), nearest-rank percentiles; \
          {tp} over rows with more than one output token. — means no such rows.</p>\n\
          <div class=\"scroll\">\n<table id=\"latency\">\n<thead>\n\
-         <tr><th class=\"name\"></th><th class=\"group\" colspan=\"4\">TTFT</th><th class=\"group\" colspan=\"4\">{tp}</th>\
-         <th class=\"group\" colspan=\"4\">E2E</th></tr>\n<tr><th class=\"name\">block</th>{cols}{cols}{cols}</tr>\n</thead>\n<tbody>",
-        cols = "<th class=\"first\">n</th><th>p50</th><th>p95</th><th>p99</th>"
+         <tr><th class=\"name\"></th><th class=\"group\" colspan=\"{span}\">TTFT</th><th class=\"group\" colspan=\"{span}\">{tp}</th>\
+         <th class=\"group\" colspan=\"{span}\">E2E</th></tr>\n<tr><th class=\"name\">block</th>{cols}{cols}{cols}</tr>\n</thead>\n<tbody>"
     );
     for (name, b) in blocks(r) {
         o.push_str(&block_row_start(name));
-        for (metric, s) in [
-            ("ttft", &b.latency.ttft_ms),
-            ("tpot", &b.latency.tpot_ms),
-            ("e2e", &b.latency.e2e_ms),
+        for (metric, which, s) in [
+            ("ttft", LatencyMetric::Ttft, &b.latency.ttft_ms),
+            ("tpot", LatencyMetric::Tpot, &b.latency.tpot_ms),
+            ("e2e", LatencyMetric::E2e, &b.latency.e2e_ms),
         ] {
-            latency_cells(o, metric, s);
+            latency_cells(
+                o,
+                metric,
+                s,
+                |p| b.percentile(which, p).and_then(|(v, _)| v),
+                &percentiles,
+            );
         }
         let _ = writeln!(o, "</tr>");
     }
     let _ = writeln!(o, "</tbody>\n</table>\n</div>\n</section>");
 }
 
-fn latency_cells(o: &mut String, metric: &str, s: &LatencySummary) {
+fn latency_cells(
+    o: &mut String,
+    metric: &str,
+    s: &LatencySummary,
+    value: impl Fn(Percentile) -> Option<f64>,
+    percentiles: &PercentileSet,
+) {
     let _ = write!(
         o,
         "<td class=\"first\" data-col=\"{metric}-n\">{}</td>",
         s.n
     );
-    for (p, v) in [("p50", s.p50), ("p95", s.p95), ("p99", s.p99)] {
+    for &p in percentiles.as_slice() {
+        let v = value(p);
+        let p = format!("p{p}");
         let _ = write!(o, "<td data-col=\"{metric}-{p}\">{}</td>", opt(v, 1));
     }
 }

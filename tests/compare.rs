@@ -150,6 +150,7 @@ fn sim(step_ms: f64) -> SimServer {
         faults: vec![],
         seed: 1,
         model_name: "sim".into(),
+        also_served: vec![],
         quirks: Default::default(),
         tokenizer: None,
     };

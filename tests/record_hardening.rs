@@ -48,6 +48,7 @@ fn sim_with(
         faults,
         seed: 1,
         model_name: "sim".into(),
+        also_served: vec![],
         quirks,
         tokenizer: None,
     };

@@ -20,6 +20,7 @@ fn sim(engine: EngineParams, output_tokens: f64, faults: Vec<Fault>) -> SimServe
         faults,
         seed: 1,
         model_name: "sim".into(),
+        also_served: vec![],
         quirks: Default::default(),
         tokenizer: None,
     };

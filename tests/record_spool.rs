@@ -971,6 +971,7 @@ fn fast_sim(output_tokens: f64, step_ms: f64) -> SimServer {
             faults: vec![],
             seed: 3,
             model_name: "sim".into(),
+            also_served: vec![],
             quirks: Default::default(),
             tokenizer: None,
         },

@@ -79,6 +79,7 @@ fn config() -> SimConfig {
         faults: vec![],
         seed: 1,
         model_name: "sim".into(),
+        also_served: vec![],
         quirks: Default::default(),
         tokenizer: None,
     }

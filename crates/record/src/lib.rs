@@ -74,11 +74,15 @@ pub use self::plan::{
 
 /// The preflight of [`preflight`] for a plan (nothing when `--no-preflight`):
 /// its own transport and runtime, the run's headers, key and TLS settings.
-/// A server that cannot serve the run is [`RecordError::Preflight`], before any
-/// request of the run is sent and before any trace is written.
-pub fn preflight(plan: &Plan) -> Result<(), RecordError> {
+/// A server that cannot serve the run — or does not serve `--model` — is
+/// [`RecordError::Preflight`], before any request of the run is sent and
+/// before any trace is written. What it found out about the model is
+/// returned (`None` when skipped); [`Plan::adopt_model`] takes it.
+pub fn preflight(
+    plan: &Plan,
+) -> Result<Option<transport::preflight::ModelCheck>, RecordError> {
     if !plan.preflight {
-        return Ok(());
+        return Ok(None);
     }
     let transport = plan.endpoint.transport(plan.uri.clone())?;
     let mut template = plan.run.template.clone();
@@ -90,12 +94,18 @@ pub fn preflight(plan: &Plan) -> Result<(), RecordError> {
         .run
         .timeout
         .min(transport::preflight::PREFLIGHT_TIMEOUT);
+    let model = plan.model_given.then_some(plan.run.template.model.as_str());
     transport::preflight::check_blocking(
         &transport,
-        template.body("Hello"),
+        model,
+        |asked| {
+            template.model = asked.to_owned();
+            template.body("Hello")
+        },
         &plan.endpoint.secrets,
         wait,
     )
+    .map(Some)
     .map_err(RecordError::Preflight)
 }
 

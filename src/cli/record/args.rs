@@ -126,8 +126,10 @@ pub struct RecordArgs {
     /// a base ending in `/v1`, or a full endpoint URL.
     #[arg(long, value_name = "URL", required_unless_present = "recover")]
     pub url: Option<String>,
-    /// The `model` field of every request.
-    #[arg(long, value_name = "NAME", required_unless_present = "recover")]
+    /// The `model` field of every request; checked against /v1/models by the
+    /// preflight. Without it, the one model /v1/models lists is taken (the
+    /// trace says so: workload.modelFrom).
+    #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     /// Open loop: requests per second, sent at scheduled instants whatever the server does.
     /// A comma-separated list (`5,10,20,40`) is a rate sweep: one recording per

@@ -81,7 +81,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     );
     let endpoint = connection(args, &target, &mut labels)?;
     let metrics = metrics_scrape(args, &target.uri, &endpoint, &mut labels)?;
-    let template = request_body(args, target.model, &mut labels)?;
+    let template = request_body(args, target.model.clone().unwrap_or_default(), &mut labels)?;
     check_record_output(args)?;
     Ok(Plan {
         uri: target.uri,
@@ -106,6 +106,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         out: args.out.clone(),
         endpoint,
         preflight: !args.no_preflight,
+        model_given: target.model.is_some(),
         shard,
         start_at_unix_ms,
         metrics,
@@ -156,19 +157,26 @@ pub fn endpoint_uri(url: &str, api: Api) -> Result<(Uri, Option<UserInfo>), Stri
 struct Target {
     /// The endpoint, with the `--api` path when `--url` was a bare base.
     uri: Uri,
-    /// `--model`.
-    model: String,
+    /// `--model` (`None`: the preflight takes the one `/v1/models` lists).
+    model: Option<String>,
     /// The URL's user info, sent as Basic auth.
     userinfo: Option<UserInfo>,
 }
 
 impl Target {
-    /// Checks that `--url` and `--model` are given (in that order), then
-    /// that the URL is http:// or https:// with a host ([`endpoint_uri`]).
+    /// Checks that `--url` is given and `--model` too unless the preflight
+    /// can take it from `/v1/models` (in that order), then that the URL is
+    /// http:// or https:// with a host ([`endpoint_uri`]).
     fn from_args(args: &RecordArgs) -> Result<Target, Error> {
         let required = |what: &str| usage(format!("{what} is required"));
         let url = args.url.as_deref().ok_or_else(|| required("--url"))?;
-        let model = args.model.clone().ok_or_else(|| required("--model"))?;
+        if args.model.is_none() && args.no_preflight {
+            return Err(usage(
+                "--model is required with --no-preflight (without it the preflight takes \
+                 the model from /v1/models when the server serves exactly one)",
+            ));
+        }
+        let model = args.model.clone();
         let (uri, userinfo) = endpoint_uri(url, args.api.into()).map_err(usage)?;
         Ok(Target {
             uri,
@@ -623,7 +631,10 @@ fn describe_run(
         put("startAtUnixMs", Scalar::Number(t));
     }
     put("seed", Scalar::Number(args.seed as f64));
-    put("model", Scalar::String(target.model.clone()));
+    // Without --model, the preflight declares the one it takes.
+    if let Some(model) = &target.model {
+        put("model", Scalar::String(model.clone()));
+    }
     put("api", Scalar::String(Api::from(args.api).as_str().into()));
     put("endpoint", Scalar::String(target.uri.path().to_owned()));
     if let Some(n) = args.max_tokens {

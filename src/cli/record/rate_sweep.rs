@@ -150,9 +150,11 @@ pub(crate) fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
 
 /// `goodput record` with several rates: plan all, then record each in turn.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let plans = plan_sweep(&args)?;
-    if let Some(first) = plans.first() {
-        goodput_record::preflight(first)?;
+    let mut plans = plan_sweep(&args)?;
+    if let Some((first, rest)) = plans.split_first_mut() {
+        if let Some(check) = crate::cli::record::preflight(first, stdout)? {
+            rest.iter_mut().for_each(|p| p.adopt_model(&check));
+        }
     }
     let progress = crate::cli::record::progress::wanted(args.no_progress);
     let n = plans.len();

@@ -251,7 +251,7 @@ fn every_quirk_at_once_is_still_a_clean_run() {
 /// Starts the real `goodput record` binary with `args` after the common ones.
 fn spawn_record(url: &str, out: &Path, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["record", "--url", url, "--model", "m", "--no-progress"])
+        .args(["record", "--url", url, "--model", "sim", "--no-progress"])
         .args(args)
         .arg("--out")
         .arg(out)
@@ -723,7 +723,7 @@ fn a_disk_that_fills_during_the_run_stops_sending_keeps_the_spool_and_the_old_tr
 fn record_with_file_size_limit(url: &str, out: &Path, limit_bytes: u64) -> (Option<i32>, String) {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_goodput"));
-    cmd.args(["record", "--url", url, "--model", "m", "--no-progress"])
+    cmd.args(["record", "--url", url, "--model", "sim", "--no-progress"])
         .args([
             "--request-rate",
             "100",

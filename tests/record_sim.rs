@@ -417,7 +417,7 @@ fn sigint_stops_the_run_writes_the_trace_and_exits_130() {
             "--url",
             &server.url(),
             "--model",
-            "m",
+            "sim",
             "--request-rate",
             "20",
             "--arrival",
@@ -683,7 +683,7 @@ fn no_progress_is_drawn_when_standard_error_is_not_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["record", "--url", &server.url(), "--model", "m"])
+        .args(["record", "--url", &server.url(), "--model", "sim"])
         .args([
             "--request-rate",
             "10",

@@ -34,7 +34,7 @@ fn plan(out: &Path, extra: &[&str]) -> Plan {
 
 /// A plan for the server at `url`.
 fn plan_at(url: &str, out: &Path, extra: &[&str]) -> Plan {
-    let mut argv: Vec<String> = ["goodput", "record", "--url", url, "--model", "m", "--out"]
+    let mut argv: Vec<String> = ["goodput", "record", "--url", url, "--model", "sim", "--out"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -982,7 +982,7 @@ fn fast_sim(output_tokens: f64, step_ms: f64) -> SimServer {
 
 fn spawn_record(url: &str, out: &Path, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["record", "--url", url, "--model", "m", "--no-progress"])
+        .args(["record", "--url", url, "--model", "sim", "--no-progress"])
         .args(args)
         .arg("--out")
         .arg(out)

@@ -654,7 +654,7 @@ fn plan_of(flags: &[&str], out: &Path) -> goodput_record::Plan {
         "--url",
         "http://127.0.0.1:9",
         "--model",
-        "m",
+        "sim",
         "--out",
     ]
     .map(String::from)
@@ -795,7 +795,7 @@ fn sessions_cannot_be_sharded_and_say_so() {
         "--url",
         "http://127.0.0.1:9",
         "--model",
-        "m",
+        "sim",
         "--request-rate",
         "2",
         "--duration",

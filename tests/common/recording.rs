@@ -17,7 +17,7 @@ pub fn record(url: &str, out: &Path, extra: &[&str]) -> (i32, String, Value) {
         "--url".into(),
         url.into(),
         "--model".into(),
-        "m".into(),
+        "sim".into(),
         "--out".into(),
         out.display().to_string(),
         "--no-progress".into(),

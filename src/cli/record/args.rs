@@ -15,8 +15,8 @@ Exit status:
   0    the trace was written (when most requests failed for one reason, the
        summary's first line says so)
   2    usage error, unreadable prompt file, the output cannot be written, or
-       the preflight found the server unreachable, TLS failing, 401/403 or
-       404 (all checked before any request of the run is sent and before any
+       the preflight found the server unreachable, TLS failing, 401/403,
+       404, or --model not among the models /v1/models lists (all checked before any request of the run is sent and before any
        trace is written; no partial file is ever left)
   2    also: the disk filled during the run (sending stopped at once; the spool
        written so far is kept), or the trace could not be written after it (the
@@ -280,7 +280,8 @@ pub struct RecordArgs {
     /// written into the trace's workload. Keys the recorder sets are refused.
     #[arg(long, value_name = "JSON")]
     pub extra_body: Option<String>,
-    /// https: trust only the PEM certificates in FILE (a private CA).
+    /// https: trust only the PEM certificates in FILE: the server's own
+    /// (self-signed) certificate, or the CA that signed it.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// https: accept any certificate (the trace says so: workload.insecure).

@@ -277,7 +277,7 @@ fn plan_point(
     let mut p = plan(&point)?;
     if index == 0 {
         // The same check a plain `record` and a sweep make, once.
-        *model = crate::cli::record::preflight(&mut p, stdout)?;
+        *model = crate::cli::record::preflight(&mut p)?;
     } else if let Some(check) = model {
         p.adopt_model(check);
     }

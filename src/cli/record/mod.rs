@@ -65,7 +65,7 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         return rate_sweep::run(args, stdout);
     }
     let mut plan = plan::plan(&args)?;
-    preflight(&mut plan, stdout)?;
+    preflight(&mut plan)?;
     let progress = progress::wanted(args.no_progress).then_some(progress::Point::Single);
     single::record_one(&plan, progress, stdout).map(|_| EXIT_OK)
 }
@@ -75,29 +75,26 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
 /// said on a line of its own when the model was taken from `/v1/models` or
 /// could not be checked. Returns the finding, for the other points of a
 /// sweep or search.
-pub(crate) fn preflight(
-    plan: &mut goodput_record::Plan,
-    stdout: &mut dyn Write,
-) -> Result<Option<ModelCheck>, Error> {
+pub(crate) fn preflight(plan: &mut goodput_record::Plan) -> Result<Option<ModelCheck>, Error> {
     let check = goodput_record::preflight(plan)?;
     if let Some(c) = &check {
         plan.adopt_model(c);
-        say_model(c, &plan.run.template.model, stdout)?;
+        say_model(c, &plan.run.template.model);
     }
     Ok(check)
 }
 
-/// The line that says where the model came from, when it is news.
-fn say_model(check: &ModelCheck, model: &str, stdout: &mut dyn Write) -> Result<(), Error> {
+/// The line, on standard error (standard output is the summary), that says
+/// where the model came from, when it is news.
+fn say_model(check: &ModelCheck, model: &str) {
     let line = match check {
-        ModelCheck::Listed => return Ok(()),
+        ModelCheck::Listed => return,
         ModelCheck::Taken(name) => {
-            format!("model: {name} (the one model the server lists at /v1/models)\n")
+            format!("model: {name} (the one model the server lists at /v1/models)")
         }
         ModelCheck::Unchecked(why) => {
-            format!("note: --model {model} was not checked against the served models: {why}\n")
+            format!("note: --model {model} was not checked against the served models: {why}")
         }
     };
-    let line = goodput_util::escape::terminal_lines(&line).into_owned();
-    crate::cli::output::emit(stdout, line.as_bytes())
+    eprintln!("{}", goodput_util::escape::terminal_lines(&line));
 }

@@ -152,7 +152,7 @@ pub(crate) fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let mut plans = plan_sweep(&args)?;
     if let Some((first, rest)) = plans.split_first_mut() {
-        if let Some(check) = crate::cli::record::preflight(first, stdout)? {
+        if let Some(check) = crate::cli::record::preflight(first)? {
             rest.iter_mut().for_each(|p| p.adopt_model(&check));
         }
     }

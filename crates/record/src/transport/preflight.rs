@@ -190,7 +190,7 @@ pub enum PreflightError {
     },
     /// TLS failed.
     #[error(
-        "{failure} at {url} (--cacert FILE trusts a private CA; --insecure skips verification)"
+        "{failure} at {url} (--cacert FILE trusts the server's own certificate or the CA that signed it; --insecure skips verification)"
     )]
     Tls {
         /// The probed URL.
@@ -553,7 +553,8 @@ mod tests {
         assert_eq!(
             judge_endpoint(url, &tls, WAIT).unwrap_err().to_string(),
             "TLS certificate not trusted: expired at https://h/v1/chat/completions \
-             (--cacert FILE trusts a private CA; --insecure skips verification)"
+             (--cacert FILE trusts the server's own certificate or the CA that signed it; \
+             --insecure skips verification)"
         );
     }
 

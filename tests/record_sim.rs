@@ -627,13 +627,14 @@ fn closed_loop_sends_and_stamps(server: &SimServer, concurrency: u32) -> (Vec<f6
             },
             secrets: Default::default(),
             loops: 1,
+            max_in_flight: None,
         });
         let outcome = run(
             transport.clone(),
             config,
             t0,
             std::sync::Arc::new(Counters::default()),
-            Box::pin(std::future::pending()),
+            goodput_record::run::Interrupts::cut(Box::pin(std::future::pending())),
         )
         .await;
         let mut stamps: Vec<f64> = outcome

@@ -125,6 +125,7 @@ fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
         planned: arrivals.len(),
         keep_alive_retries: 0,
         shard_clock: None,
+        drain: None,
     }
 }
 
@@ -363,6 +364,7 @@ fn a_run_with_no_row_writes_the_same_empty_trace_both_ways() {
         keep_alive_retries: 0,
         rows: 0,
         shard_clock: None,
+        drain: None,
     };
     let (bytes, built) = through_the_spool(&p, &outcome, 0);
     assert_eq!(bytes, build_trace(&p, &outcome).to_bytes().unwrap());

@@ -127,12 +127,7 @@ pub fn record(
     let mut recording = execute_into(
         plan,
         transport,
-        move || {
-            Box::pin(async move {
-                let got = signal::wait().await;
-                *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(got);
-            })
-        },
+        move || signal_interrupts(seen),
         progress,
         collector,
     )?;
@@ -141,13 +136,43 @@ pub fn record(
     Ok(recording)
 }
 
+/// The run's interrupts from the process's signals (a task on the run's
+/// event loop): a first SIGINT stops the sending, the next signal cuts; a
+/// first SIGTERM or SIGHUP cuts at once. The first signal goes into `seen`.
+fn signal_interrupts(seen: Arc<Mutex<Option<signal::StopSignal>>>) -> run::Interrupts {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (cut_tx, cut_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let mut signals = signal::Signals::new();
+        let first = signals.next().await;
+        *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(first);
+        if first == signal::StopSignal::Interrupt {
+            let _ = stop_tx.send(());
+            signals.next().await;
+        }
+        let _ = cut_tx.send(());
+    });
+    // A sender dropped unsent (the run ended first) never fires.
+    let fired = |rx: tokio::sync::oneshot::Receiver<()>| -> Interrupt {
+        Box::pin(async move {
+            if rx.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+    };
+    run::Interrupts {
+        stop_sending: fired(stop_rx),
+        cut: fired(cut_rx),
+    }
+}
+
 /// Runs a plan against a transport, with `interrupt` as the Ctrl-C signal.
 /// Builds its own runtime; returns the outcome with every result in memory
 /// (used by the tests).
 pub fn execute<T: Transport>(
     plan: &Plan,
     transport: T,
-    interrupt: impl FnOnce() -> Interrupt,
+    interrupt: impl FnOnce() -> run::Interrupts,
     progress: Option<ProgressSink>,
 ) -> Result<Recording, RecordError> {
     let mut results: Vec<Option<run::Finished>> = Vec::new();
@@ -161,7 +186,7 @@ pub fn execute<T: Transport>(
 pub fn execute_into<T: Transport>(
     plan: &Plan,
     transport: T,
-    interrupt: impl FnOnce() -> Interrupt,
+    interrupt: impl FnOnce() -> run::Interrupts,
     progress: Option<ProgressSink>,
     collector: &mut dyn Collector,
 ) -> Result<Recording, RecordError> {

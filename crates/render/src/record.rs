@@ -147,13 +147,16 @@ pub fn render(
     f: &Figures,
     path: &str,
     bytes: usize,
-    interrupted: bool,
+    interrupted: Option<&Interruption>,
     tokens: TokenCount,
     judged: &Judged,
 ) -> String {
     let mut s = String::new();
     dominant_failure(&mut s, f);
-    wrote(&mut s, f, path, bytes, interrupted);
+    wrote(&mut s, f, path, bytes, interrupted.is_some());
+    if let Some(i) = interrupted {
+        s.push_str(&interruption_line(i, f.in_flight));
+    }
     outcomes(&mut s, f, tokens);
     failures(&mut s, f);
     send_lag(&mut s, f);
@@ -181,6 +184,39 @@ fn dominant_failure(s: &mut String, f: &Figures) {
         }
         let _ = writeln!(s);
     }
+}
+
+/// How an interrupt ended a recording, for its summary.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interruption {
+    /// When sending stopped (a first Ctrl-C) or the run was cut, ms since t0.
+    pub at_ms: f64,
+    /// The drain after a first Ctrl-C (`None`: the run was cut at once).
+    pub drain: Option<goodput_record::run::Drain>,
+}
+
+/// The line under `interrupted; wrote …`: where sending stopped and what
+/// became of the requests in flight then (`cut` rows are left in flight).
+pub fn interruption_line(i: &Interruption, cut: usize) -> String {
+    use goodput_record::run::DrainEnd;
+    let at_s = short(i.at_ms / 1000.0);
+    let Some(d) = i.drain else {
+        return format!(
+            "  cut at {at_s} s: {} in flight written in_flight\n",
+            count(cut as u64, "request")
+        );
+    };
+    let finished = (d.in_flight as usize).saturating_sub(cut);
+    let ended_s = short(d.ended_ms / 1000.0);
+    let how = match d.end {
+        DrainEnd::Finished => String::new(),
+        DrainEnd::GraceEnded => format!(" (the grace period ran out at {ended_s} s)"),
+        DrainEnd::Cut => format!(" (a second Ctrl-C cut the rest at {ended_s} s)"),
+    };
+    format!(
+        "  stopped sending at {at_s} s on Ctrl-C; {} in flight finished, {cut} cut{how}\n",
+        count(finished as u64, "request")
+    )
 }
 
 /// What was written where, and whether the run was cut short.

@@ -115,6 +115,11 @@ impl ScheduleDraw {
     /// `ratePerS`; `None` for every other load (module docs).
     pub fn of(frame: &Frame, arrivals_ms: &[f64], sessions: bool) -> Option<ScheduleDraw> {
         let label = |k: &str| frame.workload.get(k);
+        // A count limit ends the window at a drawn instant: the count in
+        // it is fixed, not the process's to vary.
+        if label("numRequests").is_some() {
+            return None;
+        }
         let gamma = match label("arrival") {
             Some(Scalar::String(a)) if a == "poisson" => false,
             Some(Scalar::String(a)) if a == "gamma" => true,

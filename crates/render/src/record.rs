@@ -277,10 +277,18 @@ fn failures(s: &mut String, f: &Figures) {
 
 /// How late the client sent requests against their schedule.
 fn send_lag(s: &mut String, f: &Figures) {
+    let capped = f.cap_wait_ms.is_some();
     if let Some((p50, p99, max)) = f.send_lag_ms {
         let _ = writeln!(
             s,
-            "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
+            "  send lag{}: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms",
+            if capped { " (less the wait for a slot)" } else { "" }
+        );
+    }
+    if let Some((p50, p99, max)) = f.cap_wait_ms {
+        let _ = writeln!(
+            s,
+            "  wait for a slot (--max-concurrency, in the latencies): p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
         );
     }
 }

@@ -16,6 +16,7 @@ pub mod write;
 use std::fmt;
 
 pub use model::{
+    concurrency_cap,
     ArrivalMode, Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, Window,
 };
 pub use parse::{Interner, NumSlot, RawRow, RawStatus, Slot};

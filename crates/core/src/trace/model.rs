@@ -172,6 +172,19 @@ pub enum ArrivalMode {
     ClosedLoop,
 }
 
+/// The cap on requests in flight of a **capped open loop**
+/// (docs/contract.md §10.2): `workload.loop` is `"open-capped"` and
+/// `workload.maxConcurrency` a positive number. Arrivals were scheduled, but
+/// one that found that many requests in flight waited for a slot; its
+/// latencies count from its scheduled instant, the wait included.
+pub fn concurrency_cap(workload: &Labels) -> Option<f64> {
+    let capped = matches!(workload.get("loop"), Some(Scalar::String(s)) if s == "open-capped");
+    match workload.get("maxConcurrency") {
+        Some(Scalar::Number(c)) if capped && *c > 0.0 => Some(*c),
+        _ => None,
+    }
+}
+
 impl ArrivalMode {
     /// The mode of a trace with these `boundary` and `workload` labels.
     pub fn of(boundary: &Labels, workload: &Labels) -> ArrivalMode {

@@ -141,9 +141,9 @@ fn explanations(o: &mut String, d: &Decision) {
     if let (ArrivalMode::OpenLoop, Some(c)) = (d.arrival.mode, d.arrival.max_concurrency) {
         let _ = writeln!(
             o,
-            "  capped open loop: at most {} requests were in flight; an arrival that found them\n  \
-             waited for a slot, and its latencies count from its scheduled instant, the wait\n  \
-             included (docs/contract.md §10.2)",
+            "  capped open loop (≤ {} in flight): an arrival that found the cap full waited for\n  \
+             a slot, and its latencies count from its scheduled instant, the wait included:\n  \
+             open-loop evidence under that cap (docs/contract.md §10.2)",
             goodput_util::number::decimal(c)
         );
     }

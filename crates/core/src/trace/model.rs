@@ -272,3 +272,34 @@ impl Contract {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_declared_open_capped_loop_has_a_cap() {
+        let labels = |pairs: &[(&str, Scalar)]| -> Labels {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect()
+        };
+        let capped = labels(&[
+            ("loop", Scalar::String("open-capped".into())),
+            ("maxConcurrency", Scalar::Number(4.0)),
+        ]);
+        assert_eq!(concurrency_cap(&capped), Some(4.0));
+        // A closed loop (or an import) with maxConcurrency alone is not one.
+        let closed = labels(&[
+            ("arrival", Scalar::String("closed".into())),
+            ("maxConcurrency", Scalar::Number(4.0)),
+        ]);
+        assert_eq!(concurrency_cap(&closed), None);
+        let zero = labels(&[
+            ("loop", Scalar::String("open-capped".into())),
+            ("maxConcurrency", Scalar::Number(0.0)),
+        ]);
+        assert_eq!(concurrency_cap(&zero), None);
+    }
+}

@@ -600,12 +600,21 @@ fn open_loops_whose_caps_differ_are_refused_unless_allowed_and_the_cap_is_shown(
     );
     let (code, message) = compare(&[&capped8, &capped4]);
     assert_eq!(code, 2, "{message}");
-    assert!(message.contains("A is an open loop capped at 8 in flight"), "{message}");
+    assert!(
+        message.contains("A is an open loop capped at 8 in flight"),
+        "{message}"
+    );
     // The same cap compares; the JSON names it on each side.
     let (code, out) = compare(&[&capped4, &capped4, "--json"]);
     assert_eq!(code, 0, "{out}");
     let c: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!((c["a"]["maxConcurrency"].as_f64(), c["b"]["arrivalMode"].as_str()), (Some(4.0), Some("open-loop")));
+    assert_eq!(
+        (
+            c["a"]["maxConcurrency"].as_f64(),
+            c["b"]["arrivalMode"].as_str()
+        ),
+        (Some(4.0), Some("open-loop"))
+    );
     let (code, out) = compare(&[&open, &capped4, "--allow-cap-mismatch", "--json"]);
     assert_eq!(code, 0, "{out}");
     let c: Value = serde_json::from_str(&out).unwrap();

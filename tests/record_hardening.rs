@@ -540,7 +540,8 @@ fn one_sigint_stops_sending_and_lets_the_requests_in_flight_finish() {
     assert_eq!(code, Some(130), "{stderr}");
     assert!(
         stderr.contains("interrupted: wrote ")
-            && stderr.contains("(sending stopped at the first Ctrl-C and what was in flight drained"),
+            && stderr
+                .contains("(sending stopped at the first Ctrl-C and what was in flight drained"),
         "{stderr}"
     );
     let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
@@ -564,7 +565,10 @@ fn one_sigint_stops_sending_and_lets_the_requests_in_flight_finish() {
         .count() as u64;
     assert!(after >= 3, "{after} completed after the stop at {stop}");
     let in_flight = w["inFlightAtStop"].as_u64().unwrap();
-    assert!(in_flight >= after, "{in_flight} in flight, {after} ended after");
+    assert!(
+        in_flight >= after,
+        "{in_flight} in flight, {after} ended after"
+    );
     assert!(rows(&trace).iter().all(|r| f(&r["completedMs"]) <= end));
     assert_eq!(f(&trace["window"]["endMs"]), stop);
     assert_eq!(f(&trace["window"]["horizonMs"]), end);

@@ -852,7 +852,13 @@ fn a_model_the_server_does_not_list_is_refused_before_any_load_naming_what_is_se
     );
     assert_eq!(trace, Value::Null);
     // Only the preflight's GET reached the server: no completion was asked for.
-    assert_eq!(server.stats.requests.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(
+        server
+            .stats
+            .requests
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
 }
 
 #[test]
@@ -898,11 +904,23 @@ fn num_requests_ends_the_schedule_after_n_arrivals_and_the_window_where_the_next
     let (code, output, trace) = record(
         &server.url(),
         &out,
-        &["--request-rate", "10", "--arrival", "constant", "--num-prompts", "7", "--grace", "2s"],
+        &[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--num-prompts",
+            "7",
+            "--grace",
+            "2s",
+        ],
     );
     assert_eq!(code, 0, "{output}");
     let arrivals: Vec<f64> = rows(&trace).iter().map(|r| f(&r["arrivalMs"])).collect();
-    assert_eq!(arrivals, vec![0.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0]);
+    assert_eq!(
+        arrivals,
+        vec![0.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0]
+    );
     assert_eq!(f(&trace["window"]["endMs"]), 700.0);
     assert_eq!(f(&trace["window"]["horizonMs"]), 2700.0);
     assert_eq!(trace["workload"]["numRequests"], 7);
@@ -912,8 +930,18 @@ fn num_requests_ends_the_schedule_after_n_arrivals_and_the_window_where_the_next
     let (code, _, trace) = record(
         &server.url(),
         &out,
-        &["--request-rate", "10", "--arrival", "constant", "--num-requests", "7",
-          "--duration", "0.35s", "--grace", "2s"],
+        &[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--num-requests",
+            "7",
+            "--duration",
+            "0.35s",
+            "--grace",
+            "2s",
+        ],
     );
     assert_eq!(code, 0);
     assert_eq!(rows(&trace).len(), 4);
@@ -928,17 +956,35 @@ fn request_rate_inf_sends_every_request_at_t0_and_needs_a_count() {
     let (code, output, trace) = record(
         &server.url(),
         &out,
-        &["--request-rate", "inf", "--num-requests", "5", "--timeout", "3s", "--grace", "1s"],
+        &[
+            "--request-rate",
+            "inf",
+            "--num-requests",
+            "5",
+            "--timeout",
+            "3s",
+            "--grace",
+            "1s",
+        ],
     );
     assert_eq!(code, 0, "{output}");
     assert_eq!(rows(&trace).len(), 5);
-    assert!(rows(&trace).iter().all(|r| f(&r["arrivalMs"]) == 0.0 && r["status"] == "completed"));
+    assert!(rows(&trace)
+        .iter()
+        .all(|r| f(&r["arrivalMs"]) == 0.0 && r["status"] == "completed"));
     let w = &trace["workload"];
-    assert_eq!((&w["arrival"], &w["requestRate"]), (&"burst".into(), &"inf".into()));
+    assert_eq!(
+        (&w["arrival"], &w["requestRate"]),
+        (&"burst".into(), &"inf".into())
+    );
     assert_eq!(w.get("ratePerS"), None);
     // The window lasts --timeout when no --duration is given.
     assert_eq!(f(&trace["window"]["endMs"]), 3000.0);
-    let (code, message, _) = record(&server.url(), &out, &["--request-rate", "inf", "--duration", "1s"]);
+    let (code, message, _) = record(
+        &server.url(),
+        &out,
+        &["--request-rate", "inf", "--duration", "1s"],
+    );
     assert_eq!(code, 2);
     assert_eq!(
         message,
@@ -959,11 +1005,24 @@ fn a_rate_with_a_concurrency_cap_waits_for_a_slot_and_counts_the_wait_in_the_lat
     let (code, output, trace) = record(
         &server.url(),
         &out,
-        &["--request-rate", "10", "--arrival", "constant", "--num-requests", "3",
-          "--max-concurrency", "1", "--grace", "5s"],
+        &[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--num-requests",
+            "3",
+            "--max-concurrency",
+            "1",
+            "--grace",
+            "5s",
+        ],
     );
     assert_eq!(code, 0, "{output}");
-    assert!(output.contains("wait for a slot (--max-concurrency, in the latencies): p50 "), "{output}");
+    assert!(
+        output.contains("wait for a slot (--max-concurrency, in the latencies): p50 "),
+        "{output}"
+    );
     let w = &trace["workload"];
     assert_eq!(w["loop"], "open-capped");
     assert_eq!(w["maxConcurrency"], 1);
@@ -984,10 +1043,19 @@ fn a_rate_with_a_concurrency_cap_waits_for_a_slot_and_counts_the_wait_in_the_lat
     let receipt = receipt(&out);
     assert_eq!(receipt["contract"]["arrivalMode"], "open-loop");
     let gate = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["gate", out.to_str().unwrap(), "--min-goodput", "0", "--allow-overload"])
+        .args([
+            "gate",
+            out.to_str().unwrap(),
+            "--min-goodput",
+            "0",
+            "--allow-overload",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&gate.stdout);
     assert!(text.contains("= open-loop, ≤ 1 in flight"), "{text}");
-    assert!(text.contains("capped open loop (≤ 1 in flight): an arrival that found the cap full"), "{text}");
+    assert!(
+        text.contains("capped open loop (≤ 1 in flight): an arrival that found the cap full"),
+        "{text}"
+    );
 }

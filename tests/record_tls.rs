@@ -57,7 +57,9 @@ impl Pki {
             if ca {
                 params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
             }
-            params.distinguished_name.push(DnType::CommonName, "localhost");
+            params
+                .distinguished_name
+                .push(DnType::CommonName, "localhost");
             let key = KeyPair::generate().unwrap();
             let cert = params.self_signed(&key).unwrap();
             write(&format!("{name}.pem"), &cert.pem());
@@ -261,10 +263,10 @@ fn an_expired_certificate_is_a_tls_certificate_failure_and_insecure_accepts_it()
     let (code, message, _) = run(&server.url(), &out, &["--cacert", &ca]);
     assert_eq!(code, 2);
     assert!(
-        message.starts_with(
-            &format!("preflight: TLS certificate not trusted: the server's certificate is signed by \
-                      a CA in {ca} but not valid: invalid peer certificate: certificate expired")
-        ),
+        message.starts_with(&format!(
+            "preflight: TLS certificate not trusted: the server's certificate is signed by \
+                      a CA in {ca} but not valid: invalid peer certificate: certificate expired"
+        )),
         "{message}"
     );
     let (code, _, trace) = run(&server.url(), &out, &["--cacert", &ca, "--no-preflight"]);

@@ -78,9 +78,7 @@ pub use self::plan::{
 /// [`RecordError::Preflight`], before any request of the run is sent and
 /// before any trace is written. What it found out about the model is
 /// returned (`None` when skipped); [`Plan::adopt_model`] takes it.
-pub fn preflight(
-    plan: &Plan,
-) -> Result<Option<transport::preflight::ModelCheck>, RecordError> {
+pub fn preflight(plan: &Plan) -> Result<Option<transport::preflight::ModelCheck>, RecordError> {
     if !plan.preflight {
         return Ok(None);
     }

@@ -78,7 +78,10 @@ fn arrival_and_overload_lines(o: &mut String, d: &Decision) {
     let rule = match (a.mode, a.closed_loop_allowed, a.max_concurrency) {
         (ArrivalMode::ClosedLoop, true, _) => "allowed by --allow-closed-loop",
         (ArrivalMode::OpenLoop, _, Some(c)) => {
-            capped = format!("= open-loop, ≤ {} in flight", goodput_util::number::decimal(c));
+            capped = format!(
+                "= open-loop, ≤ {} in flight",
+                goodput_util::number::decimal(c)
+            );
             capped.as_str()
         }
         (ArrivalMode::ClosedLoop, false, _) | (ArrivalMode::OpenLoop, _, None) => "= open-loop",

@@ -282,7 +282,11 @@ fn send_lag(s: &mut String, f: &Figures) {
         let _ = writeln!(
             s,
             "  send lag{}: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms",
-            if capped { " (less the wait for a slot)" } else { "" }
+            if capped {
+                " (less the wait for a slot)"
+            } else {
+                ""
+            }
         );
     }
     if let Some((p50, p99, max)) = f.cap_wait_ms {
@@ -422,6 +426,7 @@ mod tests {
             not_sent,
             output_tokens: 70,
             send_lag_ms: Some((0.1, 0.5, 0.75)),
+            cap_wait_ms: None,
             arrival_rates_per_s: Some((10.0, 10.0)),
             dominant_failure: None,
             schedule: None,
@@ -441,7 +446,7 @@ mod tests {
             &f,
             "t.json",
             10,
-            false,
+            None,
             TokenCount::Usage,
             &Judged::default(),
         );
@@ -456,7 +461,7 @@ mod tests {
             &f,
             "t.json",
             10,
-            false,
+            None,
             TokenCount::Usage,
             &Judged::default(),
         );
@@ -473,7 +478,7 @@ mod tests {
                 &figures(0),
                 "t.json",
                 1234,
-                false,
+                None,
                 TokenCount::Usage,
                 &Judged::default()
             ),
@@ -492,11 +497,18 @@ mod tests {
             &figures(1),
             "t.json",
             10,
-            true,
+            Some(&Interruption {
+                at_ms: 1234.5,
+                drain: None,
+            }),
             TokenCount::Usage,
             &Judged::default(),
         );
         assert!(text.starts_with("interrupted; wrote 10 rows"), "{text}");
+        assert!(
+            text.contains("\n  cut at 1.234 s: 1 request in flight written in_flight\n"),
+            "{text}"
+        );
         assert!(text.contains("(never sent 1)"), "{text}");
         assert!(
             text.contains(
@@ -515,13 +527,13 @@ mod tests {
             smallest_gate_ms: Some(1000.0),
             ..Judged::default()
         };
-        assert!(!render(&f, "t.json", 1, false, TokenCount::Usage, &calm).contains("warning"));
+        assert!(!render(&f, "t.json", 1, None, TokenCount::Usage, &calm).contains("warning"));
         // Against a 50 ms gate the limit is 1 ms: named with both figures.
         let tight = Judged {
             smallest_gate_ms: Some(50.0),
             ..Judged::default()
         };
-        assert!(render(&f, "t.json", 1, false, TokenCount::Usage, &tight).contains(
+        assert!(render(&f, "t.json", 1, None, TokenCount::Usage, &tight).contains(
             "warning: the client distorted the measurement: p99 send lag 2.200 ms was over 1.000 ms"
         ));
         let sat = Saturation {
@@ -542,7 +554,7 @@ mod tests {
             &f,
             "t.json",
             1,
-            false,
+            None,
             TokenCount::Usage,
             &Judged {
                 smallest_gate_ms: Some(1000.0),
@@ -589,14 +601,7 @@ mod tests {
                 burstiness,
                 gamma,
             });
-            render(
-                &f,
-                "t.json",
-                1,
-                false,
-                TokenCount::Usage,
-                &Judged::default(),
-            )
+            render(&f, "t.json", 1, None, TokenCount::Usage, &Judged::default())
         };
         // 19 of λT = 30: 11/30 = 36.7 % under, band 1.96 × √30 = 10.74 → ±11.
         let text = with(19, 1.0, false);
@@ -632,7 +637,7 @@ mod tests {
             &one,
             "t.json",
             10,
-            false,
+            None,
             TokenCount::Chunks,
             &Judged::default(),
         );
@@ -648,7 +653,7 @@ mod tests {
             &one,
             "t.json",
             10,
-            false,
+            None,
             TokenCount::Usage,
             &Judged::default(),
         );
@@ -711,6 +716,33 @@ mod tests {
         assert_eq!(
             frontier_command(&[("a.json".into(), small), ("b.json".into(), big)]),
             "goodput frontier a.json b.json --max-rows 2400 --max-bytes 700000 --svg frontier.svg"
+        );
+    }
+
+    #[test]
+    fn a_drained_interrupt_says_what_finished_and_what_was_cut() {
+        use goodput_record::run::{Drain, DrainEnd};
+        let drained = |end, in_flight| Interruption {
+            at_ms: 12_300.0,
+            drain: Some(Drain {
+                in_flight,
+                ended_ms: 12_900.0,
+                end,
+            }),
+        };
+        assert_eq!(
+            interruption_line(&drained(DrainEnd::Finished, 14), 0),
+            "  stopped sending at 12.3 s on Ctrl-C; 14 requests in flight finished, 0 cut\n"
+        );
+        assert_eq!(
+            interruption_line(&drained(DrainEnd::Cut, 14), 5),
+            "  stopped sending at 12.3 s on Ctrl-C; 9 requests in flight finished, 5 cut \
+             (a second Ctrl-C cut the rest at 12.9 s)\n"
+        );
+        assert_eq!(
+            interruption_line(&drained(DrainEnd::GraceEnded, 1), 1),
+            "  stopped sending at 12.3 s on Ctrl-C; 0 requests in flight finished, 1 cut \
+             (the grace period ran out at 12.9 s)\n"
         );
     }
 }

@@ -21,10 +21,12 @@ Exit status:
   2    also: the disk filled during the run (sending stopped at once; the spool
        written so far is kept), or the trace could not be written after it (the
        spool is kept); the message names the `record --recover` command
-  130  interrupted (Ctrl-C): scheduling stopped, unfinished requests were written
-       in_flight, the window was cut at the interrupt, and the trace was written
+  130  interrupted (Ctrl-C): the first Ctrl-C stops sending and lets what is in
+       flight finish (up to --grace); a second cuts it (unfinished requests are
+       written in_flight); the window ends at the first, and the trace is written
        (in a rate sweep: the current point's trace; earlier points' traces stay)
-  143  the same, interrupted by SIGTERM (kill, Kubernetes, docker stop)
+  143  interrupted by SIGTERM (kill, Kubernetes, docker stop): cut at once, as a
+       second Ctrl-C, the trace written
   129  the same, interrupted by SIGHUP (the terminal closed)
 
 A rate list (--request-rate 5,10,20) is a sweep: one recording per rate, in order,

@@ -310,11 +310,21 @@ fn record_point(
 ) -> Result<(Written, Option<Receipt>), Error> {
     match record_judged(p, progress, stdout) {
         Ok(done) => Ok(done),
-        Err(Error::Interrupted { path, rows, drained, signal }) => {
+        Err(Error::Interrupted {
+            path,
+            rows,
+            drained,
+            signal,
+        }) => {
             let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
             written.push((path.clone(), Written { rows, bytes }));
             say(stdout, &format!("next: {}\n", frontier_command(written)))?;
-            Err(Error::Interrupted { path, rows, drained, signal })
+            Err(Error::Interrupted {
+                path,
+                rows,
+                drained,
+                signal,
+            })
         }
         Err(e) => Err(e),
     }

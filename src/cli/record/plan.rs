@@ -66,7 +66,9 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let drawn = draw_load(args, &schedule, shard, &window, &mut labels)?;
     // A count limit may end the window before the duration given.
     let window = Window {
-        duration: Duration::from_secs_f64(((drawn.window_end_ms - window.warmup_ms()) / 1000.0).max(0.0)),
+        duration: Duration::from_secs_f64(
+            ((drawn.window_end_ms - window.warmup_ms()) / 1000.0).max(0.0),
+        ),
         ..window
     };
     let requests = Requests {

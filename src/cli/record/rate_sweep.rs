@@ -193,11 +193,21 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         let point = Point::Sweep { k: index + 1, n };
         match record_one(p, progress.then_some(point), stdout) {
             Ok(w) => written.push((path, w)),
-            Err(Error::Interrupted { path, rows, drained, signal }) => {
+            Err(Error::Interrupted {
+                path,
+                rows,
+                drained,
+                signal,
+            }) => {
                 let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
                 written.push((path.clone(), Written { rows, bytes }));
                 say(stdout, &frontier_next(&written))?;
-                return Err(Error::Interrupted { path, rows, drained, signal });
+                return Err(Error::Interrupted {
+                    path,
+                    rows,
+                    drained,
+                    signal,
+                });
             }
             Err(e) => return Err(e),
         }

@@ -92,12 +92,13 @@ pub fn record_judged(
             .as_ref()
             .map(|written| (sidecar_path.as_str(), written.peaks)),
     };
-    let interruption = outcome
-        .interrupted_at_ms
-        .map(|at_ms| goodput_render::record::Interruption {
-            at_ms,
-            drain: outcome.drain,
-        });
+    let interruption =
+        outcome
+            .interrupted_at_ms
+            .map(|at_ms| goodput_render::record::Interruption {
+                at_ms,
+                drain: outcome.drain,
+            });
     let text = goodput_render::record::render(
         &built.figures,
         &path,

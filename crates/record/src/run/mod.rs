@@ -459,12 +459,16 @@ async fn one_request<T: Transport>(
     let slot = match &shared.cap {
         Some(cap) if open_loop => match wait_for_slot(shared, cap).await {
             Ok((permit, waited_ms)) => {
-                extras.labels.insert("capWaitMs".into(), Scalar::Number(round_us(waited_ms)));
+                extras
+                    .labels
+                    .insert("capWaitMs".into(), Scalar::Number(round_us(waited_ms)));
                 Some(permit)
             }
             Err(waited_ms) => {
                 // Cut while waiting: due, never sent, outcome unknown.
-                extras.labels.insert("capWaitMs".into(), Scalar::Number(round_us(waited_ms)));
+                extras
+                    .labels
+                    .insert("capWaitMs".into(), Scalar::Number(round_us(waited_ms)));
                 extras.labels.insert("notSent".into(), Scalar::Bool(true));
                 let finished = Finished {
                     arrival_ms,
@@ -987,19 +991,12 @@ async fn send_lane<T: Transport>(
     let mut tasks = tokio::task::JoinSet::new();
     let halt = shared.halt.clone();
     let clock = shared.clock;
-    pace(
-        arrivals_ms,
-        lane,
-        clock,
-        halt,
-        issued,
-        |index, arrival| {
-            let shared = shared.clone();
-            tasks.spawn(async move { one_request(&shared, index, arrival, true).await });
-            // Reap what has ended, so the set holds only running requests.
-            while tasks.try_join_next().is_some() {}
-        },
-    )
+    pace(arrivals_ms, lane, clock, halt, issued, |index, arrival| {
+        let shared = shared.clone();
+        tasks.spawn(async move { one_request(&shared, index, arrival, true).await });
+        // Reap what has ended, so the set holds only running requests.
+        while tasks.try_join_next().is_some() {}
+    })
     .await;
     drop(shared);
     while tasks.join_next().await.is_some() {}

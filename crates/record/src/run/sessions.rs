@@ -495,7 +495,7 @@ data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n";
             config,
             t0,
             Arc::new(Counters::default()),
-            super::Interrupts::cut(Box::pin(std::future::pending())),
+            crate::run::Interrupts::cut(Box::pin(std::future::pending())),
         )
         .await;
 

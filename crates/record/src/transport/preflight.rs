@@ -380,13 +380,16 @@ async fn read_bounded<B: ResponseBody>(body: &mut B, wait: Duration) -> Option<V
 /// The served ids `/v1/models` gave, or why they are not known.
 fn listing_of(probe: &Probe, standard: bool) -> Result<Vec<String>, String> {
     if !standard {
-        return Err("the endpoint is not …/v1/chat/completions or …/v1/completions, \
+        return Err(
+            "the endpoint is not …/v1/chat/completions or …/v1/completions, \
                     so /v1/models need not describe it"
-            .to_owned());
+                .to_owned(),
+        );
     }
     match probe {
-        Probe::Listing(_, Some(body)) => served_models(body)
-            .ok_or_else(|| "its answer is not an OpenAI model list".to_owned()),
+        Probe::Listing(_, Some(body)) => {
+            served_models(body).ok_or_else(|| "its answer is not an OpenAI model list".to_owned())
+        }
         Probe::Listing(_, None) => Err(format!(
             "its answer was longer than {} MiB or did not end in time",
             MODELS_BODY_LIMIT >> 20

@@ -292,7 +292,11 @@ impl ServerCertVerifier for CaFileVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        if self.pinned.iter().any(|p| p.as_ref() == end_entity.as_ref()) {
+        if self
+            .pinned
+            .iter()
+            .any(|p| p.as_ref() == end_entity.as_ref())
+        {
             return self.verify_pinned(end_entity, server_name);
         }
         let not_signed = |why: String| {

@@ -421,6 +421,7 @@ fn sim_config(tokens: u32) -> SimConfig {
         faults: vec![],
         seed: 0,
         model_name: "sim".into(),
+        also_served: vec![],
         quirks: Default::default(),
         tokenizer: None,
     }

@@ -86,6 +86,7 @@ fn start_sim() -> SimServer {
             faults: vec![],
             seed: 3,
             model_name: "sim".into(),
+            also_served: vec![],
             quirks: Default::default(),
             tokenizer: None,
         },

@@ -157,6 +157,7 @@ fn sim(step_ms: f64) -> SimServer {
         faults: vec![],
         seed: 1,
         model_name: "sim".into(),
+        also_served: vec![],
         quirks: Default::default(),
         tokenizer: None,
     };
@@ -573,4 +574,61 @@ fn a_zero_difference_states_no_required_size() {
             && note.ends_with("no observed difference to size a run for"),
         "{note}"
     );
+}
+
+/// `fixture` with `workload` members set (a capped open loop, say).
+fn with_workload(dir: &Path, name: &str, base: &str, set: &[(&str, Value)]) -> String {
+    let mut trace: Value = serde_json::from_str(&std::fs::read_to_string(base).unwrap()).unwrap();
+    for (k, v) in set {
+        trace["workload"][*k] = v.clone();
+    }
+    write(dir, name, &trace.to_string())
+}
+
+#[test]
+fn open_loops_whose_caps_differ_are_refused_unless_allowed_and_the_cap_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = fixture("reviewer/mixed.json");
+    let cap = |c: f64| {
+        vec![
+            ("loop", Value::from("open-capped")),
+            ("maxConcurrency", Value::from(c)),
+        ]
+    };
+    let capped4 = with_workload(dir.path(), "c4.json", &open, &cap(4.0));
+    let capped8 = with_workload(dir.path(), "c8.json", &open, &cap(8.0));
+    let (code, message) = compare(&[&open, &capped4]);
+    assert_eq!(code, 2, "{message}");
+    assert!(
+        message.starts_with(
+            "cannot compare: A is an uncapped open loop and B is an open loop capped at 4 in flight"
+        ) && message.ends_with("--allow-cap-mismatch compares them anyway"),
+        "{message}"
+    );
+    let (code, message) = compare(&[&capped8, &capped4]);
+    assert_eq!(code, 2, "{message}");
+    assert!(
+        message.contains("A is an open loop capped at 8 in flight"),
+        "{message}"
+    );
+    // The same cap compares; the JSON names it on each side.
+    let (code, out) = compare(&[&capped4, &capped4, "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let c: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (
+            c["a"]["maxConcurrency"].as_f64(),
+            c["b"]["arrivalMode"].as_str()
+        ),
+        (Some(4.0), Some("open-loop"))
+    );
+    let (code, out) = compare(&[&open, &capped4, "--allow-cap-mismatch", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let c: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(c["a"].get("maxConcurrency"), None);
+    assert_eq!(c["b"]["maxConcurrency"], 4.0);
+    // A closed loop's maxConcurrency is not a cap on an open loop.
+    let closed = fixture("reviewer/closed-loop.json");
+    let (code, message) = compare(&[&closed, &closed, "--json"]);
+    assert_eq!(code, 0, "{message}");
 }

@@ -112,6 +112,7 @@ fn decision(measured: f64, limit: f64, pass: bool) -> Decision {
         arrival: goodput_core::review::gate::ArrivalCheck {
             mode: goodput_core::trace::ArrivalMode::OpenLoop,
             closed_loop_allowed: false,
+            max_concurrency: None,
             pass: true,
         },
         overload: goodput_core::review::gate::OverloadCheck {

@@ -594,7 +594,7 @@ fn the_cli_takes_the_gates_limits_and_refuses_bad_ones() {
     let (code, _, stderr) = run(&[
         "record",
         "--model",
-        "m",
+        "sim",
         "--url",
         "http://127.0.0.1:9",
         "--request-rate",
@@ -714,7 +714,7 @@ fn limits_are_per_trace_and_the_message_says_how_to_raise_them() {
 
 fn record_in_process(argv: &[&str]) -> (i32, String) {
     use clap::Parser;
-    let mut full = vec!["goodput", "record", "--model", "m", "--no-progress"];
+    let mut full = vec!["goodput", "record", "--model", "sim", "--no-progress"];
     full.extend_from_slice(argv);
     let cli = goodput::cli::Cli::try_parse_from(&full).expect("flags parse");
     let mut stdout = Vec::new();
@@ -741,6 +741,7 @@ fn a_rate_list_records_one_trace_per_rate_with_its_own_seed() {
             faults: vec![],
             seed: 1,
             model_name: "sim".into(),
+            also_served: vec![],
             quirks: Default::default(),
             tokenizer: None,
         },
@@ -891,6 +892,7 @@ fn each_sweep_point_draws_its_prompt_list_in_its_own_seeded_order() {
             faults: vec![],
             seed: 1,
             model_name: "sim".into(),
+            also_served: vec![],
             quirks: Default::default(),
             tokenizer: None,
         },

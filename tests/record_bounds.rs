@@ -22,7 +22,7 @@ fn record(extra: &[&str]) -> (Option<i32>, String) {
             "--url",
             "http://127.0.0.1:9/v1/completions",
             "--model",
-            "m",
+            "sim",
         ])
         .args(["--no-progress", "--no-preflight"])
         .args(load)

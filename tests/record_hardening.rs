@@ -48,6 +48,7 @@ fn sim_with(
         faults,
         seed: 1,
         model_name: "sim".into(),
+        also_served: vec![],
         quirks,
         tokenizer: None,
     };
@@ -250,7 +251,7 @@ fn every_quirk_at_once_is_still_a_clean_run() {
 /// Starts the real `goodput record` binary with `args` after the common ones.
 fn spawn_record(url: &str, out: &Path, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["record", "--url", url, "--model", "m", "--no-progress"])
+        .args(["record", "--url", url, "--model", "sim", "--no-progress"])
         .args(args)
         .arg("--out")
         .arg(out)
@@ -327,10 +328,12 @@ fn interrupt_seed() -> u64 {
         })
 }
 
-/// Sends SIGINT to a recording after a delay drawn uniformly from
-/// `range_ms` (ms after spawn; the recorder's t0 is a few ms later), then
-/// checks everything docs/recorder.md promises about an interrupted trace.
-/// Returns the phase the interrupt landed in.
+/// Sends SIGINT twice to a recording, the first after a delay drawn
+/// uniformly from `range_ms` (ms after spawn; the recorder's t0 is a few ms
+/// later), the second [`SECOND_SIGINT_MS`] later, then checks everything
+/// docs/recorder.md promises about an interrupted trace: the first stops
+/// the sending (the schedule is cut there), the second cuts what the
+/// stalls keep running. Returns the phase the first landed in.
 fn interrupt_at_random_point(stream: u64, range_ms: (f64, f64)) -> Phase {
     let seed = interrupt_seed();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -370,9 +373,15 @@ fn interrupt_at_random_point(stream: u64, range_ms: (f64, f64)) -> Phase {
     );
     std::thread::sleep(Duration::from_secs_f64(delay_ms / 1000.0));
     sigint(&child);
-    let (code, _, stderr) = wait_bounded(child, Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(SECOND_SIGINT_MS));
+    sigint(&child);
+    let (code, stdout, stderr) = wait_bounded(child, Duration::from_secs(10));
     assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("interrupted: wrote"), "{stderr}");
+    assert!(
+        stdout.contains("(a second Ctrl-C cut the rest at "),
+        "{stdout}"
+    );
 
     let text = std::fs::read_to_string(&out).expect("the trace was written");
     let trace: Value = serde_json::from_str(&text).expect("the trace is JSON");
@@ -385,23 +394,28 @@ fn interrupt_at_random_point(stream: u64, range_ms: (f64, f64)) -> Phase {
     let cut = f(&w["interruptedAtMs"]);
     let phase = phase_of(cut);
     eprintln!("  landed at {cut} ms ({phase:?})");
+    // The first Ctrl-C stopped the sending; the second cut the drain.
+    assert_eq!(w["sendingStopped"], true);
+    assert_eq!(w["drain"], "cut");
+    let end = f(&w["drainEndedMs"]);
+    assert!(end > cut, "the drain ended at {end}, after {cut}");
 
     // No scheduled request is missing: exactly the arrivals before the cut
     // (constant 20/s: at 0, 50, 100, … ms).
     let before_cut = ((cut / 50.0).ceil() as usize).min(INT_PLANNED);
     assert_eq!(rows(&trace).len(), before_cut, "cut at {cut}");
 
-    // Unfinished rows are in_flight; nothing ended after the cut.
+    // Unfinished rows are in_flight; nothing ended after the second cut.
     let mut in_flight = 0;
     for row in rows(&trace) {
         assert!(f(&row["arrivalMs"]) < cut, "{row}");
         if let Some(first) = row.get("firstTokenMs") {
-            assert!(f(first) <= cut, "{row}");
+            assert!(f(first) <= end, "{row}");
         }
         match row["status"].as_str() {
-            Some("completed") => assert!(f(&row["completedMs"]) <= cut, "{row}"),
+            Some("completed") => assert!(f(&row["completedMs"]) <= end, "{row}"),
             Some("failed") => {
-                assert!(f(&row["endedMs"]) <= cut, "{row}");
+                assert!(f(&row["endedMs"]) <= end, "{row}");
                 assert!(!row["reason"].as_str().unwrap_or("").is_empty(), "{row}");
             }
             Some("in_flight") => {
@@ -422,19 +436,19 @@ fn interrupt_at_random_point(stream: u64, range_ms: (f64, f64)) -> Phase {
             // An empty 1 ms window: nothing is claimed about the service.
             assert_eq!(f(&window["startMs"]), INT_WARMUP_MS);
             assert_eq!(f(&window["endMs"]), INT_WARMUP_MS + 1.0);
-            assert_eq!(f(&window["horizonMs"]), INT_WARMUP_MS + 1.0);
+            assert_eq!(f(&window["horizonMs"]), end.max(INT_WARMUP_MS + 1.0));
             assert_eq!(counts["cohort"], 0);
             assert_eq!(f(&counts["excluded"]), rows(&trace).len() as f64);
         }
         Phase::Window => {
             assert_eq!(f(&window["startMs"]), INT_WARMUP_MS);
             assert_eq!(f(&window["endMs"]), cut);
-            assert_eq!(f(&window["horizonMs"]), cut);
+            assert_eq!(f(&window["horizonMs"]), end);
         }
         Phase::Grace => {
             assert_eq!(f(&window["startMs"]), INT_WARMUP_MS);
             assert_eq!(f(&window["endMs"]), INT_WINDOW_END_MS);
-            assert_eq!(f(&window["horizonMs"]), cut);
+            assert_eq!(f(&window["horizonMs"]), end);
             assert_eq!(rows(&trace).len(), INT_PLANNED);
         }
     }
@@ -453,6 +467,12 @@ fn interrupt_at_random_point(stream: u64, range_ms: (f64, f64)) -> Phase {
     );
     phase
 }
+
+/// The gap between the two Ctrl-C of [`interrupt_at_random_point`]: long
+/// enough that the two signals are delivered apart (a second SIGINT sent
+/// while the first is pending is merged into it), far shorter than the
+/// grace the drain may run for.
+const SECOND_SIGINT_MS: u64 = 150;
 
 // The ranges leave ≥ 150 ms to each phase boundary, far more than the
 // binary's start-up, so each test lands in the phase it names.
@@ -475,6 +495,89 @@ fn sigint_at_a_random_point_of_the_grace_keeps_the_window_and_cuts_the_horizon()
 #[test]
 fn sigint_at_a_random_point_anywhere_writes_a_valid_trace() {
     interrupt_at_random_point(4, (100.0, 3300.0));
+}
+
+/// One Ctrl-C stops the sending and lets what is in flight finish: sim
+/// answers of 10 tokens at 20 ms a step (at least 200 ms each), constant
+/// 20/s for 3 s, the signal once the spool exists and 0.6 s in. Every row
+/// is due before the stop instant (so 1 + ⌊stop / 50⌋ of them, arrivals
+/// 0, 50, … ms), every one completes (nothing stalls, the grace is 5 s),
+/// some after the stop, and the trace says the drain finished, with the
+/// count in flight at the stop equal to the rows that completed after it
+/// or were still being sent.
+#[test]
+fn one_sigint_stops_sending_and_lets_the_requests_in_flight_finish() {
+    let server = sim_with(
+        engine(64, 20.0, 0.0),
+        (10.0, 0.0),
+        vec![],
+        StreamQuirks::default(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let child = spawn_record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "20",
+            "--arrival",
+            "constant",
+            "--duration",
+            "3s",
+            "--grace",
+            "5s",
+        ],
+    );
+    let spool_file = dir.path().join("t.json.spool");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !spool_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(600));
+    sigint(&child);
+    let (code, stdout, stderr) = wait_bounded(child, Duration::from_secs(15));
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: wrote ")
+            && stderr
+                .contains("(sending stopped at the first Ctrl-C and what was in flight drained"),
+        "{stderr}"
+    );
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    receipt(&out);
+    assert_no_lost_row(&trace);
+    let w = &trace["workload"];
+    let stop = f(&w["interruptedAtMs"]);
+    assert_eq!(w["interrupted"], true);
+    assert_eq!(w["sendingStopped"], true);
+    assert_eq!(w["drain"], "finished");
+    let end = f(&w["drainEndedMs"]);
+    assert_eq!(rows(&trace).len(), (stop / 50.0).ceil() as usize);
+    assert!(rows(&trace).iter().all(|r| r["status"] == "completed"));
+    // Each answer takes ≥ 200 ms, so the arrivals of the last 200 ms
+    // before the stop (at least 3, 50 ms apart) were still running at it,
+    // and ended after it; the count in flight at the stop holds them (and
+    // any that ended just before it but was told just after).
+    let after = rows(&trace)
+        .iter()
+        .filter(|r| f(&r["completedMs"]) > stop)
+        .count() as u64;
+    assert!(after >= 3, "{after} completed after the stop at {stop}");
+    let in_flight = w["inFlightAtStop"].as_u64().unwrap();
+    assert!(
+        in_flight >= after,
+        "{in_flight} in flight, {after} ended after"
+    );
+    assert!(rows(&trace).iter().all(|r| f(&r["completedMs"]) <= end));
+    assert_eq!(f(&trace["window"]["endMs"]), stop);
+    assert_eq!(f(&trace["window"]["horizonMs"]), end);
+    assert!(
+        stdout.contains(&format!(
+            "; {in_flight} requests in flight finished, 0 cut\n"
+        )),
+        "{stdout}"
+    );
 }
 
 /// SIGTERM (what Kubernetes and `docker stop` send) ends a recording as
@@ -722,7 +825,7 @@ fn a_disk_that_fills_during_the_run_stops_sending_keeps_the_spool_and_the_old_tr
 fn record_with_file_size_limit(url: &str, out: &Path, limit_bytes: u64) -> (Option<i32>, String) {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_goodput"));
-    cmd.args(["record", "--url", url, "--model", "m", "--no-progress"])
+    cmd.args(["record", "--url", url, "--model", "sim", "--no-progress"])
         .args([
             "--request-rate",
             "100",

@@ -223,7 +223,7 @@ fn record_child(label: &str, url: &str, extra: &[&str]) -> Run {
     let out = dir.path().join("t.json");
     let stderr_path = dir.path().join("stderr");
     let mut child = Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["record", "--url", url, "--model", "m", "--no-progress"])
+        .args(["record", "--url", url, "--model", "sim", "--no-progress"])
         .args(RUN)
         .args(extra)
         .arg("--out")

@@ -138,7 +138,7 @@ fn record_child(url: &str, extra: &[&str]) -> Run {
     let out = dir.path().join("t.json");
     let bin = std::env::var("GOODPUT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_goodput").into());
     let mut child = Command::new(bin)
-        .args(["record", "--url", url, "--model", "m", "--no-progress"])
+        .args(["record", "--url", url, "--model", "sim", "--no-progress"])
         .args([
             "--request-rate",
             "20",

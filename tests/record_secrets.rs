@@ -106,7 +106,7 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
 fn record(url: &str, dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
     let out = dir.join("t.json");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_goodput"));
-    cmd.args(["record", "--url", url, "--model", "m", "--out"])
+    cmd.args(["record", "--url", url, "--model", "sim", "--out"])
         .arg(&out)
         .args([
             "--no-progress",
@@ -432,7 +432,7 @@ fn the_spool_of_a_running_recording_holds_no_secret() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
     let mut child = Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["record", "--url", &url, "--model", "m", "--out"])
+        .args(["record", "--url", &url, "--model", "sim", "--out"])
         .arg(&out)
         .args(["--no-progress", "--request-rate", "20", "--duration", "60s"])
         .args([

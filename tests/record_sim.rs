@@ -7,19 +7,34 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::recording::{assert_no_lost_row, f, receipt, record, rows};
+use common::recording::{assert_no_lost_row, f, receipt, record, record_model, rows};
 use goodput_sim::engine::EngineParams;
 use goodput_sim::fault::{Fault, FaultKind};
 use goodput_sim::{SimConfig, SimServer};
 use serde_json::Value;
 
 fn sim(engine: EngineParams, output_tokens: f64, faults: Vec<Fault>) -> SimServer {
+    sim_serving(engine, output_tokens, faults, &["sim"])
+}
+
+/// A sim whose `/v1/models` lists `models` (the first one answered by default).
+fn serving(engine: EngineParams, output_tokens: f64, models: &[&str]) -> SimServer {
+    sim_serving(engine, output_tokens, vec![], models)
+}
+
+fn sim_serving(
+    engine: EngineParams,
+    output_tokens: f64,
+    faults: Vec<Fault>,
+    models: &[&str],
+) -> SimServer {
     let config = SimConfig {
         engine,
         output_tokens: (output_tokens, 0.0),
         faults,
         seed: 1,
-        model_name: "sim".into(),
+        model_name: models[0].into(),
+        also_served: models[1..].iter().map(|m| m.to_string()).collect(),
         quirks: Default::default(),
         tokenizer: None,
     };
@@ -416,7 +431,7 @@ fn sigint_stops_the_run_writes_the_trace_and_exits_130() {
             "--url",
             &server.url(),
             "--model",
-            "m",
+            "sim",
             "--request-rate",
             "20",
             "--arrival",
@@ -434,9 +449,14 @@ fn sigint_stops_the_run_writes_the_trace_and_exits_130() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1200));
-    // SAFETY: kill(2) on our own child's pid.
-    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    assert_eq!(sent, 0);
+    // Ctrl-C twice, 300 ms apart: the first stops the sending, the second
+    // cuts the requests it let run on (each needs 100 × 50 ms = 5 s).
+    for pause in [0, 300] {
+        std::thread::sleep(Duration::from_millis(pause));
+        // SAFETY: kill(2) on our own child's pid.
+        let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(sent, 0);
+    }
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -464,9 +484,24 @@ fn sigint_stops_the_run_writes_the_trace_and_exits_130() {
     assert_eq!(w["plannedScheduled"], 404); // 20/s × (0.2 s warm-up + 20 s), constant
     let cut = f(&w["interruptedAtMs"]);
     assert!(cut > 800.0 && cut < 5000.0, "{cut}");
-    // The window ends at the interrupt; the horizon is the interrupt.
+    // The window ends at the first interrupt; the horizon at the second.
+    assert_eq!(w["drain"], "cut");
+    let second = f(&w["drainEndedMs"]);
+    assert!(second > cut, "{second} after {cut}");
     assert_eq!(f(&trace["window"]["endMs"]), cut);
-    assert_eq!(f(&trace["window"]["horizonMs"]), cut);
+    assert_eq!(f(&trace["window"]["horizonMs"]), second);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let in_flight = w["inFlightAtStop"].as_u64().unwrap();
+    // Every row was in flight at the stop (one due just before it may not
+    // have been dispatched yet: then it is `notSent`), and all are cut.
+    let n = rows(&trace).len() as u64;
+    assert!(in_flight == n || in_flight + 1 == n, "{in_flight} of {n}");
+    assert!(
+        stdout.contains(&format!(
+            "; 0 requests in flight finished, {n} cut (a second Ctrl-C cut the rest at "
+        )),
+        "{stdout}"
+    );
     // Constant 20/s: the rows are exactly the arrivals before the interrupt.
     assert_eq!(rows(&trace).len(), (cut / 50.0).ceil() as usize);
     assert!(rows(&trace).iter().all(|r| r["status"] == "in_flight"));
@@ -626,13 +661,14 @@ fn closed_loop_sends_and_stamps(server: &SimServer, concurrency: u32) -> (Vec<f6
             },
             secrets: Default::default(),
             loops: 1,
+            max_in_flight: None,
         });
         let outcome = run(
             transport.clone(),
             config,
             t0,
             std::sync::Arc::new(Counters::default()),
-            Box::pin(std::future::pending()),
+            goodput_record::run::Interrupts::cut(Box::pin(std::future::pending())),
         )
         .await;
         let mut stamps: Vec<f64> = outcome
@@ -682,7 +718,7 @@ fn no_progress_is_drawn_when_standard_error_is_not_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["record", "--url", &server.url(), "--model", "m"])
+        .args(["record", "--url", &server.url(), "--model", "sim"])
         .args([
             "--request-rate",
             "10",
@@ -783,4 +819,243 @@ fn a_seeded_schedule_beyond_poisson_noise_is_named_in_the_summary() {
     let (code, stdout, _) = run("3", "usual.json");
     assert_eq!(code, 0, "{stdout}");
     assert!(!stdout.contains("schedule:"), "{stdout}");
+}
+
+// ------------------------------------------------- vLLM `bench serve` habits
+
+/// Ten requests: constant 10/s for 1 s, 2 s of grace.
+const SHORT: [&str; 8] = [
+    "--request-rate",
+    "10",
+    "--arrival",
+    "constant",
+    "--duration",
+    "1s",
+    "--grace",
+    "2s",
+];
+
+#[test]
+fn a_model_the_server_does_not_list_is_refused_before_any_load_naming_what_is_served() {
+    let server = serving(engine(64, 0.0, 1.0, 0.0), 2.0, &["real-model"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, message, trace) = record_model(&server.url(), Some("wrong-model"), &out, &SHORT);
+    assert_eq!(code, 2);
+    assert_eq!(
+        message,
+        format!(
+            "preflight: --model wrong-model is not served by {}/v1/models, which lists 1 model: \
+             `real-model` (give one of them to --model; --no-preflight skips this check)",
+            server.url()
+        )
+    );
+    assert_eq!(trace, Value::Null);
+    // Only the preflight's GET reached the server: no completion was asked for.
+    assert_eq!(
+        server
+            .stats
+            .requests
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+}
+
+#[test]
+fn without_model_the_one_served_model_is_taken_and_declared_and_two_are_refused() {
+    let server = serving(engine(64, 0.0, 1.0, 0.0), 2.0, &["real-model"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, output, trace) = record_model(&server.url(), None, &out, &SHORT);
+    assert_eq!(code, 0, "{output}");
+    assert_eq!(rows(&trace).len(), 10);
+    assert!(rows(&trace).iter().all(|r| r["status"] == "completed"));
+    let w = &trace["workload"];
+    assert_eq!(w["model"], "real-model");
+    assert_eq!(w["modelFrom"], "/v1/models");
+    assert_eq!(w["modelChecked"], true);
+
+    let two = serving(engine(64, 0.0, 1.0, 0.0), 2.0, &["a", "b"]);
+    let (code, message, _) = record_model(&two.url(), None, &dir.path().join("u.json"), &SHORT);
+    assert_eq!(code, 2);
+    assert_eq!(
+        message,
+        format!(
+            "preflight: --model is required: {}/v1/models lists 2 models: `a`, `b` \
+             (give one of them to --model)",
+            two.url()
+        )
+    );
+    // A listed model passes, and says it was checked.
+    let (code, output, trace) = record_model(&two.url(), Some("b"), &out, &SHORT);
+    assert_eq!(code, 0, "{output}");
+    assert_eq!(trace["workload"]["model"], "b");
+    assert_eq!(trace["workload"]["modelChecked"], true);
+    assert_eq!(trace["workload"].get("modelFrom"), None);
+}
+
+#[test]
+fn num_requests_ends_the_schedule_after_n_arrivals_and_the_window_where_the_next_was_due() {
+    let server = sim(engine(64, 0.0, 1.0, 0.0), 2.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    // 10/s constant, 7 requests: arrivals 0, 100, …, 600; the 8th would be
+    // due at 700 ms, where the window ends (7 in 0.7 s is the 10/s asked).
+    let (code, output, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--num-prompts",
+            "7",
+            "--grace",
+            "2s",
+        ],
+    );
+    assert_eq!(code, 0, "{output}");
+    let arrivals: Vec<f64> = rows(&trace).iter().map(|r| f(&r["arrivalMs"])).collect();
+    assert_eq!(
+        arrivals,
+        vec![0.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0]
+    );
+    assert_eq!(f(&trace["window"]["endMs"]), 700.0);
+    assert_eq!(f(&trace["window"]["horizonMs"]), 2700.0);
+    assert_eq!(trace["workload"]["numRequests"], 7);
+    assert_eq!(f(&trace["workload"]["durationS"]), 0.7);
+    assert_no_lost_row(&trace);
+    // With --duration 0.35s the duration comes first: 0, 100, 200, 300.
+    let (code, _, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--num-requests",
+            "7",
+            "--duration",
+            "0.35s",
+            "--grace",
+            "2s",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(rows(&trace).len(), 4);
+    assert_eq!(f(&trace["window"]["endMs"]), 350.0);
+}
+
+#[test]
+fn request_rate_inf_sends_every_request_at_t0_and_needs_a_count() {
+    let server = sim(engine(64, 0.0, 1.0, 0.0), 2.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, output, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "inf",
+            "--num-requests",
+            "5",
+            "--timeout",
+            "3s",
+            "--grace",
+            "1s",
+        ],
+    );
+    assert_eq!(code, 0, "{output}");
+    assert_eq!(rows(&trace).len(), 5);
+    assert!(rows(&trace)
+        .iter()
+        .all(|r| f(&r["arrivalMs"]) == 0.0 && r["status"] == "completed"));
+    let w = &trace["workload"];
+    assert_eq!(
+        (&w["arrival"], &w["requestRate"]),
+        (&"burst".into(), &"inf".into())
+    );
+    assert_eq!(w.get("ratePerS"), None);
+    // The window lasts --timeout when no --duration is given.
+    assert_eq!(f(&trace["window"]["endMs"]), 3000.0);
+    let (code, message, _) = record(
+        &server.url(),
+        &out,
+        &["--request-rate", "inf", "--duration", "1s"],
+    );
+    assert_eq!(code, 2);
+    assert_eq!(
+        message,
+        "usage: --request-rate inf sends the whole schedule at once: give --num-requests N"
+    );
+}
+
+#[test]
+fn a_rate_with_a_concurrency_cap_waits_for_a_slot_and_counts_the_wait_in_the_latencies() {
+    // One request in flight at a time; each takes 3 decode steps of 100 ms
+    // (at least 300 ms), arrivals every 100 ms: request 1, due at 100, can
+    // only be sent once request 0 (sent at ≥ 0) has ended, at ≥ 300 ms; so
+    // it waits ≥ 200 ms less its own dispatch lag, and its TTFT, timed from
+    // its scheduled 100 ms, is ≥ 300 ms (ended r0 at ≥ 300, then a step).
+    let server = sim(engine(64, 0.0, 100.0, 0.0), 3.0, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, output, trace) = record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "10",
+            "--arrival",
+            "constant",
+            "--num-requests",
+            "3",
+            "--max-concurrency",
+            "1",
+            "--grace",
+            "5s",
+        ],
+    );
+    assert_eq!(code, 0, "{output}");
+    assert!(
+        output.contains("wait for a slot (--max-concurrency, in the latencies): p50 "),
+        "{output}"
+    );
+    let w = &trace["workload"];
+    assert_eq!(w["loop"], "open-capped");
+    assert_eq!(w["maxConcurrency"], 1);
+    assert_eq!(w["arrival"], "constant");
+    let r = rows(&trace);
+    assert_eq!(r.len(), 3);
+    assert!(r.iter().all(|row| row["status"] == "completed"));
+    let label = |i: usize, k: &str| f(&r[i]["labels"][k]);
+    // No two overlap: each was sent after the one before ended.
+    for i in 1..3 {
+        let sent = f(&r[i]["arrivalMs"]) + label(i, "sendLagMs");
+        assert!(sent >= f(&r[i - 1]["completedMs"]), "row {i}: {}", r[i]);
+        assert!(label(i, "capWaitMs") > 0.0 && label(i, "capWaitMs") <= label(i, "sendLagMs"));
+    }
+    assert!(label(1, "sendLagMs") >= 200.0, "{}", r[1]);
+    assert!(f(&r[1]["firstTokenMs"]) - 100.0 >= 300.0, "{}", r[1]);
+    // The receipt keeps it open-loop evidence; gate says the cap.
+    let receipt = receipt(&out);
+    assert_eq!(receipt["contract"]["arrivalMode"], "open-loop");
+    let gate = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args([
+            "gate",
+            out.to_str().unwrap(),
+            "--min-goodput",
+            "0",
+            "--allow-overload",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&gate.stdout);
+    assert!(text.contains("= open-loop, ≤ 1 in flight"), "{text}");
+    assert!(
+        text.contains("capped open loop (≤ 1 in flight): an arrival that found the cap full"),
+        "{text}"
+    );
 }

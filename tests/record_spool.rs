@@ -34,7 +34,7 @@ fn plan(out: &Path, extra: &[&str]) -> Plan {
 
 /// A plan for the server at `url`.
 fn plan_at(url: &str, out: &Path, extra: &[&str]) -> Plan {
-    let mut argv: Vec<String> = ["goodput", "record", "--url", url, "--model", "m", "--out"]
+    let mut argv: Vec<String> = ["goodput", "record", "--url", url, "--model", "sim", "--out"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -125,6 +125,7 @@ fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
         planned: arrivals.len(),
         keep_alive_retries: 0,
         shard_clock: None,
+        drain: None,
     }
 }
 
@@ -363,6 +364,7 @@ fn a_run_with_no_row_writes_the_same_empty_trace_both_ways() {
         keep_alive_retries: 0,
         rows: 0,
         shard_clock: None,
+        drain: None,
     };
     let (bytes, built) = through_the_spool(&p, &outcome, 0);
     assert_eq!(bytes, build_trace(&p, &outcome).to_bytes().unwrap());
@@ -971,6 +973,7 @@ fn fast_sim(output_tokens: f64, step_ms: f64) -> SimServer {
             faults: vec![],
             seed: 3,
             model_name: "sim".into(),
+            also_served: vec![],
             quirks: Default::default(),
             tokenizer: None,
         },
@@ -981,7 +984,7 @@ fn fast_sim(output_tokens: f64, step_ms: f64) -> SimServer {
 
 fn spawn_record(url: &str, out: &Path, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["record", "--url", url, "--model", "m", "--no-progress"])
+        .args(["record", "--url", url, "--model", "sim", "--no-progress"])
         .args(args)
         .arg("--out")
         .arg(out)

@@ -48,6 +48,27 @@ impl Pki {
         };
         let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
         write("ca.pem", &ca_cert.pem());
+        // Self-signed server certificates, the server's own trust: one
+        // marked CA:TRUE as `openssl req -x509` makes it (rustls' chain check
+        // refuses it as CaUsedAsEndEntity), one CA:FALSE, one for another
+        // name only, and one unrelated to any server here.
+        let self_signed = |name: &str, ca: bool, san: &str| {
+            let mut params = CertificateParams::new(vec![san.to_owned()]).unwrap();
+            if ca {
+                params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            }
+            params
+                .distinguished_name
+                .push(DnType::CommonName, "localhost");
+            let key = KeyPair::generate().unwrap();
+            let cert = params.self_signed(&key).unwrap();
+            write(&format!("{name}.pem"), &cert.pem());
+            write(&format!("{name}.key"), &key.serialize_pem());
+        };
+        self_signed("self-ca", true, "127.0.0.1");
+        self_signed("self-leaf", false, "127.0.0.1");
+        self_signed("self-other-name", true, "example.com");
+        self_signed("self-unrelated", true, "127.0.0.1");
         write("other-ca.pem", &other_cert.pem());
         let (good, good_key) = leaf(false);
         write("good.pem", &good);
@@ -79,6 +100,7 @@ fn config() -> SimConfig {
         faults: vec![],
         seed: 1,
         model_name: "sim".into(),
+        also_served: vec![],
         quirks: Default::default(),
         tokenizer: None,
     }
@@ -170,7 +192,9 @@ fn a_certificate_from_another_ca_stops_the_preflight_and_fails_rows_as_tls_certi
     assert_eq!(code, 2);
     assert!(
         message.starts_with(&format!(
-            "preflight: TLS certificate not trusted: invalid peer certificate: UnknownIssuer at {}/v1/models",
+            "preflight: TLS certificate not trusted: the server's certificate is not in {other} \
+             and not signed by a CA in it (UnknownIssuer): pass the server's own certificate or \
+             the CA that signed it at {}/v1/models",
             server.url()
         )),
         "{message}"
@@ -188,6 +212,49 @@ fn a_certificate_from_another_ca_stops_the_preflight_and_fails_rows_as_tls_certi
 }
 
 #[test]
+fn cacert_pins_a_self_signed_server_certificate_and_still_refuses_any_other() {
+    let pki = Pki::new();
+    for cert in ["self-ca", "self-leaf"] {
+        let server = tls_sim(&pki, cert, None);
+        let out = pki.path(&format!("{cert}.json"));
+        let own = pki.arg(&format!("{cert}.pem"));
+        let (code, output, trace) = run(&server.url(), &out, &["--cacert", &own]);
+        assert_eq!(code, 0, "{cert}: {output}");
+        assert_eq!(rows(&trace).len(), 10);
+        assert!(rows(&trace).iter().all(|r| r["status"] == "completed"));
+        assert_eq!(trace["workload"]["tls"], "cacert");
+    }
+    // Another self-signed certificate is neither the server's nor its CA.
+    let server = tls_sim(&pki, "self-ca", None);
+    let out = pki.path("t.json");
+    let wrong = pki.arg("self-unrelated.pem");
+    let (code, message, trace) = run(&server.url(), &out, &["--cacert", &wrong]);
+    assert_eq!(code, 2);
+    assert!(
+        message.starts_with(&format!(
+            "preflight: TLS certificate not trusted: the server's certificate is not in {wrong} \
+             and not signed by a CA in it (CaUsedAsEndEntity): pass the server's own \
+             certificate or the CA that signed it at {}/v1/models",
+            server.url()
+        )),
+        "{message}"
+    );
+    assert_eq!(trace, Value::Null);
+    // The server's own certificate, for a name it was not reached by.
+    let server = tls_sim(&pki, "self-other-name", None);
+    let own = pki.arg("self-other-name.pem");
+    let (code, message, _) = run(&server.url(), &out, &["--cacert", &own]);
+    assert_eq!(code, 2);
+    assert!(
+        message.starts_with(&format!(
+            "preflight: TLS certificate not trusted: the server's certificate is the one in \
+             {own} but not for the name it was reached by"
+        )),
+        "{message}"
+    );
+}
+
+#[test]
 fn an_expired_certificate_is_a_tls_certificate_failure_and_insecure_accepts_it() {
     let pki = Pki::new();
     let server = tls_sim(&pki, "expired", None);
@@ -196,9 +263,10 @@ fn an_expired_certificate_is_a_tls_certificate_failure_and_insecure_accepts_it()
     let (code, message, _) = run(&server.url(), &out, &["--cacert", &ca]);
     assert_eq!(code, 2);
     assert!(
-        message.starts_with(
-            "preflight: TLS certificate not trusted: invalid peer certificate: certificate expired"
-        ),
+        message.starts_with(&format!(
+            "preflight: TLS certificate not trusted: the server's certificate is signed by \
+                      a CA in {ca} but not valid: invalid peer certificate: certificate expired"
+        )),
         "{message}"
     );
     let (code, _, trace) = run(&server.url(), &out, &["--cacert", &ca, "--no-preflight"]);

@@ -35,6 +35,7 @@ fn sim(output: f64, faults: Vec<Fault>, tokenizer: bool) -> SimServer {
         faults,
         seed: 5,
         model_name: "sim".into(),
+        also_served: vec![],
         quirks: Default::default(),
         tokenizer: tokenizer
             .then(|| Arc::new(TokenCounter::load(&fixture_tokenizer()).expect("fixture"))),

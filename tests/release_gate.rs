@@ -671,6 +671,7 @@ fn sim(max_batch: usize, step_ms: f64, output_tokens: f64) -> SimServer {
             faults: vec![],
             seed: 1,
             model_name: "sim".into(),
+            also_served: vec![],
             quirks: Default::default(),
             tokenizer: None,
         },

@@ -87,6 +87,7 @@ fn one_two_and_four_shards_merge_to_the_arrivals_and_verdicts_of_one_process() {
             faults: vec![],
             seed: 1,
             model_name: "sim".into(),
+            also_served: vec![],
             quirks: Default::default(),
             tokenizer: None,
         },
@@ -252,6 +253,7 @@ fn a_shard_started_after_the_start_instant_records_its_lag_and_keeps_the_schedul
             faults: vec![],
             seed: 1,
             model_name: "sim".into(),
+            also_served: vec![],
             quirks: Default::default(),
             tokenizer: None,
         },
@@ -652,7 +654,7 @@ fn plan_of(flags: &[&str], out: &Path) -> goodput_record::Plan {
         "--url",
         "http://127.0.0.1:9",
         "--model",
-        "m",
+        "sim",
         "--out",
     ]
     .map(String::from)
@@ -793,7 +795,7 @@ fn sessions_cannot_be_sharded_and_say_so() {
         "--url",
         "http://127.0.0.1:9",
         "--model",
-        "m",
+        "sim",
         "--request-rate",
         "2",
         "--duration",

@@ -33,7 +33,8 @@ Exit status:
      trace, the contracts differ (gates, equality, window, warm-up, grace,
      classes; --judge-under A re-judges B under A's gates), one run is
      closed-loop and the other open-loop (--allow-closed-loop compares them
-     anyway), or a flag is wrong
+     anyway), the runs' caps on requests in flight differ (--allow-cap-mismatch
+     compares them anyway), or a flag is wrong
 
 Figures: goodput, pass_share, failure_share, p95_ttft, p99_ttft, p95_tpot,
 p99_tpot, p95_e2e, p99_e2e; with --percentiles LIST, pP_ttft, pP_tpot and
@@ -81,6 +82,11 @@ pub struct CompareArgs {
     /// is refused (exit 2), since a closed loop paced its own load.
     #[arg(long)]
     pub allow_closed_loop: bool,
+    /// Compare two open-loop runs whose caps on requests in flight
+    /// (--max-concurrency with --request-rate) differ; refused by default
+    /// (exit 2), since a cap's wait is in the latencies.
+    #[arg(long)]
+    pub allow_cap_mismatch: bool,
     /// Print the comparison as JSON (`goodput schema compare`).
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -130,6 +136,7 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let options = CompareOptions {
         judged_under_a,
         allow_closed_loop: args.allow_closed_loop,
+        allow_cap_mismatch: args.allow_cap_mismatch,
     };
     let comparison = compare_at(&a.receipt, &b.receipt, options, &figures)?;
     let worse = comparison.worse_on(&args.fail_if_worse);

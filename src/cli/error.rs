@@ -55,15 +55,22 @@ pub enum Error {
     /// trace was still written. SIGINT's message names no signal (Ctrl-C is
     /// the user's own key); the others' name theirs.
     #[error(
-        "interrupted{}: wrote {} to {path} (unfinished requests are in_flight)",
+        "interrupted{}: wrote {} to {path} ({})",
         by_signal(*signal),
-        goodput_util::number::count(*rows as u64, "row")
+        goodput_util::number::count(*rows as u64, "row"),
+        if *drained {
+            "sending stopped at the first Ctrl-C and what was in flight drained; a request still unfinished is in_flight"
+        } else {
+            "unfinished requests are in_flight"
+        }
     )]
     Interrupted {
         /// Where the trace went.
         path: String,
         /// Rows written.
         rows: usize,
+        /// The first Ctrl-C stopped the sending and what was in flight drained.
+        drained: bool,
         /// Which signal (the exit status is 128 + its number).
         signal: StopSignal,
     },

@@ -105,6 +105,7 @@ mod tests {
         Error::Interrupted {
             path: "t.json".into(),
             rows: 3,
+            drained: false,
             signal,
         }
     }

@@ -68,6 +68,9 @@ pub struct SimArgs {
     /// The model name listed by /v1/models (requests may name any model).
     #[arg(long, default_value = "sim")]
     pub model_name: String,
+    /// Another model name /v1/models lists after --model-name; repeatable.
+    #[arg(long = "served-model", value_name = "NAME")]
+    pub served_model: Vec<String>,
     /// Close the TCP connection after every streamed response, without
     /// announcing it (no `Connection: close`): the client learns at its next
     /// use of the connection.
@@ -179,6 +182,7 @@ pub fn config_from(args: &SimArgs) -> Result<SimConfig, Error> {
         faults: args.faults.clone(),
         seed: args.seed,
         model_name: args.model_name.clone(),
+        also_served: args.served_model.clone(),
         quirks: StreamQuirks {
             close_after_response: args.close_after_response,
             usage_before_last_token: args.usage_before_last_token,

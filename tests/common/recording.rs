@@ -11,17 +11,28 @@ use serde_json::Value;
 /// the output is what it printed when it succeeded, its error message when
 /// it failed; the trace is `null` when none was written.
 pub fn record(url: &str, out: &Path, extra: &[&str]) -> (i32, String, Value) {
+    record_model(url, Some("sim"), out, extra)
+}
+
+/// [`record`] with `--model` as given (`None`: not given at all).
+pub fn record_model(
+    url: &str,
+    model: Option<&str>,
+    out: &Path,
+    extra: &[&str],
+) -> (i32, String, Value) {
     let mut argv = vec![
         "goodput".to_owned(),
         "record".into(),
         "--url".into(),
         url.into(),
-        "--model".into(),
-        "m".into(),
         "--out".into(),
         out.display().to_string(),
         "--no-progress".into(),
     ];
+    if let Some(m) = model {
+        argv.extend(["--model".to_owned(), m.to_owned()]);
+    }
     argv.extend(extra.iter().map(|s| s.to_string()));
     let cli = goodput::cli::Cli::try_parse_from(&argv).expect("flags parse");
     let mut stdout = Vec::new();

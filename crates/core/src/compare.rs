@@ -284,6 +284,10 @@ pub struct RunInfo {
     pub window_s: f64,
     /// `open-loop` or `closed-loop`, as the run's receipt names it (§10.2).
     pub arrival_mode: ArrivalMode,
+    /// The cap on requests in flight of a capped open loop (§10.2); absent
+    /// when uncapped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<f64>,
     /// Per-GPU and cost figures of the run, when resources are in force
     /// (declared by its trace, or `--gpus` / `--gpu-hour-cost`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -377,6 +381,9 @@ pub struct CompareOptions {
     /// Compare a closed-loop run with an open-loop one (`--allow-closed-loop`)
     /// instead of refusing.
     pub allow_closed_loop: bool,
+    /// Compare two open-loop runs whose caps on requests in flight differ
+    /// (`--allow-cap-mismatch`) instead of refusing.
+    pub allow_cap_mismatch: bool,
 }
 
 /// `all` or the class's name.
@@ -422,6 +429,19 @@ pub enum CompareError {
         closed: &'static str,
         /// The other, open-loop run.
         open: &'static str,
+    },
+    /// Two open-loop runs with different caps on requests in flight (§10.2).
+    #[error(
+        "A is {a} and B is {b} (workload.loop, workload.maxConcurrency): a cap delays \
+         arrivals that find it full and their latencies include the wait, so the runs' \
+         figures do not measure the same thing (docs/contract.md §10.2); \
+         --allow-cap-mismatch compares them anyway"
+    )]
+    CapsDiffer {
+        /// A's load, in words.
+        a: String,
+        /// B's load, in words.
+        b: String,
     },
     /// A receipt given for one side is not what its trace gives.
     #[error(
@@ -556,6 +576,20 @@ pub fn compare_at(
         b.contract.arrival_mode,
         options.allow_closed_loop,
     )?;
+    let cap = |r: &Receipt| crate::trace::concurrency_cap(&r.contract.workload);
+    if cap(a) != cap(b) && !options.allow_cap_mismatch {
+        let said = |c: Option<f64>| match c {
+            Some(c) => format!(
+                "an open loop capped at {} in flight",
+                goodput_util::number::decimal(c)
+            ),
+            None => "an uncapped open loop".to_owned(),
+        };
+        return Err(CompareError::CapsDiffer {
+            a: said(cap(a)),
+            b: said(cap(b)),
+        });
+    }
     let confidence = Confidence::new(a.contract.intervals.confidence).unwrap_or_default();
     let window_s = |r: &Receipt| r.contract.window.duration_ms / 1000.0;
     let windows = (window_s(a), window_s(b));
@@ -583,6 +617,7 @@ pub fn compare_at(
         cohort: r.results.all.counts.cohort,
         window_s: window_s(r),
         arrival_mode: r.contract.arrival_mode,
+        max_concurrency: cap(r),
         cost: r.cost.clone(),
     };
     Ok(Comparison {

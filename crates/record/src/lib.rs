@@ -74,11 +74,13 @@ pub use self::plan::{
 
 /// The preflight of [`preflight`] for a plan (nothing when `--no-preflight`):
 /// its own transport and runtime, the run's headers, key and TLS settings.
-/// A server that cannot serve the run is [`RecordError::Preflight`], before any
-/// request of the run is sent and before any trace is written.
-pub fn preflight(plan: &Plan) -> Result<(), RecordError> {
+/// A server that cannot serve the run — or does not serve `--model` — is
+/// [`RecordError::Preflight`], before any request of the run is sent and
+/// before any trace is written. What it found out about the model is
+/// returned (`None` when skipped); [`Plan::adopt_model`] takes it.
+pub fn preflight(plan: &Plan) -> Result<Option<transport::preflight::ModelCheck>, RecordError> {
     if !plan.preflight {
-        return Ok(());
+        return Ok(None);
     }
     let transport = plan.endpoint.transport(plan.uri.clone())?;
     let mut template = plan.run.template.clone();
@@ -90,12 +92,18 @@ pub fn preflight(plan: &Plan) -> Result<(), RecordError> {
         .run
         .timeout
         .min(transport::preflight::PREFLIGHT_TIMEOUT);
+    let model = plan.model_given.then_some(plan.run.template.model.as_str());
     transport::preflight::check_blocking(
         &transport,
-        template.body("Hello"),
+        model,
+        |asked| {
+            template.model = asked.to_owned();
+            template.body("Hello")
+        },
         &plan.endpoint.secrets,
         wait,
     )
+    .map(Some)
     .map_err(RecordError::Preflight)
 }
 
@@ -117,12 +125,7 @@ pub fn record(
     let mut recording = execute_into(
         plan,
         transport,
-        move || {
-            Box::pin(async move {
-                let got = signal::wait().await;
-                *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(got);
-            })
-        },
+        move || signal_interrupts(seen),
         progress,
         collector,
     )?;
@@ -131,13 +134,43 @@ pub fn record(
     Ok(recording)
 }
 
+/// The run's interrupts from the process's signals (a task on the run's
+/// event loop): a first SIGINT stops the sending, the next signal cuts; a
+/// first SIGTERM or SIGHUP cuts at once. The first signal goes into `seen`.
+fn signal_interrupts(seen: Arc<Mutex<Option<signal::StopSignal>>>) -> run::Interrupts {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (cut_tx, cut_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let mut signals = signal::Signals::new();
+        let first = signals.next().await;
+        *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(first);
+        if first == signal::StopSignal::Interrupt {
+            let _ = stop_tx.send(());
+            signals.next().await;
+        }
+        let _ = cut_tx.send(());
+    });
+    // A sender dropped unsent (the run ended first) never fires.
+    let fired = |rx: tokio::sync::oneshot::Receiver<()>| -> Interrupt {
+        Box::pin(async move {
+            if rx.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+    };
+    run::Interrupts {
+        stop_sending: fired(stop_rx),
+        cut: fired(cut_rx),
+    }
+}
+
 /// Runs a plan against a transport, with `interrupt` as the Ctrl-C signal.
 /// Builds its own runtime; returns the outcome with every result in memory
 /// (used by the tests).
 pub fn execute<T: Transport>(
     plan: &Plan,
     transport: T,
-    interrupt: impl FnOnce() -> Interrupt,
+    interrupt: impl FnOnce() -> run::Interrupts,
     progress: Option<ProgressSink>,
 ) -> Result<Recording, RecordError> {
     let mut results: Vec<Option<run::Finished>> = Vec::new();
@@ -151,7 +184,7 @@ pub fn execute<T: Transport>(
 pub fn execute_into<T: Transport>(
     plan: &Plan,
     transport: T,
-    interrupt: impl FnOnce() -> Interrupt,
+    interrupt: impl FnOnce() -> run::Interrupts,
     progress: Option<ProgressSink>,
     collector: &mut dyn Collector,
 ) -> Result<Recording, RecordError> {

@@ -1,8 +1,11 @@
 //! The signals that end a recording: SIGINT (Ctrl-C), SIGTERM (what
 //! Kubernetes, systemd and `docker stop` send) and SIGHUP (the terminal
-//! went away). Each stops a run the same way — scheduling stops, unfinished
-//! requests become `in_flight`, the trace is written — and says which one
-//! it was, so the command line can exit with 128 + its number.
+//! went away). SIGTERM and SIGHUP stop a run at once — scheduling stops,
+//! unfinished requests become `in_flight`, the trace is written; a first
+//! SIGINT only stops the sending and lets what is in flight finish, a
+//! second one (or a SIGTERM, SIGHUP after it) cuts as the others do. The
+//! recording says which signal came first, so the command line can exit
+//! with 128 + its number.
 //!
 //! Once a handler is installed here the signal never again has its default
 //! disposition in this process (tokio keeps its handler), so every wait for
@@ -46,25 +49,61 @@ impl StopSignal {
 /// cannot be installed at all leaves this pending forever). Must run inside
 /// a tokio runtime with signals enabled.
 pub async fn wait() -> StopSignal {
+    Signals::new().next().await
+}
+
+/// The three signals' handlers, installed once, so that signals delivered
+/// one after the other (Ctrl-C twice) are each seen.
+pub struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).ok();
-        let mut hup = signal(SignalKind::hangup()).ok();
-        let mut int = signal(SignalKind::interrupt()).ok();
-        tokio::select! {
-            Some(()) = recv(&mut int) => StopSignal::Interrupt,
-            Some(()) = recv(&mut term) => StopSignal::Terminate,
-            Some(()) = recv(&mut hup) => StopSignal::Hangup,
-            else => std::future::pending().await,
+    int: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Installs the handlers (inside a tokio runtime with signals enabled).
+    pub fn new() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Signals {
+                int: signal(SignalKind::interrupt()).ok(),
+                term: signal(SignalKind::terminate()).ok(),
+                hup: signal(SignalKind::hangup()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// The next signal delivered, saying which (pending forever when none
+    /// has a handler).
+    pub async fn next(&mut self) -> StopSignal {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                Some(()) = recv(&mut self.int) => StopSignal::Interrupt,
+                Some(()) = recv(&mut self.term) => StopSignal::Terminate,
+                Some(()) = recv(&mut self.hup) => StopSignal::Hangup,
+                else => std::future::pending().await,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            StopSignal::Interrupt
         }
     }
-    #[cfg(not(unix))]
-    {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-        StopSignal::Interrupt
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Signals::new()
     }
 }
 

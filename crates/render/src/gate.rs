@@ -74,9 +74,17 @@ fn check_name(c: &Check) -> String {
 /// The arrival-mode and saturation criteria.
 fn arrival_and_overload_lines(o: &mut String, d: &Decision) {
     let a = &d.arrival;
-    let rule = match (a.mode, a.closed_loop_allowed) {
-        (ArrivalMode::ClosedLoop, true) => "allowed by --allow-closed-loop",
-        (ArrivalMode::ClosedLoop, false) | (ArrivalMode::OpenLoop, _) => "= open-loop",
+    let capped;
+    let rule = match (a.mode, a.closed_loop_allowed, a.max_concurrency) {
+        (ArrivalMode::ClosedLoop, true, _) => "allowed by --allow-closed-loop",
+        (ArrivalMode::OpenLoop, _, Some(c)) => {
+            capped = format!(
+                "= open-loop, ≤ {} in flight",
+                goodput_util::number::decimal(c)
+            );
+            capped.as_str()
+        }
+        (ArrivalMode::ClosedLoop, false, _) | (ArrivalMode::OpenLoop, _, None) => "= open-loop",
     };
     let mark = |pass: bool| if pass { "PASS" } else { "FAIL" };
     let _ = writeln!(
@@ -130,8 +138,18 @@ fn verdict_line(o: &mut String, d: &Decision) {
     }
 }
 
-/// What a refused arrival mode or overload means, and how to allow it.
+/// What a refused arrival mode or overload means, and how to allow it; and
+/// what a capped open loop's latencies hold.
 fn explanations(o: &mut String, d: &Decision) {
+    if let (ArrivalMode::OpenLoop, Some(c)) = (d.arrival.mode, d.arrival.max_concurrency) {
+        let _ = writeln!(
+            o,
+            "  capped open loop (≤ {} in flight): an arrival that found the cap full waited for\n  \
+             a slot, and its latencies count from its scheduled instant, the wait included:\n  \
+             open-loop evidence under that cap (docs/contract.md §10.2)",
+            goodput_util::number::decimal(c)
+        );
+    }
     if d.arrival.mode == ArrivalMode::ClosedLoop && !d.arrival.pass {
         let _ = writeln!(
             o,

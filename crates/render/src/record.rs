@@ -147,13 +147,16 @@ pub fn render(
     f: &Figures,
     path: &str,
     bytes: usize,
-    interrupted: bool,
+    interrupted: Option<&Interruption>,
     tokens: TokenCount,
     judged: &Judged,
 ) -> String {
     let mut s = String::new();
     dominant_failure(&mut s, f);
-    wrote(&mut s, f, path, bytes, interrupted);
+    wrote(&mut s, f, path, bytes, interrupted.is_some());
+    if let Some(i) = interrupted {
+        s.push_str(&interruption_line(i, f.in_flight));
+    }
     outcomes(&mut s, f, tokens);
     failures(&mut s, f);
     send_lag(&mut s, f);
@@ -181,6 +184,39 @@ fn dominant_failure(s: &mut String, f: &Figures) {
         }
         let _ = writeln!(s);
     }
+}
+
+/// How an interrupt ended a recording, for its summary.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interruption {
+    /// When sending stopped (a first Ctrl-C) or the run was cut, ms since t0.
+    pub at_ms: f64,
+    /// The drain after a first Ctrl-C (`None`: the run was cut at once).
+    pub drain: Option<goodput_record::run::Drain>,
+}
+
+/// The line under `interrupted; wrote …`: where sending stopped and what
+/// became of the requests in flight then (`cut` rows are left in flight).
+pub fn interruption_line(i: &Interruption, cut: usize) -> String {
+    use goodput_record::run::DrainEnd;
+    let at_s = short(i.at_ms / 1000.0);
+    let Some(d) = i.drain else {
+        return format!(
+            "  cut at {at_s} s: {} in flight written in_flight\n",
+            count(cut as u64, "request")
+        );
+    };
+    let finished = (d.in_flight as usize).saturating_sub(cut);
+    let ended_s = short(d.ended_ms / 1000.0);
+    let how = match d.end {
+        DrainEnd::Finished => String::new(),
+        DrainEnd::GraceEnded => format!(" (the grace period ran out at {ended_s} s)"),
+        DrainEnd::Cut => format!(" (a second Ctrl-C cut the rest at {ended_s} s)"),
+    };
+    format!(
+        "  stopped sending at {at_s} s on Ctrl-C; {} in flight finished, {cut} cut{how}\n",
+        count(finished as u64, "request")
+    )
 }
 
 /// What was written where, and whether the run was cut short.
@@ -241,10 +277,22 @@ fn failures(s: &mut String, f: &Figures) {
 
 /// How late the client sent requests against their schedule.
 fn send_lag(s: &mut String, f: &Figures) {
+    let capped = f.cap_wait_ms.is_some();
     if let Some((p50, p99, max)) = f.send_lag_ms {
         let _ = writeln!(
             s,
-            "  send lag: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
+            "  send lag{}: p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms",
+            if capped {
+                " (less the wait for a slot)"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some((p50, p99, max)) = f.cap_wait_ms {
+        let _ = writeln!(
+            s,
+            "  wait for a slot (--max-concurrency, in the latencies): p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
         );
     }
 }
@@ -387,6 +435,7 @@ mod tests {
             not_sent,
             output_tokens: 70,
             send_lag_ms: Some((0.1, 0.5, 0.75)),
+            cap_wait_ms: None,
             arrival_rates_per_s: Some((10.0, 10.0)),
             dominant_failure: None,
             schedule: None,
@@ -406,7 +455,7 @@ mod tests {
             &f,
             "t.json",
             10,
-            false,
+            None,
             TokenCount::Usage,
             &Judged::default(),
         );
@@ -421,7 +470,7 @@ mod tests {
             &f,
             "t.json",
             10,
-            false,
+            None,
             TokenCount::Usage,
             &Judged::default(),
         );
@@ -438,7 +487,7 @@ mod tests {
                 &figures(0),
                 "t.json",
                 1234,
-                false,
+                None,
                 TokenCount::Usage,
                 &Judged::default()
             ),
@@ -457,11 +506,18 @@ mod tests {
             &figures(1),
             "t.json",
             10,
-            true,
+            Some(&Interruption {
+                at_ms: 1234.5,
+                drain: None,
+            }),
             TokenCount::Usage,
             &Judged::default(),
         );
         assert!(text.starts_with("interrupted; wrote 10 rows"), "{text}");
+        assert!(
+            text.contains("\n  cut at 1.234 s: 1 request in flight written in_flight\n"),
+            "{text}"
+        );
         assert!(text.contains("(never sent 1)"), "{text}");
         assert!(
             text.contains(
@@ -480,13 +536,13 @@ mod tests {
             smallest_gate_ms: Some(1000.0),
             ..Judged::default()
         };
-        assert!(!render(&f, "t.json", 1, false, TokenCount::Usage, &calm).contains("warning"));
+        assert!(!render(&f, "t.json", 1, None, TokenCount::Usage, &calm).contains("warning"));
         // Against a 50 ms gate the limit is 1 ms: named with both figures.
         let tight = Judged {
             smallest_gate_ms: Some(50.0),
             ..Judged::default()
         };
-        assert!(render(&f, "t.json", 1, false, TokenCount::Usage, &tight).contains(
+        assert!(render(&f, "t.json", 1, None, TokenCount::Usage, &tight).contains(
             "warning: the client distorted the measurement: p99 send lag 2.200 ms was over 1.000 ms"
         ));
         let sat = Saturation {
@@ -507,7 +563,7 @@ mod tests {
             &f,
             "t.json",
             1,
-            false,
+            None,
             TokenCount::Usage,
             &Judged {
                 smallest_gate_ms: Some(1000.0),
@@ -554,14 +610,7 @@ mod tests {
                 burstiness,
                 gamma,
             });
-            render(
-                &f,
-                "t.json",
-                1,
-                false,
-                TokenCount::Usage,
-                &Judged::default(),
-            )
+            render(&f, "t.json", 1, None, TokenCount::Usage, &Judged::default())
         };
         // 19 of λT = 30: 11/30 = 36.7 % under, band 1.96 × √30 = 10.74 → ±11.
         let text = with(19, 1.0, false);
@@ -597,7 +646,7 @@ mod tests {
             &one,
             "t.json",
             10,
-            false,
+            None,
             TokenCount::Chunks,
             &Judged::default(),
         );
@@ -613,7 +662,7 @@ mod tests {
             &one,
             "t.json",
             10,
-            false,
+            None,
             TokenCount::Usage,
             &Judged::default(),
         );
@@ -676,6 +725,33 @@ mod tests {
         assert_eq!(
             frontier_command(&[("a.json".into(), small), ("b.json".into(), big)]),
             "goodput frontier a.json b.json --max-rows 2400 --max-bytes 700000 --svg frontier.svg"
+        );
+    }
+
+    #[test]
+    fn a_drained_interrupt_says_what_finished_and_what_was_cut() {
+        use goodput_record::run::{Drain, DrainEnd};
+        let drained = |end, in_flight| Interruption {
+            at_ms: 12_300.0,
+            drain: Some(Drain {
+                in_flight,
+                ended_ms: 12_900.0,
+                end,
+            }),
+        };
+        assert_eq!(
+            interruption_line(&drained(DrainEnd::Finished, 14), 0),
+            "  stopped sending at 12.3 s on Ctrl-C; 14 requests in flight finished, 0 cut\n"
+        );
+        assert_eq!(
+            interruption_line(&drained(DrainEnd::Cut, 14), 5),
+            "  stopped sending at 12.3 s on Ctrl-C; 9 requests in flight finished, 5 cut \
+             (a second Ctrl-C cut the rest at 12.9 s)\n"
+        );
+        assert_eq!(
+            interruption_line(&drained(DrainEnd::GraceEnded, 1), 1),
+            "  stopped sending at 12.3 s on Ctrl-C; 0 requests in flight finished, 1 cut \
+             (the grace period ran out at 12.9 s)\n"
         );
     }
 }

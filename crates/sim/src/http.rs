@@ -57,8 +57,10 @@ pub struct AppState {
     pub faults: Vec<Fault>,
     /// Output length distribution: mean and standard deviation, tokens.
     pub output_tokens: (f64, f64),
-    /// The name listed by `/v1/models`.
+    /// The name listed first by `/v1/models` (and answered by default).
     pub model_name: String,
+    /// The names `/v1/models` lists after it.
+    pub also_served: Vec<String>,
     /// How streamed responses are shaped.
     pub quirks: StreamQuirks,
     /// Counts prompt tokens, when given (else words are counted).
@@ -217,10 +219,13 @@ fn metrics_page(state: &AppState) -> Response<SimBody> {
     response
 }
 
-/// `GET /v1/models`: the one model the sim serves.
+/// `GET /v1/models`: the model the sim serves, then every `--served-model`.
 fn models_list(state: &AppState) -> Response<SimBody> {
-    let body = serde_json::json!({"object": "list", "data": [
-        {"id": state.model_name, "object": "model", "created": 0, "owned_by": "goodput-sim"}]});
+    let data: Vec<serde_json::Value> = std::iter::once(&state.model_name)
+        .chain(&state.also_served)
+        .map(|id| serde_json::json!({"id": id, "object": "model", "created": 0, "owned_by": "goodput-sim"}))
+        .collect();
+    let body = serde_json::json!({"object": "list", "data": data});
     json_response(StatusCode::OK, body.to_string())
 }
 

@@ -49,8 +49,11 @@ pub struct SimConfig {
     pub faults: Vec<Fault>,
     /// Seed.
     pub seed: u64,
-    /// Listed model name.
+    /// Listed model name (the first of `/v1/models`).
     pub model_name: String,
+    /// More names `/v1/models` lists after it (`--served-model`), so a
+    /// client's check of the served models can be tried against several.
+    pub also_served: Vec<String>,
     /// How streamed responses are shaped (all off by default).
     pub quirks: StreamQuirks,
     /// Counts prompt tokens, when given (else words are counted).
@@ -81,6 +84,7 @@ pub async fn serve_with(
         faults: config.faults,
         output_tokens: config.output_tokens,
         model_name: config.model_name,
+        also_served: config.also_served,
         quirks: config.quirks,
         tokenizer: config.tokenizer,
         rng: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),

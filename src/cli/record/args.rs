@@ -15,16 +15,18 @@ Exit status:
   0    the trace was written (when most requests failed for one reason, the
        summary's first line says so)
   2    usage error, unreadable prompt file, the output cannot be written, or
-       the preflight found the server unreachable, TLS failing, 401/403 or
-       404 (all checked before any request of the run is sent and before any
+       the preflight found the server unreachable, TLS failing, 401/403,
+       404, or --model not among the models /v1/models lists (all checked before any request of the run is sent and before any
        trace is written; no partial file is ever left)
   2    also: the disk filled during the run (sending stopped at once; the spool
        written so far is kept), or the trace could not be written after it (the
        spool is kept); the message names the `record --recover` command
-  130  interrupted (Ctrl-C): scheduling stopped, unfinished requests were written
-       in_flight, the window was cut at the interrupt, and the trace was written
+  130  interrupted (Ctrl-C): the first Ctrl-C stops sending and lets what is in
+       flight finish (up to --grace); a second cuts it (unfinished requests are
+       written in_flight); the window ends at the first, and the trace is written
        (in a rate sweep: the current point's trace; earlier points' traces stay)
-  143  the same, interrupted by SIGTERM (kill, Kubernetes, docker stop)
+  143  interrupted by SIGTERM (kill, Kubernetes, docker stop): cut at once, as a
+       second Ctrl-C, the trace written
   129  the same, interrupted by SIGHUP (the terminal closed)
 
 A rate list (--request-rate 5,10,20) is a sweep: one recording per rate, in order,
@@ -119,35 +121,47 @@ pub const DEFAULT_COOLDOWN: &str = "10s";
 /// Flags of `goodput record`. Names follow `vllm bench serve` where the
 /// meaning is the same.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("load").required(true).args(["request_rate", "max_concurrency", "phases", "replay", "recover"])))]
+#[command(group(clap::ArgGroup::new("load").required(true).multiple(true).args(["request_rate", "max_concurrency", "phases", "replay", "recover"])))]
 #[command(group(clap::ArgGroup::new("source").args(["prompts", "dataset", "random_input_len", "input_tokens", "replay"])))]
 pub struct RecordArgs {
     /// Server URL: a base (`http://host:8000`, the --api path is appended),
     /// a base ending in `/v1`, or a full endpoint URL.
     #[arg(long, value_name = "URL", required_unless_present = "recover")]
     pub url: Option<String>,
-    /// The `model` field of every request.
-    #[arg(long, value_name = "NAME", required_unless_present = "recover")]
+    /// The `model` field of every request; checked against /v1/models by the
+    /// preflight. Without it, the one model /v1/models lists is taken (the
+    /// trace says so: workload.modelFrom).
+    #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     /// Open loop: requests per second, sent at scheduled instants whatever the server does.
+    /// `inf` sends the whole schedule at once (needs --num-requests).
     /// A comma-separated list (`5,10,20,40`) is a rate sweep: one recording per
     /// rate, in order, seed + index each, `--out` a template containing `{rate}`.
     #[arg(long, value_name = "R[,R…]", value_delimiter = ',', value_parser = parse_rate)]
     pub request_rate: Vec<Rate>,
     /// Closed loop: C workers, each sending when its previous request ended
     /// (finds the throughput ceiling; its latencies are not SLA evidence).
-    #[arg(long, value_name = "C", conflicts_with_all = ["request_rate", "arrival", "burstiness"])]
+    /// With --request-rate: the open-loop schedule, at most C requests in
+    /// flight (an arrival that finds C waits for a slot, timed from its
+    /// scheduled instant: the wait counts against its latencies).
+    #[arg(long, value_name = "C")]
     pub max_concurrency: Option<u32>,
+    /// End the schedule after N arrivals (warm-up included): the window ends
+    /// where arrival N+1 would be due, or at --duration when earlier.
+    #[arg(long, visible_alias = "num-prompts", value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=goodput_record::schedule::MAX_SCHEDULED as u64),
+          conflicts_with_all = ["phases", "replay", "dataset", "recover"])]
+    pub num_requests: Option<u64>,
     /// Length of the measurement window (after the warm-up). With --replay,
     /// the replayed span rounded up to the next whole second by default.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present_any = ["phases", "replay", "recover"], conflicts_with = "phases")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required_unless_present_any = ["phases", "replay", "recover", "num_requests"], conflicts_with = "phases")]
     pub duration: Option<Duration>,
     /// Open loop in phases: `NAME:RATE/s:DURATION,…` (e.g.
     /// `steady:10/s:60s,burst:40/s:10s,recover:10/s:60s`): one seeded
     /// schedule whose rate changes at each phase boundary; the window is the
     /// phases' total length; the trace declares the phases and labels each
     /// row with its phase.
-    #[arg(long, value_name = "PHASES")]
+    #[arg(long, value_name = "PHASES", conflicts_with_all = ["request_rate", "max_concurrency"])]
     pub phases: Option<String>,
     /// Warm-up before the window; its arrivals are recorded and excluded.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
@@ -264,7 +278,7 @@ pub struct RecordArgs {
     /// its --out) into a trace at --out: ended requests as they were,
     /// dispatched ones in flight, due ones not sent, the window cut at the
     /// last instant the spool proves. Sends nothing.
-    #[arg(long, value_name = "SPOOL", conflicts_with_all = ["url", "model", "duration", "warmup", "seed", "slo", "shard", "start_at", "phases"])]
+    #[arg(long, value_name = "SPOOL", conflicts_with_all = ["url", "model", "duration", "warmup", "seed", "slo", "shard", "start_at", "phases", "request_rate", "max_concurrency", "replay"])]
     pub recover: Option<PathBuf>,
     /// A header sent with every request, `'Name: value'`; repeatable. The
     /// value is never written or printed (the trace records the name).
@@ -278,7 +292,8 @@ pub struct RecordArgs {
     /// written into the trace's workload. Keys the recorder sets are refused.
     #[arg(long, value_name = "JSON")]
     pub extra_body: Option<String>,
-    /// https: trust only the PEM certificates in FILE (a private CA).
+    /// https: trust only the PEM certificates in FILE: the server's own
+    /// (self-signed) certificate, or the CA that signed it.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// https: accept any certificate (the trace says so: workload.insecure).

@@ -104,7 +104,14 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         if index > 0 && !args.cooldown.is_zero() {
             cool_down(&args, &search, index, progress, &recorded.written, stdout)?;
         }
-        let p = plan_point(&args, &search, rate, index, &template, stdout)?;
+        let p = plan_point(
+            &args,
+            &search,
+            (rate, index),
+            &template,
+            &mut recorded.model,
+            stdout,
+        )?;
         let point = search_point(&search, index);
         let (w, receipt) =
             record_point(&p, progress.then_some(point), &mut recorded.written, stdout)?;
@@ -128,6 +135,8 @@ struct Recorded {
     rows: Vec<CapacityRow>,
     /// Each point's trace, for the `next:` frontier command.
     written: Vec<(String, Written)>,
+    /// What the preflight before the first point found out about the model.
+    model: Option<goodput_record::transport::preflight::ModelCheck>,
 }
 
 impl Recorded {
@@ -252,9 +261,9 @@ fn cool_down(
 fn plan_point(
     args: &RecordArgs,
     search: &SearchSettings,
-    rate: f64,
-    index: usize,
+    (rate, index): (f64, usize),
     template: &str,
+    model: &mut Option<goodput_record::transport::preflight::ModelCheck>,
     stdout: &mut dyn Write,
 ) -> Result<Plan, Error> {
     let text = rate_text(rate);
@@ -268,7 +277,9 @@ fn plan_point(
     let mut p = plan(&point)?;
     if index == 0 {
         // The same check a plain `record` and a sweep make, once.
-        goodput_record::preflight(&p)?;
+        *model = crate::cli::record::preflight(&mut p)?;
+    } else if let Some(check) = model {
+        p.adopt_model(check);
     }
     let mut put = |k: &str, v: f64| {
         p.workload.insert(k.to_owned(), Scalar::Number(v));
@@ -299,11 +310,21 @@ fn record_point(
 ) -> Result<(Written, Option<Receipt>), Error> {
     match record_judged(p, progress, stdout) {
         Ok(done) => Ok(done),
-        Err(Error::Interrupted { path, rows, signal }) => {
+        Err(Error::Interrupted {
+            path,
+            rows,
+            drained,
+            signal,
+        }) => {
             let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
             written.push((path.clone(), Written { rows, bytes }));
             say(stdout, &format!("next: {}\n", frontier_command(written)))?;
-            Err(Error::Interrupted { path, rows, signal })
+            Err(Error::Interrupted {
+                path,
+                rows,
+                drained,
+                signal,
+            })
         }
         Err(e) => Err(e),
     }

@@ -26,6 +26,7 @@ pub mod workload;
 use std::io::Write;
 
 use crate::cli::error::Error;
+use goodput_record::transport::preflight::ModelCheck;
 
 pub use self::args::{RecordArgs, RECORD_EXIT_HELP};
 
@@ -63,8 +64,37 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         }
         return rate_sweep::run(args, stdout);
     }
-    let plan = plan::plan(&args)?;
-    goodput_record::preflight(&plan)?;
+    let mut plan = plan::plan(&args)?;
+    preflight(&mut plan)?;
     let progress = progress::wanted(args.no_progress).then_some(progress::Point::Single);
     single::record_one(&plan, progress, stdout).map(|_| EXIT_OK)
+}
+
+/// The preflight of `plan` ([`goodput_record::preflight`]), its model
+/// finding adopted into the plan ([`goodput_record::Plan::adopt_model`]) and
+/// said on a line of its own when the model was taken from `/v1/models` or
+/// could not be checked. Returns the finding, for the other points of a
+/// sweep or search.
+pub(crate) fn preflight(plan: &mut goodput_record::Plan) -> Result<Option<ModelCheck>, Error> {
+    let check = goodput_record::preflight(plan)?;
+    if let Some(c) = &check {
+        plan.adopt_model(c);
+        say_model(c, &plan.run.template.model);
+    }
+    Ok(check)
+}
+
+/// The line, on standard error (standard output is the summary), that says
+/// where the model came from, when it is news.
+fn say_model(check: &ModelCheck, model: &str) {
+    let line = match check {
+        ModelCheck::Listed => return,
+        ModelCheck::Taken(name) => {
+            format!("model: {name} (the one model the server lists at /v1/models)")
+        }
+        ModelCheck::Unchecked(why) => {
+            format!("note: --model {model} was not checked against the served models: {why}")
+        }
+    };
+    eprintln!("{}", goodput_util::escape::terminal_lines(&line));
 }

@@ -26,7 +26,7 @@ use crate::cli::error::Error;
 use goodput_core::trace::{Equality, Gates, Labels, Phase, Resources, Scalar};
 use goodput_record::run::{Load, RunConfig};
 use goodput_record::schedule::phased::{phased_schedule, PhaseSpec};
-use goodput_record::schedule::{open_schedule, ArrivalProcess};
+use goodput_record::schedule::{burst, limited_schedule, ArrivalProcess};
 use goodput_record::scrape::MetricsPlan;
 use goodput_record::transport::endpoint::{
     public_url_text, split_userinfo, Endpoint, EndpointFlags, UserInfo,
@@ -64,6 +64,13 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
 
     let mut labels = Labels::new();
     let drawn = draw_load(args, &schedule, shard, &window, &mut labels)?;
+    // A count limit may end the window before the duration given.
+    let window = Window {
+        duration: Duration::from_secs_f64(
+            ((drawn.window_end_ms - window.warmup_ms()) / 1000.0).max(0.0),
+        ),
+        ..window
+    };
     let requests = Requests {
         load: drawn.load,
         prompts,
@@ -81,7 +88,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     );
     let endpoint = connection(args, &target, &mut labels)?;
     let metrics = metrics_scrape(args, &target.uri, &endpoint, &mut labels)?;
-    let template = request_body(args, target.model, &mut labels)?;
+    let template = request_body(args, target.model.clone().unwrap_or_default(), &mut labels)?;
     check_record_output(args)?;
     Ok(Plan {
         uri: target.uri,
@@ -95,6 +102,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
             max_event_bytes: usize::try_from(args.max_event_bytes).unwrap_or(usize::MAX),
             secrets: endpoint.secrets.clone(),
             loops: args.client_loops,
+            max_in_flight: drawn.max_in_flight,
         },
         warmup_ms: window.warmup_ms(),
         classes: slos.classes,
@@ -106,6 +114,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         out: args.out.clone(),
         endpoint,
         preflight: !args.no_preflight,
+        model_given: target.model.is_some(),
         shard,
         start_at_unix_ms,
         metrics,
@@ -156,19 +165,26 @@ pub fn endpoint_uri(url: &str, api: Api) -> Result<(Uri, Option<UserInfo>), Stri
 struct Target {
     /// The endpoint, with the `--api` path when `--url` was a bare base.
     uri: Uri,
-    /// `--model`.
-    model: String,
+    /// `--model` (`None`: the preflight takes the one `/v1/models` lists).
+    model: Option<String>,
     /// The URL's user info, sent as Basic auth.
     userinfo: Option<UserInfo>,
 }
 
 impl Target {
-    /// Checks that `--url` and `--model` are given (in that order), then
-    /// that the URL is http:// or https:// with a host ([`endpoint_uri`]).
+    /// Checks that `--url` is given and `--model` too unless the preflight
+    /// can take it from `/v1/models` (in that order), then that the URL is
+    /// http:// or https:// with a host ([`endpoint_uri`]).
     fn from_args(args: &RecordArgs) -> Result<Target, Error> {
         let required = |what: &str| usage(format!("{what} is required"));
         let url = args.url.as_deref().ok_or_else(|| required("--url"))?;
-        let model = args.model.clone().ok_or_else(|| required("--model"))?;
+        if args.model.is_none() && args.no_preflight {
+            return Err(usage(
+                "--model is required with --no-preflight (without it the preflight takes \
+                 the model from /v1/models when the server serves exactly one)",
+            ));
+        }
+        let model = args.model.clone();
         let (uri, userinfo) = endpoint_uri(url, args.api.into()).map_err(usage)?;
         Ok(Target {
             uri,
@@ -212,12 +228,24 @@ fn window_length(args: &RecordArgs, schedule: &ScheduleFlags) -> Result<Duration
         }
         (None, Some(d), _) => d,
         (None, None, Some(r)) => r.default_duration(),
+        // All at once: the window lasts --timeout, the longest any request
+        // may take, so every ending falls inside it.
+        (None, None, None) if is_burst(args) => args.timeout,
+        // Up to 24 h: the schedule's N-th arrival ends it first.
+        (None, None, None) if args.num_requests.is_some() => Duration::from_secs_f64(
+            ((goodput_core::trace::model::MAX_SPAN_MS - ms(args.grace)) / 1000.0).max(0.0),
+        ),
         (None, None, None) => return Err(usage("give --duration (or --phases)")),
     };
     if duration.is_zero() {
         return Err(usage("--duration must be longer than 0"));
     }
     Ok(duration)
+}
+
+/// `--request-rate inf`: the whole schedule at once.
+fn is_burst(args: &RecordArgs) -> bool {
+    matches!(args.request_rate.as_slice(), [rate] if rate.per_s == f64::INFINITY)
 }
 
 /// `--gpus` (with its `--gpu-hour-cost`), checked; a price alone is
@@ -386,6 +414,8 @@ struct DrawnLoad {
     window_end_ms: f64,
     /// The phases of a phased schedule (empty: one rate throughout).
     phases: Vec<Phase>,
+    /// The cap on requests in flight of a capped open loop.
+    max_in_flight: Option<u32>,
 }
 
 /// Draws the load: `--phases`, one `--request-rate`, `--max-concurrency`
@@ -404,12 +434,44 @@ fn draw_load(
         load,
         window_end_ms: window.end_ms(),
         phases: Vec::new(),
+        max_in_flight: None,
     };
+    if args.num_requests.is_some() && args.request_rate.is_empty() {
+        return Err(usage(
+            "--num-requests ends an open-loop schedule: give --request-rate R (a closed loop \
+             runs for --duration)",
+        ));
+    }
+    if args.request_rate.is_empty()
+        && args.max_concurrency.is_some()
+        && (args.arrival.is_some() || args.burstiness.is_some())
+    {
+        return Err(usage(
+            "--arrival and --burstiness shape an open-loop schedule: add --request-rate R \
+             (with --max-concurrency C, at most C of its requests in flight)",
+        ));
+    }
     match (args.request_rate.as_slice(), args.max_concurrency) {
         ([], None) if phases.is_some() => {
             phased_load(args, phases.unwrap_or_default(), window, labels)
         }
-        ([rate], None) => Ok(throughout(open_load(args, rate.per_s, window, labels)?)),
+        ([_], Some(0)) => Err(usage("--max-concurrency must be at least 1")),
+        ([_], Some(_)) if shard.is_some() => Err(usage(
+            "--shard with --max-concurrency would cap each shard on its own: record a capped \
+             open loop on one machine",
+        )),
+        ([rate], cap) => {
+            let (load, window_end_ms) = open_load(args, rate.per_s, window, labels)?;
+            if let Some(c) = cap {
+                labels.insert("loop".to_owned(), Scalar::String("open-capped".into()));
+                labels.insert("maxConcurrency".to_owned(), Scalar::Number(f64::from(c)));
+            }
+            Ok(DrawnLoad {
+                window_end_ms,
+                max_in_flight: cap,
+                ..throughout(load)
+            })
+        }
         ([], Some(_)) if shard.is_some() => Err(usage(SHARD_NEEDS_OPEN_LOOP)),
         ([], Some(c)) if c > 0 => {
             labels.insert("arrival".to_owned(), Scalar::String("closed".into()));
@@ -417,7 +479,7 @@ fn draw_load(
             Ok(throughout(Load::Closed { concurrency: c }))
         }
         ([], Some(_)) => Err(usage("--max-concurrency must be at least 1")),
-        ([_, _, ..], None) => Err(usage(
+        ([_, _, ..], _) => Err(usage(
             "several --request-rate values are a sweep: each point is planned on its own",
         )),
         // The replayed file's instants, shifted to the window start and scaled.
@@ -460,19 +522,35 @@ fn phased_load(
         },
         window_end_ms: schedule.window_end_ms,
         phases: schedule.phases,
+        max_in_flight: None,
     })
 }
 
-/// One `--request-rate`, drawn over the whole window.
+/// One `--request-rate`, drawn over the whole window (or to its
+/// `--num-requests`-th arrival: [`limited_schedule`]); `inf` is a burst at
+/// t0. Returns the load and where its window ends.
 fn open_load(
     args: &RecordArgs,
     rate: f64,
     window: &Window,
     labels: &mut Labels,
-) -> Result<Load, Error> {
+) -> Result<(Load, f64), Error> {
+    let limit = args.num_requests.map(|n| n as usize);
+    if let Some(n) = limit {
+        labels.insert("numRequests".to_owned(), Scalar::Number(n as f64));
+    }
+    if rate == f64::INFINITY {
+        return burst_load(args, limit, window, labels);
+    }
     let (process, burstiness) = arrival_process(args)?;
-    let arrivals = open_schedule(process, rate, burstiness, args.seed, window.end_ms())
-        .map_err(|e| usage(e.to_string()))?;
+    let (arrivals, window_end_ms) =
+        limited_schedule(process, rate, burstiness, args.seed, window.end_ms(), limit)
+            .map_err(|e| usage(e.to_string()))?;
+    if window_end_ms <= window.warmup_ms() {
+        return Err(usage(
+            "--num-requests: every request arrives during --warmup, so the window would be empty",
+        ));
+    }
     let mut put = |k: &str, v: Scalar| {
         labels.insert(k.to_owned(), v);
     };
@@ -482,9 +560,42 @@ fn open_load(
     if process != ArrivalProcess::Constant {
         put("burstiness", Scalar::Number(burstiness));
     }
-    Ok(Load::Open {
+    let load = Load::Open {
         arrivals_ms: Arc::new(arrivals),
-    })
+    };
+    Ok((load, window_end_ms))
+}
+
+/// `--request-rate inf`: `--num-requests` arrivals all at t0 (no warm-up,
+/// no arrival process), declared `arrival: "burst"`, `requestRate: "inf"`.
+fn burst_load(
+    args: &RecordArgs,
+    limit: Option<usize>,
+    window: &Window,
+    labels: &mut Labels,
+) -> Result<(Load, f64), Error> {
+    let Some(n) = limit else {
+        return Err(usage(
+            "--request-rate inf sends the whole schedule at once: give --num-requests N",
+        ));
+    };
+    if !args.warmup.is_zero() {
+        return Err(usage(
+            "--request-rate inf sends every request at t0: --warmup would exclude them all",
+        ));
+    }
+    if args.arrival.is_some() || args.burstiness.is_some() {
+        return Err(usage(
+            "--request-rate inf has no arrival process: drop --arrival and --burstiness",
+        ));
+    }
+    let arrivals = burst(n, 0.0).map_err(|e| usage(e.to_string()))?;
+    labels.insert("arrival".to_owned(), Scalar::String("burst".into()));
+    labels.insert("requestRate".to_owned(), Scalar::String("inf".into()));
+    let load = Load::Open {
+        arrivals_ms: Arc::new(arrivals),
+    };
+    Ok((load, window.end_ms()))
 }
 
 /// `--arrival` (Poisson when not given) and the gamma shape in force.
@@ -623,7 +734,10 @@ fn describe_run(
         put("startAtUnixMs", Scalar::Number(t));
     }
     put("seed", Scalar::Number(args.seed as f64));
-    put("model", Scalar::String(target.model.clone()));
+    // Without --model, the preflight declares the one it takes.
+    if let Some(model) = &target.model {
+        put("model", Scalar::String(model.clone()));
+    }
     put("api", Scalar::String(Api::from(args.api).as_str().into()));
     put("endpoint", Scalar::String(target.uri.path().to_owned()));
     if let Some(n) = args.max_tokens {

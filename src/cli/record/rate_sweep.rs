@@ -150,9 +150,11 @@ pub(crate) fn say(stdout: &mut dyn Write, text: &str) -> Result<(), Error> {
 
 /// `goodput record` with several rates: plan all, then record each in turn.
 pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
-    let plans = plan_sweep(&args)?;
-    if let Some(first) = plans.first() {
-        goodput_record::preflight(first)?;
+    let mut plans = plan_sweep(&args)?;
+    if let Some((first, rest)) = plans.split_first_mut() {
+        if let Some(check) = crate::cli::record::preflight(first)? {
+            rest.iter_mut().for_each(|p| p.adopt_model(&check));
+        }
     }
     let progress = crate::cli::record::progress::wanted(args.no_progress);
     let n = plans.len();
@@ -191,11 +193,21 @@ pub fn run(args: RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         let point = Point::Sweep { k: index + 1, n };
         match record_one(p, progress.then_some(point), stdout) {
             Ok(w) => written.push((path, w)),
-            Err(Error::Interrupted { path, rows, signal }) => {
+            Err(Error::Interrupted {
+                path,
+                rows,
+                drained,
+                signal,
+            }) => {
                 let bytes = std::fs::metadata(&p.out).map_or(0, |m| m.len() as usize);
                 written.push((path.clone(), Written { rows, bytes }));
                 say(stdout, &frontier_next(&written))?;
-                return Err(Error::Interrupted { path, rows, signal });
+                return Err(Error::Interrupted {
+                    path,
+                    rows,
+                    drained,
+                    signal,
+                });
             }
             Err(e) => return Err(e),
         }

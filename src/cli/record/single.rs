@@ -92,11 +92,18 @@ pub fn record_judged(
             .as_ref()
             .map(|written| (sidecar_path.as_str(), written.peaks)),
     };
+    let interruption =
+        outcome
+            .interrupted_at_ms
+            .map(|at_ms| goodput_render::record::Interruption {
+                at_ms,
+                drain: outcome.drain,
+            });
     let text = goodput_render::record::render(
         &built.figures,
         &path,
         built.written.bytes,
-        interrupted,
+        interruption.as_ref(),
         built.tokens,
         &judged,
     );
@@ -105,6 +112,7 @@ pub fn record_judged(
         return Err(Error::Interrupted {
             path,
             rows: built.written.rows,
+            drained: outcome.drain.is_some(),
             // Only a signal interrupts `record` (a broken spool returned above).
             signal: recording
                 .signal

@@ -37,6 +37,11 @@ pub struct ArrivalCheck {
     pub mode: ArrivalMode,
     /// Whether closed-loop evidence was allowed (`--allow-closed-loop`).
     pub closed_loop_allowed: bool,
+    /// The cap on requests in flight of a capped open loop (§10.2), when
+    /// the run was one: open-loop evidence, its latencies including the
+    /// wait for a slot. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<f64>,
     /// Whether the criterion holds.
     pub pass: bool,
 }
@@ -88,6 +93,9 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     let arrival = ArrivalCheck {
         mode,
         closed_loop_allowed: criteria.allow_closed_loop,
+        max_concurrency: (mode == ArrivalMode::OpenLoop)
+            .then(|| crate::trace::concurrency_cap(&receipt.contract.workload))
+            .flatten(),
         pass: mode == ArrivalMode::OpenLoop || criteria.allow_closed_loop,
     };
     let verdict = block.saturation.verdict;

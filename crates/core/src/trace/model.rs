@@ -172,6 +172,19 @@ pub enum ArrivalMode {
     ClosedLoop,
 }
 
+/// The cap on requests in flight of a **capped open loop**
+/// (docs/contract.md §10.2): `workload.loop` is `"open-capped"` and
+/// `workload.maxConcurrency` a positive number. Arrivals were scheduled, but
+/// one that found that many requests in flight waited for a slot; its
+/// latencies count from its scheduled instant, the wait included.
+pub fn concurrency_cap(workload: &Labels) -> Option<f64> {
+    let capped = matches!(workload.get("loop"), Some(Scalar::String(s)) if s == "open-capped");
+    match workload.get("maxConcurrency") {
+        Some(Scalar::Number(c)) if capped && *c > 0.0 => Some(*c),
+        _ => None,
+    }
+}
+
 impl ArrivalMode {
     /// The mode of a trace with these `boundary` and `workload` labels.
     pub fn of(boundary: &Labels, workload: &Labels) -> ArrivalMode {
@@ -257,5 +270,36 @@ impl Contract {
             None if self.classes.len() == 1 => Some(0),
             None => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_declared_open_capped_loop_has_a_cap() {
+        let labels = |pairs: &[(&str, Scalar)]| -> Labels {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect()
+        };
+        let capped = labels(&[
+            ("loop", Scalar::String("open-capped".into())),
+            ("maxConcurrency", Scalar::Number(4.0)),
+        ]);
+        assert_eq!(concurrency_cap(&capped), Some(4.0));
+        // A closed loop (or an import) with maxConcurrency alone is not one.
+        let closed = labels(&[
+            ("arrival", Scalar::String("closed".into())),
+            ("maxConcurrency", Scalar::Number(4.0)),
+        ]);
+        assert_eq!(concurrency_cap(&closed), None);
+        let zero = labels(&[
+            ("loop", Scalar::String("open-capped".into())),
+            ("maxConcurrency", Scalar::Number(0.0)),
+        ]);
+        assert_eq!(concurrency_cap(&zero), None);
     }
 }

@@ -21,7 +21,7 @@ use goodput_core::trace::{
 use crate::exchange::{Ending, Observation};
 use crate::output::row::{self, RowMeta};
 use crate::plan::Plan;
-use crate::run::{Finished, RunOutcome, ShardClock};
+use crate::run::{Drain, Finished, RunOutcome, ShardClock};
 use crate::schedule::phased::label_rows;
 use crate::workload::body::{prompt_hash, Prompt, PromptSource};
 
@@ -116,6 +116,9 @@ pub struct Stop {
     pub run_ended: bool,
     /// A shard's own clock figures.
     pub shard_clock: Option<ShardClock>,
+    /// The drain after a stop-sending interrupt (the first Ctrl-C): then
+    /// observation went on past `interrupted_at_ms`, to the drain's end.
+    pub drain: Option<Drain>,
 }
 
 impl Stop {
@@ -128,6 +131,7 @@ impl Stop {
             recovered: false,
             run_ended: false,
             shard_clock: outcome.shard_clock,
+            drain: outcome.drain,
         }
     }
 }
@@ -255,6 +259,19 @@ impl Frame {
 
     /// Where the window and the horizon end, ms since t0.
     fn window_end(&self, stop: &Stop) -> (f64, f64) {
+        let (end_ms, horizon_ms) = self.cut_window(stop);
+        // After a stop-sending interrupt, observation went on to the drain's
+        // end: completions up to it are seen, and the horizon says so.
+        match stop.drain {
+            Some(d) if stop.interrupted_at_ms.is_some() => {
+                (end_ms, round_us(d.ended_ms).max(horizon_ms))
+            }
+            _ => (end_ms, horizon_ms),
+        }
+    }
+
+    /// [`Frame::window_end`] as a cut leaves it (no drain).
+    fn cut_window(&self, stop: &Stop) -> (f64, f64) {
         let start_ms = self.warmup_ms;
         let planned_end_ms = self.window_end_ms;
         match stop.interrupted_at_ms {
@@ -296,6 +313,12 @@ impl Frame {
                 "plannedWindowEndMs".into(),
                 Scalar::Number(self.window_end_ms),
             );
+        }
+        if let Some(d) = stop.drain {
+            workload.insert("sendingStopped".into(), Scalar::Bool(true));
+            workload.insert("drain".into(), Scalar::String(d.end.as_str().into()));
+            workload.insert("drainEndedMs".into(), Scalar::Number(round_us(d.ended_ms)));
+            workload.insert("inFlightAtStop".into(), Scalar::Number(d.in_flight as f64));
         }
         if stop.recovered {
             workload.insert("recovered".into(), Scalar::Bool(true));

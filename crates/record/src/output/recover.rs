@@ -231,6 +231,7 @@ fn recovered_stop(scan: &spool::Scan, planned: usize) -> Stop {
         recovered: true,
         run_ended: scan.end.is_some(),
         shard_clock: None,
+        drain: scan.end.and_then(|end| end.drain),
     }
 }
 

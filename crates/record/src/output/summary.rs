@@ -75,8 +75,12 @@ pub struct Figures {
     pub not_sent: usize,
     /// Output tokens (or chunks) of completed rows.
     pub output_tokens: u64,
-    /// Send lag p50 / p99 / max, ms (open loop with at least one send).
+    /// Send lag p50 / p99 / max, ms (open loop with at least one send); in
+    /// a capped open loop the client's own part, each row's `capWaitMs`
+    /// taken off.
     pub send_lag_ms: Option<(f64, f64, f64)>,
+    /// A capped open loop's wait for a slot (`capWaitMs`), p50 / p99 / max, ms.
+    pub cap_wait_ms: Option<(f64, f64, f64)>,
     /// Achieved and scheduled arrival rates, per s (open loop, ≥ 2 rows,
     /// arrivals in row order: not for sessions, whose later turns arrive
     /// when earlier answers end).
@@ -115,6 +119,11 @@ impl ScheduleDraw {
     /// `ratePerS`; `None` for every other load (module docs).
     pub fn of(frame: &Frame, arrivals_ms: &[f64], sessions: bool) -> Option<ScheduleDraw> {
         let label = |k: &str| frame.workload.get(k);
+        // A count limit ends the window at a drawn instant: the count in
+        // it is fixed, not the process's to vary.
+        if label("numRequests").is_some() {
+            return None;
+        }
         let gamma = match label("arrival") {
             Some(Scalar::String(a)) if a == "poisson" => false,
             Some(Scalar::String(a)) if a == "gamma" => true,
@@ -198,6 +207,7 @@ pub fn figures(rows: &[TraceRow], open_loop: bool) -> Figures {
 pub struct Tally {
     f: Option<Figures>,
     lags: Vec<f64>,
+    cap_waits: Vec<f64>,
     last_send: Option<f64>,
     first_arrival: Option<f64>,
     last_arrival: Option<f64>,
@@ -229,6 +239,9 @@ impl Tally {
         } else if !never_due {
             f.sent += 1;
         }
+        if let Some(waited) = number(row, "capWaitMs") {
+            self.cap_waits.push(waited);
+        }
         match row.status {
             RowStatus::Completed => {
                 f.completed += 1;
@@ -250,6 +263,10 @@ impl Tally {
             RowStatus::InFlight => f.in_flight += 1,
         }
         if let Some(lag) = number(row, "sendLagMs") {
+            // A capped open loop's wait for a slot is the cap's, not the
+            // client's: the client is judged by the rest of the lag.
+            let waited = number(row, "capWaitMs").unwrap_or(0.0);
+            let lag = (lag - waited).max(0.0);
             self.lags.push(lag);
             let sent_at = row.arrival_ms + lag;
             self.last_send = Some(self.last_send.map_or(sent_at, |t: f64| t.max(sent_at)));
@@ -264,6 +281,12 @@ impl Tally {
             lags.sort_by(f64::total_cmp);
             let p = |q| nearest_rank(lags, q).unwrap_or(0.0);
             f.send_lag_ms = Some((p(50), p(99), lags[lags.len() - 1]));
+        }
+        let waits = &mut self.cap_waits;
+        if !waits.is_empty() {
+            waits.sort_by(f64::total_cmp);
+            let p = |q| nearest_rank(waits, q).unwrap_or(0.0);
+            f.cap_wait_ms = Some((p(50), p(99), waits[waits.len() - 1]));
         }
         if let (true, Some(first), Some(last), Some(last_send)) = (
             open_loop,
@@ -362,6 +385,7 @@ impl Figures {
             not_sent: 0,
             output_tokens: 0,
             send_lag_ms: None,
+            cap_wait_ms: None,
             tokens: Default::default(),
             arrival_rates_per_s: None,
             dominant_failure: None,

@@ -49,6 +49,9 @@ pub struct Plan {
     pub endpoint: Endpoint,
     /// Whether to probe the server before the schedule starts.
     pub preflight: bool,
+    /// `--model` was given; without it the preflight takes the one model
+    /// `/v1/models` lists ([`Plan::adopt_model`]) before anything is sent.
+    pub model_given: bool,
     /// This recording is one shard of a shared schedule (`--shard K/N`):
     /// its load holds only that shard's requests.
     pub shard: Option<ShardTag>,
@@ -78,6 +81,30 @@ pub fn metrics_sidecar_path(out: &Path) -> PathBuf {
 }
 
 impl Plan {
+    /// Takes what the preflight found out about the model: the model
+    /// `/v1/models` served alone goes into every request and the trace's
+    /// `workload.model` (`modelFrom: "/v1/models"`); a `--model` that could
+    /// not be checked is declared `modelChecked: false`, a listed one
+    /// `modelChecked: true`.
+    pub fn adopt_model(&mut self, check: &crate::transport::preflight::ModelCheck) {
+        use crate::transport::preflight::ModelCheck;
+        use goodput_core::trace::Scalar;
+        let mut put = |k: &str, v: Scalar| {
+            self.workload.insert(k.to_owned(), v);
+        };
+        match check {
+            ModelCheck::Listed => put("modelChecked", Scalar::Bool(true)),
+            ModelCheck::Unchecked(_) => put("modelChecked", Scalar::Bool(false)),
+            ModelCheck::Taken(name) => {
+                put("model", Scalar::String(name.clone()));
+                put("modelFrom", Scalar::String("/v1/models".into()));
+                put("modelChecked", Scalar::Bool(true));
+                self.run.template.model = name.clone();
+                self.model_given = true;
+            }
+        }
+    }
+
     /// Whether arrivals follow the schedule (open loop) rather than the
     /// previous request's end (closed loop).
     pub fn open_loop(&self) -> bool {

@@ -10,9 +10,19 @@
 //! instant it sends), waits for the ending, and sends again, until the
 //! window ends.
 //!
+//! Capped open loop (`--request-rate` with `--max-concurrency C`): the same
+//! schedule, but a request whose instant finds C requests in flight waits
+//! for a slot (first come, first served) before it is sent; it is still
+//! timed from its scheduled instant, so the wait counts against its
+//! latencies, and its row says how long it waited (`capWaitMs`).
+//!
 //! Observation stops at the horizon (window end + grace) or at an interrupt:
 //! the cancellation signal goes out, every request still running reports
 //! itself in flight, and the loop ends when every spawned request has reported.
+//! A *stop-sending* interrupt (the first Ctrl-C) only stops the sending:
+//! what is in flight (or waiting for a slot) runs on to its ending, up to
+//! the grace period after the interrupt or the horizon, whichever is first,
+//! or until a cut (the second Ctrl-C) — [`Drain`].
 //!
 //! Every request, whichever load sends it, goes out through one send path
 //! (`Shared::exchange`); multi-turn sessions ([`sessions`]) are started by
@@ -32,6 +42,9 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use goodput_core::trace::write::round_us;
+use goodput_core::trace::Scalar;
 
 use crate::exchange::{run_one, Clock, Ending, Observation};
 use crate::schedule::pacer::Pacer;
@@ -87,6 +100,9 @@ pub struct RunConfig {
     /// `loops`-th request with connections of its own; 1: the run's own
     /// loop does it all. Sessions and closed loops always use one.
     pub loops: usize,
+    /// An open-loop schedule's cap on requests in flight (`--max-concurrency`
+    /// with `--request-rate`); `None`: no cap.
+    pub max_in_flight: Option<u32>,
 }
 
 /// A request that was sent (or started): what the row needs.
@@ -128,6 +144,47 @@ pub struct RunOutcome {
     /// A run started at a shared instant (`--start-at`): its clock figures
     /// (filled in by the caller that placed t0; `None` here).
     pub shard_clock: Option<ShardClock>,
+    /// How the requests in flight were let finish after a stop-sending
+    /// interrupt (`None`: there was none).
+    pub drain: Option<Drain>,
+}
+
+/// After a stop-sending interrupt (the first Ctrl-C) at `interruptedAtMs`:
+/// how many requests were in flight then, and how their drain ended.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Drain {
+    /// Requests dispatched and not yet ended when sending stopped (those
+    /// waiting for a slot of a capped open loop included).
+    pub in_flight: u64,
+    /// When observation ended, ms since t0.
+    pub ended_ms: f64,
+    /// How it ended.
+    pub end: DrainEnd,
+}
+
+/// How the drain after a stop-sending interrupt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DrainEnd {
+    /// Every request in flight ended.
+    Finished,
+    /// The grace period after the interrupt (or the horizon) ran out: what
+    /// was still running was cut.
+    GraceEnded,
+    /// A second interrupt cut what was still running.
+    Cut,
+}
+
+impl DrainEnd {
+    /// The name written into `workload.drain`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DrainEnd::Finished => "finished",
+            DrainEnd::GraceEnded => "grace-ended",
+            DrainEnd::Cut => "cut",
+        }
+    }
 }
 
 /// A shard's clock as it measured itself (`docs/recorder.md`, "Shards").
@@ -217,6 +274,9 @@ pub struct RunEnd {
     pub planned: usize,
     /// Rows the trace gets.
     pub rows: usize,
+    /// The drain after a stop-sending interrupt, if there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain: Option<Drain>,
 }
 
 /// How often a run tells its collector how far it got.
@@ -247,12 +307,36 @@ pub struct Counters {
 /// A future that resolves on an interrupt (Ctrl-C in the CLI).
 pub type Interrupt = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// The two interrupts a run listens for: `stop_sending` (the first Ctrl-C:
+/// no new request is sent, what is in flight finishes) and `cut` (the
+/// second Ctrl-C, SIGTERM, SIGHUP: every running request is cut in flight).
+pub struct Interrupts {
+    /// Stops the sending only.
+    pub stop_sending: Interrupt,
+    /// Stops everything.
+    pub cut: Interrupt,
+}
+
+impl Interrupts {
+    /// Only a cut, at `cut`.
+    pub fn cut(cut: Interrupt) -> Interrupts {
+        Interrupts {
+            stop_sending: Box::pin(std::future::pending()),
+            cut,
+        }
+    }
+}
+
 /// What every request task shares (the session loop uses it too).
 pub(crate) struct Shared<T> {
     pub(crate) transport: Arc<T>,
     pub(crate) config: Arc<RunConfig>,
     pub(crate) clock: Clock,
     pub(crate) cancel: watch::Receiver<Option<f64>>,
+    /// The instant sending stopped (a stop-sending interrupt, or the cut).
+    pub(crate) halt: watch::Receiver<Option<f64>>,
+    /// The slots of a capped open loop.
+    pub(crate) cap: Option<Arc<tokio::sync::Semaphore>>,
     pub(crate) results: mpsc::UnboundedSender<Report>,
     pub(crate) counters: Arc<Counters>,
 }
@@ -354,6 +438,8 @@ impl<T> Clone for Shared<T> {
             config: self.config.clone(),
             clock: self.clock,
             cancel: self.cancel.clone(),
+            halt: self.halt.clone(),
+            cap: self.cap.clone(),
             results: self.results.clone(),
             counters: self.counters.clone(),
         }
@@ -369,7 +455,36 @@ async fn one_request<T: Transport>(
     open_loop: bool,
 ) {
     let prompt = shared.config.prompts.prompt(index);
-    let extras = shared.config.prompts.extras(index);
+    let mut extras = shared.config.prompts.extras(index);
+    let slot = match &shared.cap {
+        Some(cap) if open_loop => match wait_for_slot(shared, cap).await {
+            Ok((permit, waited_ms)) => {
+                extras
+                    .labels
+                    .insert("capWaitMs".into(), Scalar::Number(round_us(waited_ms)));
+                Some(permit)
+            }
+            Err(waited_ms) => {
+                // Cut while waiting: due, never sent, outcome unknown.
+                extras
+                    .labels
+                    .insert("capWaitMs".into(), Scalar::Number(round_us(waited_ms)));
+                extras.labels.insert("notSent".into(), Scalar::Bool(true));
+                let finished = Finished {
+                    arrival_ms,
+                    obs: Observation::default(),
+                    ending: Ending::InFlight,
+                    prompt_chars: prompt.text.chars().count() as u64,
+                    prompt_hash: prompt_hash(&prompt.text),
+                    class: prompt.class,
+                    labels: extras.labels,
+                };
+                shared.report(index, finished);
+                return;
+            }
+        },
+        _ => None,
+    };
     let body = shared
         .config
         .template
@@ -385,6 +500,7 @@ async fn one_request<T: Transport>(
             &[&prompt.text],
         )
         .await;
+    drop(slot);
     let finished = Finished {
         arrival_ms,
         obs,
@@ -397,6 +513,23 @@ async fn one_request<T: Transport>(
     shared.report(index, finished);
 }
 
+/// Waits for a slot of a capped open loop (first come, first served);
+/// returns it with the ms waited, or the ms waited until the run was cut.
+async fn wait_for_slot<T>(
+    shared: &Shared<T>,
+    cap: &Arc<tokio::sync::Semaphore>,
+) -> Result<(tokio::sync::OwnedSemaphorePermit, f64), f64> {
+    let started = shared.clock.now_ms();
+    let mut cancel = shared.cancel.clone();
+    let acquired = tokio::select! {
+        biased;
+        permit = cap.clone().acquire_owned() => permit.ok(),
+        _ = cancel.wait_for(Option::is_some) => None,
+    };
+    let waited = (shared.clock.now_ms() - started).max(0.0);
+    acquired.map(|p| (p, waited)).ok_or(waited)
+}
+
 /// Runs the load to its end (horizon or interrupt), keeping every result in
 /// memory. `t0` is the zero of every timestamp; it should be a little in the
 /// future so request 0 is not born late.
@@ -405,7 +538,7 @@ pub async fn run<T: Transport>(
     config: Arc<RunConfig>,
     t0: Instant,
     counters: Arc<Counters>,
-    interrupt: Interrupt,
+    interrupt: Interrupts,
 ) -> RunOutcome {
     let mut results: Vec<Option<Finished>> = Vec::new();
     let mut outcome = run_into(transport, config, t0, counters, interrupt, &mut results).await;
@@ -421,17 +554,24 @@ pub async fn run_into<T: Transport>(
     config: Arc<RunConfig>,
     t0: Instant,
     counters: Arc<Counters>,
-    interrupt: Interrupt,
+    interrupt: Interrupts,
     collector: &mut dyn Collector,
 ) -> RunOutcome {
     let clock = Clock::new(t0);
     let (cancel_tx, cancel_rx) = watch::channel(None);
+    let (halt_tx, halt_rx) = watch::channel(None);
     let (res_tx, mut res_rx) = mpsc::unbounded_channel();
+    let cap = config
+        .max_in_flight
+        .filter(|_| matches!(config.load, Load::Open { .. }))
+        .map(|c| Arc::new(tokio::sync::Semaphore::new(c as usize)));
     let shared = Shared {
         transport,
         config: config.clone(),
         clock,
         cancel: cancel_rx,
+        halt: halt_rx,
+        cap,
         results: res_tx,
         counters,
     };
@@ -440,10 +580,15 @@ pub async fn run_into<T: Transport>(
         issued: Arc::new(Dispatched::new(loops_of(&config))),
         stopped: Arc::new(AtomicBool::new(false)),
         cancel: cancel_tx,
+        halt: halt_tx,
         horizon_ms: config.window_end_ms + config.grace_ms,
+        grace_ms: config.grace_ms,
     };
     let dispatcher = dispatch(&config.load, shared, &observer);
-    let interrupted_at_ms = observer
+    let Stopped {
+        interrupted_at_ms,
+        drain,
+    } = observer
         .observe(&mut res_rx, dispatcher, interrupt, collector)
         .await;
     let issued = observer.issued.count();
@@ -466,6 +611,7 @@ pub async fn run_into<T: Transport>(
         interrupted_at_ms,
         planned: layout.planned,
         rows: layout.rows,
+        drain,
     });
     RunOutcome {
         results: Vec::new(),
@@ -475,6 +621,7 @@ pub async fn run_into<T: Transport>(
         keep_alive_retries: 0,
         rows: layout.rows,
         shard_clock: None,
+        drain,
     }
 }
 
@@ -559,7 +706,7 @@ async fn closed_worker<T: Transport>(
     loop {
         let now = shared.clock.now_ms();
         if stopped.load(Ordering::Relaxed)
-            || shared.cancel.borrow().is_some()
+            || shared.halt.borrow().is_some()
             || now >= shared.config.window_end_ms
         {
             break;
@@ -578,83 +725,168 @@ struct Observer {
     stopped: Arc<AtomicBool>,
     /// Carries the instant observation stopped to every request.
     cancel: watch::Sender<Option<f64>>,
+    /// Carries the instant sending stopped to the pacers and workers.
+    halt: watch::Sender<Option<f64>>,
     horizon_ms: f64,
+    /// How long requests in flight may run on after a stop-sending interrupt.
+    grace_ms: f64,
+}
+
+/// How observation of a run stopped.
+struct Stopped {
+    /// When an interrupt (or the broken collector) stopped it, ms since t0.
+    interrupted_at_ms: Option<f64>,
+    /// The drain after a stop-sending interrupt.
+    drain: Option<Drain>,
+}
+
+/// Where a run's observation is: sending; draining after a stop-sending
+/// interrupt (with its deadline and the count in flight then); or stopped.
+#[derive(Clone, Copy, PartialEq)]
+enum Phase {
+    Sending,
+    Draining {
+        at_ms: f64,
+        deadline_ms: f64,
+        in_flight: u64,
+    },
+    Stopped,
 }
 
 impl Observer {
+    /// Stops sending at `at_ms`: no new request leaves; what is in flight runs on.
+    fn halt(&self, at_ms: f64) {
+        self.stopped.store(true, Ordering::Relaxed);
+        self.halt.send_if_modified(|h| {
+            let unset = h.is_none();
+            if unset {
+                *h = Some(at_ms);
+            }
+            unset
+        });
+    }
+
     /// Stops the run at `at_ms`: no more sends, every running request cut.
     fn stop(&self, at_ms: f64) {
-        self.stopped.store(true, Ordering::Relaxed);
+        self.halt(at_ms);
         self.cancel.send_replace(Some(at_ms));
     }
 
     /// Hands `report` to `collector`; a first token stamped after the run
     /// stopped observing is dropped (its request's ending drops it too).
-    fn hand_over(&self, report: Report, collector: &mut dyn Collector) {
+    /// Returns 1 for an ending, 0 for a first token.
+    fn hand_over(&self, report: Report, collector: &mut dyn Collector) -> u64 {
         match report {
-            Report::Ended(index, finished) => collector.ended(index, finished),
+            Report::Ended(index, finished) => {
+                collector.ended(index, finished);
+                1
+            }
             Report::First(index, first) => {
                 let cut = *self.cancel.borrow();
                 if cut.is_none_or(|cut_ms| first.at_ms <= cut_ms) {
                     collector.first_token(index, first);
                 }
+                0
             }
         }
     }
 
     /// Hands every first token and ending to `collector` (with a mark every
     /// [`MARK_EVERY`]) until every request has reported, stopping the run at
-    /// the horizon, at `interrupt` or when the collector breaks; returns
-    /// when an interrupt (or the broken collector) stopped it, ms since t0.
+    /// the horizon, at a cut or when the collector breaks, and the sending
+    /// at a stop-sending interrupt (then the rest drains up to the grace
+    /// period after it); says how it stopped.
     async fn observe(
         &self,
         results: &mut mpsc::UnboundedReceiver<Report>,
         mut dispatcher: JoinHandle<()>,
-        mut interrupt: Interrupt,
+        interrupt: Interrupts,
         collector: &mut dyn Collector,
-    ) -> Option<f64> {
+    ) -> Stopped {
         let clock = self.clock;
-        let horizon = tokio::time::sleep_until(clock.at(self.horizon_ms));
-        tokio::pin!(horizon);
-        let mut interrupted_at_ms = None;
+        let Interrupts {
+            mut stop_sending,
+            mut cut,
+        } = interrupt;
+        let deadline = tokio::time::sleep_until(clock.at(self.horizon_ms));
+        tokio::pin!(deadline);
+        let mut phase = Phase::Sending;
+        let mut stopped = Stopped {
+            interrupted_at_ms: None,
+            drain: None,
+        };
+        let mut ended = 0u64;
         let mut dispatcher_done = false;
-        let mut horizon_passed = false;
         let mut marks = tokio::time::interval_at(clock.at(0.0) + MARK_EVERY, MARK_EVERY);
         marks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            let live = phase != Phase::Stopped;
             tokio::select! {
                 message = results.recv() => match message {
-                    Some(report) => self.hand_over(report, collector),
+                    Some(report) => ended += self.hand_over(report, collector),
                     None => break,
                 },
                 _ = marks.tick() => {
                     // Hand over what has already come, so the mark covers it.
                     while let Ok(report) = results.try_recv() {
-                        self.hand_over(report, collector);
+                        ended += self.hand_over(report, collector);
                     }
                     collector.mark(clock.now_ms(), self.issued.count());
                 }
                 _ = &mut dispatcher, if !dispatcher_done => dispatcher_done = true,
-                () = &mut horizon, if !horizon_passed && interrupted_at_ms.is_none() => {
-                    horizon_passed = true;
-                    self.stop(self.horizon_ms);
+                () = &mut deadline, if live => {
+                    let at_ms = match phase {
+                        Phase::Draining { deadline_ms, .. } => deadline_ms,
+                        _ => self.horizon_ms,
+                    };
+                    self.end_drain(&mut phase, &mut stopped, DrainEnd::GraceEnded, at_ms);
+                    self.stop(at_ms);
                 }
-                () = &mut interrupt, if interrupted_at_ms.is_none() && !horizon_passed => {
+                () = &mut stop_sending, if phase == Phase::Sending => {
                     let now = clock.now_ms();
-                    interrupted_at_ms = Some(now);
+                    let deadline_ms = (now + self.grace_ms).min(self.horizon_ms);
+                    phase = Phase::Draining {
+                        at_ms: now,
+                        deadline_ms,
+                        in_flight: self.issued.total().saturating_sub(ended as usize) as u64,
+                    };
+                    stopped.interrupted_at_ms = Some(now);
+                    deadline.as_mut().reset(clock.at(deadline_ms));
+                    self.halt(now);
+                }
+                () = &mut cut, if live => {
+                    let now = clock.now_ms();
+                    self.end_drain(&mut phase, &mut stopped, DrainEnd::Cut, now);
+                    stopped.interrupted_at_ms.get_or_insert(now);
                     self.stop(now);
                 }
             }
-            if interrupted_at_ms.is_none() && !horizon_passed && collector.broken() {
+            if phase != Phase::Stopped && collector.broken() {
                 let now = clock.now_ms();
-                interrupted_at_ms = Some(now);
+                self.end_drain(&mut phase, &mut stopped, DrainEnd::Cut, now);
+                stopped.interrupted_at_ms.get_or_insert(now);
                 self.stop(now);
             }
         }
+        // Every request reported before the cut: the drain finished.
+        self.end_drain(&mut phase, &mut stopped, DrainEnd::Finished, clock.now_ms());
         if !dispatcher_done {
             let _ = dispatcher.await;
         }
-        interrupted_at_ms
+        stopped
+    }
+
+    /// Ends the phase: a drain under way ends `how` at `at_ms`; the run is
+    /// stopped from here on.
+    fn end_drain(&self, phase: &mut Phase, stopped: &mut Stopped, how: DrainEnd, at_ms: f64) {
+        if let Phase::Draining { in_flight, .. } = *phase {
+            stopped.drain = Some(Drain {
+                in_flight,
+                ended_ms: at_ms,
+                end: how,
+            });
+        }
+        *phase = Phase::Stopped;
     }
 }
 
@@ -706,6 +938,17 @@ impl Dispatched {
         }
     }
 
+    /// How many requests have been dispatched, over every lane (lane `k`
+    /// of `n` whose next index is `x` has sent `(x − k) / n`).
+    fn total(&self) -> usize {
+        let n = self.lanes.len();
+        self.lanes
+            .iter()
+            .enumerate()
+            .map(|(k, lane)| lane.load(Ordering::Relaxed).saturating_sub(k) / n)
+            .sum()
+    }
+
     /// Every request below this index has been dispatched: the smallest
     /// next index over the lanes.
     fn count(&self) -> usize {
@@ -746,21 +989,14 @@ async fn send_lane<T: Transport>(
     shared: Shared<T>,
 ) {
     let mut tasks = tokio::task::JoinSet::new();
-    let cancel = shared.cancel.clone();
+    let halt = shared.halt.clone();
     let clock = shared.clock;
-    pace(
-        arrivals_ms,
-        lane,
-        clock,
-        cancel,
-        issued,
-        |index, arrival| {
-            let shared = shared.clone();
-            tasks.spawn(async move { one_request(&shared, index, arrival, true).await });
-            // Reap what has ended, so the set holds only running requests.
-            while tasks.try_join_next().is_some() {}
-        },
-    )
+    pace(arrivals_ms, lane, clock, halt, issued, |index, arrival| {
+        let shared = shared.clone();
+        tasks.spawn(async move { one_request(&shared, index, arrival, true).await });
+        // Reap what has ended, so the set holds only running requests.
+        while tasks.try_join_next().is_some() {}
+    })
     .await;
     drop(shared);
     while tasks.join_next().await.is_some() {}
@@ -770,13 +1006,13 @@ async fn send_lane<T: Transport>(
 /// `lane, lane + n, …` for `n` lanes of `issued`), spawning
 /// `spawn(i, arrival_i)` at each instant `t0 + arrival_i` ([`Pacer`]:
 /// microsecond precision, where tokio's own timer has 1 ms ticks); returns
-/// when it is done or the run is cancelled. It never waits for an earlier
+/// when it is done or sending stops (`halt`). It never waits for an earlier
 /// request.
 async fn pace(
     arrivals_ms: &[f64],
     lane: usize,
     clock: Clock,
-    mut cancel: watch::Receiver<Option<f64>>,
+    mut halt: watch::Receiver<Option<f64>>,
     issued: &Dispatched,
     mut spawn: impl FnMut(usize, f64),
 ) {
@@ -784,7 +1020,7 @@ async fn pace(
     let stride = issued.lanes.len();
     let progress = &issued.lanes[lane];
     for index in (lane..arrivals_ms.len()).step_by(stride) {
-        if cancel.borrow().is_some() {
+        if halt.borrow().is_some() {
             return;
         }
         let arrival = arrivals_ms[index];
@@ -792,8 +1028,8 @@ async fn pace(
         if Instant::now() < due {
             tokio::select! {
                 biased;
-                // A cancellation, or the run gone (the sender dropped).
-                _ = cancel.changed() => return,
+                // Sending stopped, or the run gone (the sender dropped).
+                _ = halt.changed() => return,
                 () = pacer.sleep_until(due) => {}
             }
         }

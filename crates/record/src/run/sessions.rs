@@ -133,10 +133,10 @@ pub fn reply_text(body: &[u8]) -> String {
     out
 }
 
-/// Waits until `at_ms` or a cancellation; returns the stop instant if
-/// cancelled first.
+/// Waits until `at_ms` or until sending stops; returns the stop instant if
+/// sending stopped first.
 async fn wait_until<T>(shared: &Shared<T>, at_ms: f64) -> Option<f64> {
-    let mut cancel = shared.cancel.clone();
+    let mut cancel = shared.halt.clone();
     if let Some(t) = *cancel.borrow() {
         return Some(t);
     }
@@ -191,11 +191,11 @@ pub(super) fn dispatch<T: Transport>(
     issued: Arc<Dispatched>,
     shared: Shared<T>,
 ) -> JoinHandle<()> {
-    let cancel = shared.cancel.clone();
+    let halt = shared.halt.clone();
     let clock = shared.clock;
     tokio::spawn(async move {
         let starts = set.starts_ms.clone();
-        pace(&starts, 0, clock, cancel, &issued, |s, _| {
+        pace(&starts, 0, clock, halt, &issued, |s, _| {
             let shared = shared.clone();
             let set = set.clone();
             tokio::spawn(run_session(shared, set, s));
@@ -486,6 +486,7 @@ data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n";
             max_event_bytes: crate::exchange::sse::DEFAULT_MAX_EVENT_BYTES,
             secrets: Default::default(),
             loops: 1,
+            max_in_flight: None,
         });
         let echo = Arc::new(Echo::default());
         let t0 = tokio::time::Instant::now() + std::time::Duration::from_millis(5);
@@ -494,7 +495,7 @@ data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n";
             config,
             t0,
             Arc::new(Counters::default()),
-            Box::pin(std::future::pending()),
+            crate::run::Interrupts::cut(Box::pin(std::future::pending())),
         )
         .await;
 

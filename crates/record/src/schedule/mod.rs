@@ -17,7 +17,12 @@
 //!   is the honest draw.
 //!
 //! Arrivals are kept while `t < end_ms` (warm-up plus window). Either way the
-//! expected count is `R · end_s`. The generator is ChaCha8 seeded with
+//! expected count is `R · end_s`. With a count limit `N` (`--num-requests`)
+//! the schedule also ends after its `N`-th arrival: its window ends at the
+//! instant the `(N+1)`-th would be due (so it holds exactly `N` arrivals
+//! and a constant rate `R` keeps `N / R` s), or at `end_ms` when that is
+//! earlier ([`limited_schedule`]). `--request-rate inf` is [`burst`]: `N`
+//! arrivals at once. The generator is ChaCha8 seeded with
 //! `seed_from_u64(seed)`, which is specified bit-for-bit and so gives the same
 //! schedule on every platform.
 
@@ -75,26 +80,50 @@ pub fn open_schedule(
     seed: u64,
     end_ms: f64,
 ) -> Result<Vec<f64>, ScheduleError> {
+    limited_schedule(process, rate_per_s, burstiness, seed, end_ms, None).map(|(a, _)| a)
+}
+
+/// `count` arrivals all at `at_ms` (`--request-rate inf`: the whole
+/// schedule sent at once).
+pub fn burst(count: usize, at_ms: f64) -> Result<Vec<f64>, ScheduleError> {
+    if count > MAX_SCHEDULED {
+        return Err(ScheduleError::TooMany);
+    }
+    Ok(vec![at_ms; count])
+}
+
+/// [`open_schedule`] ending also after `limit` arrivals, when given, with
+/// the window's end: the instant arrival `limit + 1` would be due, or
+/// `end_ms` when earlier (always `end_ms` without a limit).
+pub fn limited_schedule(
+    process: ArrivalProcess,
+    rate_per_s: f64,
+    burstiness: f64,
+    seed: u64,
+    end_ms: f64,
+    limit: Option<usize>,
+) -> Result<(Vec<f64>, f64), ScheduleError> {
     if !(rate_per_s.is_finite() && rate_per_s > 0.0) {
         return Err(ScheduleError::BadRate(rate_per_s));
     }
     if !(burstiness.is_finite() && burstiness > 0.0) {
         return Err(ScheduleError::BadBurstiness(burstiness));
     }
-    let expected = rate_per_s * end_ms / 1000.0;
+    let limit = limit.unwrap_or(usize::MAX);
+    let expected = (rate_per_s * end_ms / 1000.0).min(limit as f64);
     if expected > MAX_SCHEDULED as f64 * 0.9 {
         return Err(ScheduleError::TooMany);
     }
     let mean_gap_ms = 1000.0 / rate_per_s;
     let mut out = Vec::with_capacity(expected.ceil() as usize + 16);
-    match process {
+    let ends = match process {
         ArrivalProcess::Constant => {
             // Multiply instead of accumulating, so no rounding drift builds up.
             let mut i = 0u64;
             loop {
                 let t = i as f64 * mean_gap_ms;
-                if t >= end_ms {
-                    break;
+                if t >= end_ms || out.len() >= limit {
+                    break t.min(end_ms);
                 }
                 out.push(t);
                 i += 1;
@@ -103,29 +132,32 @@ pub fn open_schedule(
         ArrivalProcess::Poisson => {
             let exp =
                 Exp::new(1.0 / mean_gap_ms).map_err(|_| ScheduleError::BadRate(rate_per_s))?;
-            accumulate(&mut out, end_ms, seed, |rng| exp.sample(rng))?;
+            accumulate(&mut out, (end_ms, limit), seed, |rng| exp.sample(rng))?
         }
         ArrivalProcess::Gamma => {
             let gamma = Gamma::new(burstiness, mean_gap_ms / burstiness)
                 .map_err(|_| ScheduleError::BadBurstiness(burstiness))?;
-            accumulate(&mut out, end_ms, seed, |rng| gamma.sample(rng))?;
+            accumulate(&mut out, (end_ms, limit), seed, |rng| gamma.sample(rng))?
         }
-    }
-    Ok(out)
+    };
+    Ok((out, ends))
 }
 
+/// Pushes the arrivals of the gaps drawn from `seed` while they are before
+/// `end_ms` and fewer than `limit`; returns where the window ends: the
+/// first instant not kept, or `end_ms`.
 fn accumulate(
     out: &mut Vec<f64>,
-    end_ms: f64,
+    (end_ms, limit): (f64, usize),
     seed: u64,
     mut gap: impl FnMut(&mut ChaCha8Rng) -> f64,
-) -> Result<(), ScheduleError> {
+) -> Result<f64, ScheduleError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut t = 0.0;
     loop {
         t += gap(&mut rng);
-        if t >= end_ms {
-            return Ok(());
+        if t >= end_ms || out.len() >= limit {
+            return Ok(t.min(end_ms));
         }
         if out.len() >= MAX_SCHEDULED {
             return Err(ScheduleError::TooMany);
@@ -215,6 +247,27 @@ mod tests {
             let a = open_schedule(p, 10.0, 1.0, 3, 5_000.0).unwrap();
             assert!(a.iter().all(|&t| (0.0..5_000.0).contains(&t)));
         }
+    }
+
+    #[test]
+    fn a_count_limit_ends_the_window_where_the_next_arrival_would_be_due() {
+        // 10/s constant, 7 requests: 0, 100, …, 600; the 8th would be at 700.
+        let (a, end) =
+            limited_schedule(ArrivalProcess::Constant, 10.0, 1.0, 0, 60_000.0, Some(7)).unwrap();
+        assert_eq!(a, vec![0.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0]);
+        assert_eq!(end, 700.0);
+        // The duration comes first: 0.35 s holds 4 of them.
+        let (a, end) =
+            limited_schedule(ArrivalProcess::Constant, 10.0, 1.0, 0, 350.0, Some(7)).unwrap();
+        assert_eq!((a.len(), end), (4, 350.0));
+        // Poisson: the first 5 of the unlimited draw, ending at the 6th.
+        let all = open_schedule(ArrivalProcess::Poisson, 10.0, 1.0, 9, 60_000.0).unwrap();
+        let (a, end) =
+            limited_schedule(ArrivalProcess::Poisson, 10.0, 1.0, 9, 60_000.0, Some(5)).unwrap();
+        assert_eq!(a, all[..5]);
+        assert_eq!(end, all[5]);
+        assert_eq!(burst(3, 0.0).unwrap(), vec![0.0; 3]);
+        assert_eq!(burst(MAX_SCHEDULED + 1, 0.0), Err(ScheduleError::TooMany));
     }
 
     #[test]

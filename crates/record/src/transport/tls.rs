@@ -6,8 +6,13 @@
 //! - the system's roots (the default), read by `rustls-native-certs` from
 //!   the operating system's store (`/etc/ssl/certs` and friends on Linux;
 //!   `SSL_CERT_FILE` / `SSL_CERT_DIR` override it);
-//! - `--cacert FILE`: the PEM certificates in FILE, and only those (a
-//!   private CA);
+//! - `--cacert FILE`: the PEM certificates in FILE, and only those, each
+//!   trusted two ways ([`CaFileVerifier`]): as the server's own certificate
+//!   (pinned: the certificate the server presents is, byte for byte, one in
+//!   FILE — a self-signed server, whatever its CA flag; its name is still
+//!   checked, and the handshake signature must be made with its key), or
+//!   as a CA that signed the server's certificate (the usual chain check,
+//!   dates and name included);
 //! - `--insecure`: any certificate is accepted (handshake signatures are
 //!   still checked, so the peer holds the key of what it presented). The
 //!   trace says so (`workload.insecure: true`).
@@ -108,6 +113,10 @@ impl TlsFailure {
             .get_ref()
             .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         {
+            // Our own verifier's words ([`CaFileVerifier`]), as it wrote them.
+            Some(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other))) => {
+                TlsFailure::Certificate(other.0.to_string())
+            }
             Some(
                 tls @ (rustls::Error::InvalidCertificate(_)
                 | rustls::Error::NoCertificatesPresented
@@ -139,7 +148,8 @@ pub fn client_config(trust: &Trust) -> Result<Arc<ClientConfig>, TlsSetupError> 
             .with_root_certificates(system_roots()?)
             .with_no_client_auth(),
         Trust::CaFile(path) => builder
-            .with_root_certificates(ca_file_roots(path)?)
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(CaFileVerifier::new(path, provider)?))
             .with_no_client_auth(),
     };
     Ok(Arc::new(config))
@@ -156,26 +166,193 @@ fn system_roots() -> Result<RootCertStore, TlsSetupError> {
     Ok(roots)
 }
 
-/// The roots in a PEM file: every `CERTIFICATE` block, each of which must parse.
-pub fn ca_file_roots(path: &Path) -> Result<RootCertStore, TlsSetupError> {
+/// The certificates in a PEM file: every `CERTIFICATE` block, each of
+/// which must parse; at least one.
+pub fn ca_file_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
     let err = |message: String| TlsSetupError::CaFile {
         path: path.display().to_string(),
         message,
     };
     let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read it ({e})")))?;
-    let mut roots = RootCertStore::empty();
+    let mut certs = Vec::new();
     for (i, cert) in CertificateDer::pem_slice_iter(&bytes).enumerate() {
-        let cert = cert.map_err(|e| err(format!("certificate {}: not PEM ({e})", i + 1)))?;
-        roots
-            .add(cert)
-            .map_err(|e| err(format!("certificate {}: {e}", i + 1)))?;
+        certs.push(cert.map_err(|e| err(format!("certificate {}: not PEM ({e})", i + 1)))?);
     }
-    if roots.is_empty() {
+    if certs.is_empty() {
         return Err(err(
             "holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into(),
         ));
     }
-    Ok(roots)
+    Ok(certs)
+}
+
+/// Why a chain check failed, when the failure is that no CA in the file
+/// signed the certificate (unknown issuer, a bad signature, or the
+/// certificate is itself a CA presented as the server's: webpki's
+/// `CaUsedAsEndEntity`); `None` for any other failure (dates, name…).
+fn not_signed_by_a_ca(e: &rustls::Error) -> Option<String> {
+    use rustls::CertificateError as C;
+    match e {
+        rustls::Error::InvalidCertificate(c @ (C::UnknownIssuer | C::BadSignature)) => {
+            Some(format!("{c:?}"))
+        }
+        rustls::Error::InvalidCertificate(C::Other(other))
+            if other.0.to_string().contains("CaUsedAsEndEntity") =>
+        {
+            Some(other.0.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// `--cacert FILE`: the presented certificate is trusted when it is one of
+/// FILE's (pinned, byte for byte DER; its name is checked, not its dates or
+/// CA flag: the pin is the trust) or when a CA in FILE signed it (rustls'
+/// own chain check). Either way the handshake signature must verify with
+/// the presented certificate's key. A refusal says which case failed and
+/// what to pass instead.
+#[derive(Debug)]
+pub struct CaFileVerifier {
+    /// FILE as given, for messages.
+    file: String,
+    /// Every certificate in FILE, DER.
+    pinned: Vec<CertificateDer<'static>>,
+    /// The chain check over FILE's certificates that can be trust anchors
+    /// (`None`: none can).
+    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl CaFileVerifier {
+    /// Reads FILE ([`ca_file_certificates`]); a certificate that cannot be a
+    /// trust anchor is still pinned.
+    pub fn new(path: &Path, provider: Arc<CryptoProvider>) -> Result<Self, TlsSetupError> {
+        let pinned = ca_file_certificates(path)?;
+        let mut roots = RootCertStore::empty();
+        let _ = roots.add_parsable_certificates(pinned.iter().cloned());
+        let chain = if roots.is_empty() {
+            None
+        } else {
+            let built = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider.clone(),
+            )
+            .build()
+            .map_err(|e| TlsSetupError::Config(e.to_string()))?;
+            Some(built)
+        };
+        Ok(CaFileVerifier {
+            file: path.display().to_string(),
+            pinned,
+            chain,
+            provider,
+        })
+    }
+
+    /// A refusal in our own words (shown as they are: [`TlsFailure::from_io`]).
+    fn refuse(message: String) -> rustls::Error {
+        #[derive(Debug)]
+        struct Words(String);
+        impl std::fmt::Display for Words {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::error::Error for Words {}
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+            Arc::new(Words(message)),
+        )))
+    }
+
+    /// The pinned case: the presented certificate is one of FILE's; only its
+    /// name is left to check.
+    fn verify_pinned(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        server_name: &ServerName<'_>,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+        rustls::client::verify_server_name(&parsed, server_name).map_err(|e| {
+            Self::refuse(format!(
+                "the server's certificate is the one in {} but not for the name it was \
+                 reached by ({e}): reach it by a name the certificate holds",
+                self.file
+            ))
+        })?;
+        Ok(ServerCertVerified::assertion())
+    }
+}
+
+impl ServerCertVerifier for CaFileVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if self
+            .pinned
+            .iter()
+            .any(|p| p.as_ref() == end_entity.as_ref())
+        {
+            return self.verify_pinned(end_entity, server_name);
+        }
+        let not_signed = |why: String| {
+            Self::refuse(format!(
+                "the server's certificate is not in {} and not signed by a CA in it ({why}): \
+                 pass the server's own certificate or the CA that signed it",
+                self.file
+            ))
+        };
+        let Some(chain) = &self.chain else {
+            return Err(not_signed("no certificate in it can be a CA".into()));
+        };
+        chain
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+            .map_err(|e| match not_signed_by_a_ca(&e) {
+                Some(why) => not_signed(why),
+                None => Self::refuse(format!(
+                    "the server's certificate is signed by a CA in {} but not valid: {e}",
+                    self.file
+                )),
+            })
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
 }
 
 /// `--insecure`: any certificate chain and name, but the handshake signature
@@ -418,13 +595,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ca.pem");
         std::fs::write(&path, "not a certificate\n").unwrap();
-        let err = ca_file_roots(&path).unwrap_err().to_string();
+        let err = ca_file_certificates(&path).unwrap_err().to_string();
         assert!(err.starts_with("--cacert "), "{err}");
         assert!(
             err.contains("ca.pem") && err.contains("no PEM certificate"),
             "{err}"
         );
-        let missing = ca_file_roots(&dir.path().join("missing.pem")).unwrap_err();
+        let missing = ca_file_certificates(&dir.path().join("missing.pem")).unwrap_err();
         assert!(missing.to_string().contains("cannot read it"), "{missing}");
     }
 

@@ -681,3 +681,74 @@ fn extra_body_cannot_set_max_tokens_beside_a_flag_that_sets_it() {
         assert_eq!(trace, Value::Null);
     }
 }
+
+/// The client's tokenizer against a server whose chat template adds 35
+/// tokens to every prompt's count (200 → 235, off by more than max(2, 4)):
+/// the recorder's end-of-run check flags the trace; with a 2-token template
+/// (within the slack) it does not.
+#[test]
+fn a_client_tokenizer_that_is_not_the_servers_flags_the_trace() {
+    let tok = fixture_tokenizer();
+    for template_tokens in [35, 2] {
+        let mut config = quirky_config(template_tokens);
+        config.tokenizer = Some(Arc::new(TokenCounter::load(&tok).expect("fixture")));
+        let server = SimServer::start(config, 2).expect("start sim");
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t.json");
+        let (code, stdout, trace) = record(
+            &server.url(),
+            &out,
+            &[
+                "--request-rate",
+                "20",
+                "--arrival",
+                "constant",
+                "--duration",
+                "1s",
+                "--tokenizer",
+                tok.to_str().unwrap(),
+                "--input-tokens",
+                "200",
+            ],
+        );
+        assert_eq!(code, 0, "{stdout}");
+        assert_eq!(trace["workload"]["promptLengths"], "tokens");
+        for row in rows(&trace) {
+            assert_eq!(label(row, "promptTokens"), Some(200.0));
+            assert_eq!(
+                label(row, "serverPromptTokens"),
+                Some(200.0 + f64::from(template_tokens))
+            );
+        }
+        let flag = trace["workload"].get("tokenizerMismatch");
+        if template_tokens == 35 {
+            assert_eq!(flag, Some(&Value::Bool(true)), "{stdout}");
+            assert!(stdout.contains("tokenizer mismatch"), "{stdout}");
+        } else {
+            assert!(flag.is_none(), "{stdout}");
+            assert!(!stdout.contains("tokenizer mismatch"), "{stdout}");
+        }
+    }
+}
+
+/// The fast sim of [`sim`] (1 output token) with a chat template of `n` tokens.
+fn quirky_config(template_tokens: u32) -> SimConfig {
+    SimConfig {
+        engine: EngineParams {
+            max_batch: 256,
+            prefill_ms_per_1k_tokens: 1.0,
+            decode_step_ms: 2.0,
+            decode_ms_per_seq: 0.0,
+        },
+        output_tokens: (2.0, 0.0),
+        faults: vec![],
+        seed: 5,
+        model_name: "sim".into(),
+        also_served: vec![],
+        quirks: goodput_sim::quirks::StreamQuirks {
+            template_tokens,
+            ..Default::default()
+        },
+        tokenizer: None,
+    }
+}

@@ -94,6 +94,10 @@ pub struct SimArgs {
     /// `stream_options.include_usage`.
     #[arg(long)]
     pub no_usage: bool,
+    /// Add N tokens to every prompt's `usage.prompt_tokens`, as a chat
+    /// template does on a real server (a client tokenizer then counts fewer).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub template_tokens: u32,
     /// Count prompt tokens with this Hugging Face tokenizer.json (each message's
     /// content, summed; no chat template) instead of whitespace-separated words.
     #[arg(long, value_name = "FILE")]
@@ -190,6 +194,7 @@ pub fn config_from(args: &SimArgs) -> Result<SimConfig, Error> {
             no_done: args.no_done,
             no_finish_reason: args.no_finish_reason,
             no_usage: args.no_usage,
+            template_tokens: args.template_tokens,
         },
     })
 }

@@ -295,12 +295,14 @@ fn count_prompt_tokens(
     chat: bool,
 ) -> Result<u32, Refusal> {
     let tokenizer = state.tokenizer.as_deref();
+    let template = state.quirks.template_tokens;
     if chat {
         match &request.messages {
             Some(messages) => Ok(messages
                 .iter()
                 .map(|m| count_prompt(tokenizer, m.get("content")))
-                .sum()),
+                .sum::<u32>()
+                .saturating_add(template)),
             None => Err(Refusal::new(
                 StatusCode::BAD_REQUEST,
                 "`messages` is required",
@@ -308,7 +310,7 @@ fn count_prompt_tokens(
         }
     } else {
         match &request.prompt {
-            Some(p) => Ok(count_prompt(tokenizer, Some(p))),
+            Some(p) => Ok(count_prompt(tokenizer, Some(p)).saturating_add(template)),
             None => Err(Refusal::new(
                 StatusCode::BAD_REQUEST,
                 "`prompt` is required",

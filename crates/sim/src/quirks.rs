@@ -36,6 +36,10 @@ pub struct StreamQuirks {
     pub no_finish_reason: bool,
     /// Never send a usage chunk.
     pub no_usage: bool,
+    /// Tokens added to every prompt's count, as a server's chat template
+    /// (role markers, a BOS token) adds them to `usage.prompt_tokens`: what
+    /// a client tokenizer cannot see.
+    pub template_tokens: u32,
 }
 
 impl Default for StreamQuirks {
@@ -48,6 +52,7 @@ impl Default for StreamQuirks {
             no_done: false,
             no_finish_reason: false,
             no_usage: false,
+            template_tokens: 0,
         }
     }
 }
@@ -73,6 +78,9 @@ impl StreamQuirks {
         }
         if self.no_usage {
             out.push("no-usage".to_owned());
+        }
+        if self.template_tokens > 0 {
+            out.push(format!("template-tokens {}", self.template_tokens));
         }
         out.join(", ")
     }

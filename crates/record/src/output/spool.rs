@@ -55,7 +55,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RecordError;
 use goodput_core::trace::write::TraceRow;
-use goodput_core::trace::{Labels, TokenCount};
+use goodput_core::trace::{Labels, Scalar, TokenCount};
 
 use crate::exchange::{Ending, FailReason, Observation};
 use crate::output::frame::{Frame, PromptMeta, Stop};
@@ -516,6 +516,10 @@ pub struct Scan {
     /// not written: the disk, or the recorder, failed after the run).
     pub end: Option<RunEnd>,
     ended: Vec<u64>,
+    /// Endings with both the client's and the server's prompt count, and
+    /// of those the ones off by more than the tokenizer rule's slack
+    /// ([`goodput_core::receipt::tokenizer::row_off`]).
+    pub prompt_counts: (u64, u64),
     /// The first tokens of requests without an ending, by index.
     firsts: BTreeMap<usize, SpooledFirst>,
     /// The first line the recorder could never have written, `(line, why)`:
@@ -665,6 +669,7 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
         ended: Vec::new(),
         firsts: BTreeMap::new(),
         impossible: None,
+        prompt_counts: (0, 0),
     };
     let mut all_usage = true;
     while let Some(line) = lines.next()? {
@@ -680,6 +685,7 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
                     all_usage = false;
                 }
                 scan.end(&row).map_err(|m| lines.bad(m.to_string()))?;
+                scan.count_prompt(&row);
             }
             Line::Mark { at_ms, dispatched } => {
                 scan.last_instant_ms = scan.last_instant_ms.max(at_ms);
@@ -814,6 +820,33 @@ impl Scan {
     }
 
     /// An `ended` line.
+    /// Counts an ending's client and server prompt counts for the
+    /// tokenizer check.
+    fn count_prompt(&mut self, row: &SpoolRow) {
+        use goodput_core::receipt::tokenizer::{row_off, CLIENT_LABEL};
+        if let (Some(Scalar::Number(client)), Some(server)) =
+            (row.labels.get(CLIENT_LABEL), row.usage_prompt_tokens)
+        {
+            self.prompt_counts.0 += 1;
+            if row_off(*client, server as f64) {
+                self.prompt_counts.1 += 1;
+            }
+        }
+    }
+
+    /// Whether the trace must carry `workload.tokenizerMismatch`: its
+    /// prompts were cut to client-counted tokens and most compared rows are
+    /// off by the receipt's rule (docs/contract.md §10.13).
+    pub fn tokenizer_mismatch(&self) -> bool {
+        use goodput_core::receipt::tokenizer::{flagged, PROMPT_LENGTHS};
+        let (compared, off) = self.prompt_counts;
+        let tokens = matches!(
+            self.header.frame.workload.get(PROMPT_LENGTHS),
+            Some(Scalar::String(s)) if s == "tokens"
+        );
+        tokens && flagged(off, compared)
+    }
+
     fn end(&mut self, row: &SpoolRow) -> Result<(), LineConflict> {
         if !self.set_ended(row.index) {
             return Err(LineConflict::SecondEnding(row.index));
@@ -932,6 +965,10 @@ pub fn write_trace(
     let mut doc = scan.header.frame.envelope(stop, rows, scan.tokens);
     doc.workload
         .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if scan.tokenizer_mismatch() {
+        doc.workload
+            .insert("tokenizerMismatch".into(), Scalar::Bool(true));
+    }
     let mut tally = Tally::default();
     let stream = self::rows(spool, scan, rows, unended)?.inspect(|row| {
         if let Ok(row) = row {

@@ -502,11 +502,29 @@ fn class_names_are_bounded_at_128_code_points() {
     std::fs::write(&path, doc(&long)).unwrap();
     let o = run(&["analyze", &path.display().to_string()]);
     assert_eq!(o.status.code(), Some(2));
+    // The pointer's token (`a~1` + 127 é, 130 characters) is shown cut to
+    // its first 48 characters in the sentence.
     assert_eq!(
         stderr(&o),
         format!(
-            "rejected: /classes/a~1{} is a class name of 129 characters; at most 128 are allowed\n",
-            "é".repeat(127)
+            "rejected: /classes/a~1{}…[130 characters] is a class name of 129 characters; at most 128 are allowed\n",
+            "é".repeat(45)
+        )
+    );
+    // A 500,000-character name: one short line, not half a megabyte.
+    std::fs::write(&path, doc(&"n".repeat(500_000))).unwrap();
+    let o = run(&[
+        "analyze",
+        &path.display().to_string(),
+        "--max-bytes",
+        "1000000",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "rejected: /classes/{}…[500000 characters] is a class name of 500000 characters; at most 128 are allowed\n",
+            "n".repeat(48)
         )
     );
 }

@@ -110,8 +110,9 @@ impl Rejection {
             message.to_string()
         } else {
             // The sentence is for a person: a key inside the pointer is
-            // shown with its control characters escaped.
-            format!("{} {message}", goodput_util::escape::terminal(&pointer))
+            // shown with its control characters escaped, and cut when long.
+            let shown = goodput_util::pointer::shortened(&pointer);
+            format!("{} {message}", goodput_util::escape::terminal(&shown))
         };
         Rejection {
             pointer,
@@ -167,7 +168,7 @@ impl Rejection {
         let near_text = if near.is_empty() {
             String::new()
         } else {
-            format!(" near {near}")
+            format!(" near {}", goodput_util::pointer::shortened(&near))
         };
         let line_column = (err.line() > 0).then(|| (err.line(), err.column()));
         Rejection {

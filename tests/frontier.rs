@@ -329,7 +329,10 @@ fn text_keeps_every_trace_path_whole_and_escaped() {
     let t = text(&build(&specs, 0.9));
     // The figures take 9 columns of widths 9+9+9+7+7+7+11+11+7 = 77, each
     // followed by a space (86), then one more space: the path starts at 87.
-    let row = t.lines().find(|l| l.ends_with(long)).expect("the whole path");
+    let row = t
+        .lines()
+        .find(|l| l.ends_with(long))
+        .expect("the whole path");
     assert_eq!(row.chars().count(), 87 + long.chars().count(), "{row}");
     assert!(!t.contains('…'), "{t}");
     // A control character in a path is shown, never sent to the terminal.
@@ -364,9 +367,12 @@ fn tpot_trace(n: usize, tpot_ms: f64) -> goodput_core::receipt::Receipt {
         "classes": {"chat": {"ttftMs": 1000, "tpotMs": 50, "e2eMs": null}},
         "rows": rows,
     });
-    analyze_bytes(&serde_json::to_vec(&doc).unwrap(), AnalyzeOptions::default())
-        .expect("accepted")
-        .receipt
+    analyze_bytes(
+        &serde_json::to_vec(&doc).unwrap(),
+        AnalyzeOptions::default(),
+    )
+    .expect("accepted")
+    .receipt
 }
 
 /// The y of a value on a panel whose plot spans `top`–`bottom` px and whose
@@ -415,11 +421,17 @@ fn every_latency_panel_draws_its_class_gate_at_the_known_height() {
     );
     assert!(s.contains(">TPOT gate 50 ms (chat)</text>"), "{s}");
     // x: 0–20/s over 80–700 px: 5/s at 235.0, 10/s at 390.0, 20/s at 700.0.
-    assert!(s.contains("points=\"235.0,920.0 390.0,880.0 700.0,800.0\""), "{s}");
+    assert!(
+        s.contains("points=\"235.0,920.0 390.0,880.0 700.0,800.0\""),
+        "{s}"
+    );
     // And the TTFT gate on the same chart: p95 TTFT 300 ms everywhere, gate
     // 1000: the axis holds max(300, 1150) → 0–1500 (1150/5 = 230 rounds up
     // to a step of 500); y = 740 − 160 × 1000/1500 = 633.3.
-    assert!(s.contains("data-gate-ms=\"1000\"><line x1=\"80.0\" y1=\"633.3\""), "{s}");
+    assert!(
+        s.contains("data-gate-ms=\"1000\"><line x1=\"80.0\" y1=\"633.3\""),
+        "{s}"
+    );
 }
 
 /// A cliff: 20/s with 19 of 20 passing (95 %), then 60/s with none passing
@@ -453,7 +465,11 @@ fn a_wide_bracket_warns_in_text_json_and_markdown_and_a_narrow_one_does_not() {
                    anywhere from 20/s to 60/s, so the interpolated rate is a rough estimate: test \
                    rates in between";
     assert!(flat(&text(&f)).contains(warning), "{}", text(&f));
-    assert!(markdown(&f).contains(&format!("- {warning}\n")), "{}", markdown(&f));
+    assert!(
+        markdown(&f).contains(&format!("- {warning}\n")),
+        "{}",
+        markdown(&f)
+    );
     let json: Value = serde_json::to_value(&f).unwrap();
     assert_eq!(
         json["capacity"]["wideBracket"],
@@ -1138,4 +1154,17 @@ fn the_chart_draws_pass_share_interval_bars_beside_the_attainment_target() {
         .expect("share bars");
     assert_eq!(share_bars.matches("<path").count(), 4, "{share_bars}");
     assert_eq!(share_bars.matches("V360.0").count(), 2, "{share_bars}");
+}
+
+#[test]
+fn the_help_says_what_the_chart_draws() {
+    let (code, out, _) = run(&["frontier", "--help"]);
+    assert_eq!(code, 0);
+    let flat = flat(&out);
+    assert!(
+        flat.contains("served/s and goodput/s, the pass share with the target, then p95 TTFT and p95 TPOT each with the classes' gates"),
+        "{out}"
+    );
+    assert!(!flat.contains("completed/s (top)"), "{out}");
+    assert!(flat.contains("--no-sidecar"), "{out}");
 }

@@ -138,8 +138,14 @@ fn the_report_shows_each_headline_figure_with_its_interval() {
         "goodput"
     );
     // The headline: 0.30/s goodput with its interval, 60.0 % of the cohort.
-    assert!(page.contains("id=\"headline-goodput\">0.30/s</div>"), "headline");
-    assert!(page.contains("id=\"headline-pass\">60.0 %</div>"), "headline");
+    assert!(
+        page.contains("id=\"headline-goodput\">0.30/s</div>"),
+        "headline"
+    );
+    assert!(
+        page.contains("id=\"headline-pass\">60.0 %</div>"),
+        "headline"
+    );
     assert!(page.contains(
         "3 of 5 cohort requests met every gate <span class=\"nw\">(23.1 %–88.2 %)</span>"
     ));

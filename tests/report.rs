@@ -641,7 +641,11 @@ fn gate_labels_sit_above_the_plot_never_on_a_bar() {
             if text(label).contains("no completed rows") {
                 continue;
             }
-            assert!(y + 3.0 < top_of_bars, "{} at y {y}, a bar at {top_of_bars}", text(label));
+            assert!(
+                y + 3.0 < top_of_bars,
+                "{} at y {y}, a bar at {top_of_bars}",
+                text(label)
+            );
             labels += 1;
         }
     }
@@ -685,7 +689,8 @@ fn a_stale_sidecar_is_named_not_a_usage_error_and_no_sidecar_skips_it() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(!stderr.contains("usage:"), "{stderr}");
     assert!(
-        stderr.contains("server metrics sidecar ") && stderr.contains("t.metrics.jsonl: its sha256"),
+        stderr.contains("server metrics sidecar ")
+            && stderr.contains("t.metrics.jsonl: its sha256"),
         "{stderr}"
     );
     assert!(stderr.contains("belongs to another run"), "{stderr}");
@@ -734,7 +739,9 @@ fn the_cli_names_the_peaks_in_lower_case_and_an_absent_series_as_not_reported() 
     assert!(server.contains("Peak waiting 7, running 2."), "{server}");
     // Only the KV panel is empty, and it says why.
     assert_eq!(
-        server.matches(">not reported by the server's metrics</text>").count(),
+        server
+            .matches(">not reported by the server's metrics</text>")
+            .count(),
         1
     );
     assert_eq!(server.matches("<polyline").count(), 2);

@@ -124,8 +124,7 @@ fn trace_with_sidecar(dir: &Path) -> PathBuf {
         .collect();
     std::fs::write(dir.join("mixed.metrics.jsonl"), &sidecar).unwrap();
     let mut doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(common::fixture("mixed_120.json")).unwrap())
-            .unwrap();
+        serde_json::from_slice(&std::fs::read(common::fixture("mixed_120.json")).unwrap()).unwrap();
     doc["workload"]["metricsFile"] = "mixed.metrics.jsonl".into();
     doc["workload"]["metricsSha256"] = sha.into();
     let trace = dir.join("mixed.json");
@@ -283,7 +282,10 @@ fn the_measurement_catches_a_page_wider_than_the_window() {
     let m = measure(&browser, &dir, "broken", &broken);
     println!("broken page: {m:?}");
     assert!(m.scroll_width >= 1500, "{m:?}");
-    assert!(m.scrolling.iter().any(|s| s.starts_with("summary ")), "{m:?}");
+    assert!(
+        m.scrolling.iter().any(|s| s.starts_with("summary ")),
+        "{m:?}"
+    );
     // And the console scan catches what the page's policy blocks: an inline
     // script is refused, and Chromium logs it as a console message.
     let page = dir.join("blocked-script.html");

@@ -842,13 +842,19 @@ impl Panels {
                 top: BOTTOM_PANEL.0,
                 bottom: BOTTOM_PANEL.1,
                 x,
-                y: latency_axis(pts.iter().filter_map(|p| p.p95_ttft_ms), &gate_lines(f, Gate::Ttft)),
+                y: latency_axis(
+                    pts.iter().filter_map(|p| p.p95_ttft_ms),
+                    &gate_lines(f, Gate::Ttft),
+                ),
             },
             tpot: Panel {
                 top: TPOT_PANEL.0,
                 bottom: TPOT_PANEL.1,
                 x,
-                y: latency_axis(pts.iter().filter_map(|p| p.p95_tpot_ms), &gate_lines(f, Gate::Tpot)),
+                y: latency_axis(
+                    pts.iter().filter_map(|p| p.p95_tpot_ms),
+                    &gate_lines(f, Gate::Tpot),
+                ),
             },
         }
     }
@@ -953,7 +959,10 @@ fn pass_share_panel(o: &mut String, share: &Panel, f: &Frontier) {
 /// label, the highest gate.
 fn latency_axis(p95s: impl Iterator<Item = f64>, gates: &[(f64, String)]) -> Axis {
     let data = p95s.fold(0.0, f64::max);
-    let gate = gates.iter().map(|(g, _)| g * GATE_HEADROOM).fold(0.0, f64::max);
+    let gate = gates
+        .iter()
+        .map(|(g, _)| g * GATE_HEADROOM)
+        .fold(0.0, f64::max);
     Axis::for_max(data.max(gate))
 }
 

@@ -584,8 +584,7 @@ fn class_gates(traces: &[(String, Receipt)], class: Option<&str>) -> Vec<ClassGa
                 .find(|o| o.is_ne())
                 .unwrap_or(std::cmp::Ordering::Equal)
         })
-    })
-    ;
+    });
     out
 }
 

@@ -67,15 +67,24 @@ fn a_share_that_is_not_exactly_one_or_zero_never_reads_100_or_0_percent() {
     );
     // The censored share is exactly 0 and may say so.
     assert!(page.contains(r#"data-col="censoredShare">0.0 %<"#));
-    // The intervals table too: Wilson 95 % for 2,499 of 2,500 is
-    // 0.997738–0.999929, for 1 of 2,500 0.0000706–0.00226.
+    // The intervals table too (each figure over its interval): Wilson 95 %
+    // for 2,499 of 2,500 is 0.997738–0.999929, for 1 of 2,500 0.0000706–0.00226.
     assert!(
-        page.contains(r#"data-col="passShare">99.96 % (99.8 %–99.99 %)<"#),
+        page.contains(
+            r#"data-col="passShare">99.96 %<br><span class="muted">(99.8 %–99.99 %)</span><"#
+        ),
         "passShare interval cell"
     );
     assert!(
-        page.contains(r#"data-col="failureShare">0.04 % (0.01 %–0.2 %)<"#),
+        page.contains(
+            r#"data-col="failureShare">0.04 %<br><span class="muted">(0.01 %–0.2 %)</span><"#
+        ),
         "failureShare interval cell"
+    );
+    // And the headline's class table, on one line.
+    assert!(
+        page.contains(r#"data-col="passShare">99.96 % (99.8 %–99.99 %)<"#),
+        "headline class cell"
     );
     assert!(
         !page.contains("100.0 %"),

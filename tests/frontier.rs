@@ -140,7 +140,8 @@ fn the_knee_is_the_last_rate_before_goodput_stops_rising() {
 #[test]
 fn a_point_exactly_on_the_target_meets_it() {
     // 18/20 = 0.9 ≥ 0.9 at 20/s; 40/s has 0.25: the crossing is 20 +
-    // (0.9 − 0.9) · 20 / 0.65 = 20.
+    // (0.9 − 0.9) · 20 / 0.65 = 20. The bracket 20 → 40/s is wide: 40/20 =
+    // 2 > 1.5, and the share fell 90 − 25 = 65 points > 50.
     let f = build(&classic(), 0.9);
     match f.capacity {
         Capacity::Interpolated {
@@ -148,10 +149,15 @@ fn a_point_exactly_on_the_target_meets_it() {
             meets,
             misses,
             ref below_target_under_capacity,
+            ref wide_bracket,
         } => {
             assert_eq!(offered_per_s, 20.0);
             assert_eq!((meets.offered_per_s, misses.offered_per_s), (20.0, 40.0));
             assert!(below_target_under_capacity.is_empty());
+            let w = wide_bracket.as_ref().expect("a wide bracket");
+            assert_eq!(w.rules, ["rate_ratio", "share_drop"]);
+            assert_eq!(w.rate_ratio, Some(2.0));
+            assert!(close(w.share_drop, 0.65));
         }
         ref other => panic!("{other:?}"),
     }
@@ -315,19 +321,185 @@ fn a_class_can_be_selected_and_an_unknown_one_is_refused() {
 }
 
 #[test]
-fn text_fits_in_100_columns_even_with_a_long_label() {
+fn text_keeps_every_trace_path_whole_and_escaped() {
     let long = "a/very/long/directory/name/that/goes/on/and/on/and/on/trace-40.json";
     let mut specs = classic();
     specs[0].0 = long;
+    specs[1].0 = "runs/\u{1b}[31mred/t-5.json";
     let t = text(&build(&specs, 0.9));
-    for line in t.lines() {
+    // The figures take 9 columns of widths 9+9+9+7+7+7+11+11+7 = 77, each
+    // followed by a space (86), then one more space: the path starts at 87.
+    let row = t
+        .lines()
+        .find(|l| l.ends_with(long))
+        .expect("the whole path");
+    assert_eq!(row.chars().count(), 87 + long.chars().count(), "{row}");
+    assert!(!t.contains('…'), "{t}");
+    // A control character in a path is shown, never sent to the terminal.
+    assert!(t.contains("runs/\\u{1b}[31mred/t-5.json"), "{t}");
+    assert!(!t.contains('\u{1b}'));
+    // Every line but the table's rows still fits in 100 columns.
+    for line in t.lines().filter(|l| !l.contains(".json")) {
         assert!(
             line.chars().count() <= MAX_TEXT_COLUMNS,
             "{} columns: {line}",
             line.chars().count()
         );
     }
-    assert!(t.contains("…"), "{t}");
+}
+
+/// A hand-made sweep whose TPOT p95s are known: like [`trace`], but pass
+/// rows stream 11 tokens over `tpot × 10` ms, under a class `chat` with
+/// TTFT ≤ 1000 ms and TPOT ≤ 50 ms.
+fn tpot_trace(n: usize, tpot_ms: f64) -> goodput_core::receipt::Receipt {
+    let rows: Vec<Value> = (0..n)
+        .map(|i| {
+            let arrival = (i * 1000 / n) as f64;
+            json!({"id": format!("r{i}"), "arrivalMs": arrival, "status": "completed",
+                   "firstTokenMs": arrival + 300.0, "completedMs": arrival + 300.0 + 10.0 * tpot_ms,
+                   "outputTokens": 11})
+        })
+        .collect();
+    let doc = json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": 1000, "horizonMs": 20000},
+        "equality": "inclusive",
+        "classes": {"chat": {"ttftMs": 1000, "tpotMs": 50, "e2eMs": null}},
+        "rows": rows,
+    });
+    analyze_bytes(
+        &serde_json::to_vec(&doc).unwrap(),
+        AnalyzeOptions::default(),
+    )
+    .expect("accepted")
+    .receipt
+}
+
+/// The y of a value on a panel whose plot spans `top`–`bottom` px and whose
+/// axis runs 0–`max`.
+fn y_on(top: f64, bottom: f64, max: f64, v: f64) -> f64 {
+    bottom - (bottom - top) * v / max
+}
+
+#[test]
+fn every_latency_panel_draws_its_class_gate_at_the_known_height() {
+    // TTFT panel: the classic sweep's p95 TTFTs are 300, 300, 2000, 5000
+    // ms and the gate 1000 ms: the axis holds max(5000, 1000 × 1.15) = 5000
+    // → 0–5000 (step 1000); the plot spans y 580–740, so the gate line is
+    // at 740 − 160 × 1000/5000 = 708.0.
+    let s = svg(&build(&classic(), 0.9));
+    assert_eq!(y_on(580.0, 740.0, 5000.0, 1000.0), 708.0);
+    assert!(
+        s.contains(
+            "<g class=\"gate\" data-gate-ms=\"1000\"><line x1=\"80.0\" y1=\"708.0\" x2=\"700.0\" y2=\"708.0\""
+        ),
+        "{s}"
+    );
+    assert!(s.contains(">TTFT gate 1000 ms (chat)</text>"), "{s}");
+    // The classic class has no TPOT gate: its TPOT panel says so (p95 TPOT
+    // 50 ms at every rate is still drawn).
+    assert!(s.contains(">no TPOT gate in any class</text>"), "{s}");
+    assert!(s.contains("data-name=\"p95 TPOT (ms)\""), "{s}");
+
+    // TPOT panel: p95 TPOT 20 ms at 5/s, 40 ms at 10/s, 80 ms at 20/s
+    // (every row alike), gate 50 ms: the axis holds max(80, 57.5) = 80 →
+    // 0–80 (80/5 = 16 rounds up to a step of 20); plot y 800–960: the gate
+    // at 960 − 160 × 50/80 = 860.0, and the points at 920.0, 880.0, 800.0.
+    let receipts = vec![
+        ("t-5.json".to_owned(), tpot_trace(5, 20.0)),
+        ("t-10.json".to_owned(), tpot_trace(10, 40.0)),
+        ("t-20.json".to_owned(), tpot_trace(20, 80.0)),
+    ];
+    let f = frontier(&receipts, None, 0.9).unwrap();
+    let p95: Vec<Option<f64>> = f.points.iter().map(|p| p.p95_tpot_ms).collect();
+    assert_eq!(p95, [Some(20.0), Some(40.0), Some(80.0)]);
+    let s = svg(&f);
+    assert_eq!(y_on(800.0, 960.0, 80.0, 50.0), 860.0);
+    assert!(
+        s.contains("<g class=\"gate\" data-gate-ms=\"50\"><line x1=\"80.0\" y1=\"860.0\""),
+        "{s}"
+    );
+    assert!(s.contains(">TPOT gate 50 ms (chat)</text>"), "{s}");
+    // x: 0–20/s over 80–700 px: 5/s at 235.0, 10/s at 390.0, 20/s at 700.0.
+    assert!(
+        s.contains("points=\"235.0,920.0 390.0,880.0 700.0,800.0\""),
+        "{s}"
+    );
+    // And the TTFT gate on the same chart: p95 TTFT 300 ms everywhere, gate
+    // 1000: the axis holds max(300, 1150) → 0–1500 (1150/5 = 230 rounds up
+    // to a step of 500); y = 740 − 160 × 1000/1500 = 633.3.
+    assert!(
+        s.contains("data-gate-ms=\"1000\"><line x1=\"80.0\" y1=\"633.3\""),
+        "{s}"
+    );
+}
+
+/// A cliff: 20/s with 19 of 20 passing (95 %), then 60/s with none passing
+/// (the shape of a 1.267/s at 94.7 % → 3.8/s at 0 % bracket).
+fn cliff() -> Vec<(&'static str, Spec)> {
+    vec![
+        ("t-20.json", spec(19, 1, 0, 5000.0)),
+        ("t-60.json", spec(0, 60, 0, 5000.0)),
+    ]
+}
+
+#[test]
+fn a_wide_bracket_warns_in_text_json_and_markdown_and_a_narrow_one_does_not() {
+    // 20/s at 95 % (19 of 20) and 60/s at 0 %: 20 + 0.05 · 40 / 0.95 =
+    // 22.105…/s. 60/20 = 3 > 1.5, and 95 points > 50: both rules.
+    let f = build(&cliff(), 0.9);
+    let Capacity::Interpolated {
+        offered_per_s,
+        ref wide_bracket,
+        ..
+    } = f.capacity
+    else {
+        panic!("{:?}", f.capacity)
+    };
+    assert!(close(offered_per_s, 20.0 + 0.05 * 40.0 / 0.95));
+    let w = wide_bracket.as_ref().expect("wide");
+    assert_eq!(w.rate_ratio, Some(3.0));
+    assert!(close(w.share_drop, 0.95));
+    let warning = "warning: the bracket is wide — 60/s is 3.0× 20/s (more than 1.5×) and the pass \
+                   share fell 95.0 points between them (more than 50); the crossing could be \
+                   anywhere from 20/s to 60/s, so the interpolated rate is a rough estimate: test \
+                   rates in between";
+    assert!(flat(&text(&f)).contains(warning), "{}", text(&f));
+    assert!(
+        markdown(&f).contains(&format!("- {warning}\n")),
+        "{}",
+        markdown(&f)
+    );
+    let json: Value = serde_json::to_value(&f).unwrap();
+    assert_eq!(
+        json["capacity"]["wideBracket"],
+        json!({"rateRatio": 3.0, "shareDrop": 0.95, "rules": ["rate_ratio", "share_drop"]})
+    );
+
+    // Narrow: 10/s at 100 % and 12/s at 75 % (9 of 12), target 90 %:
+    // 12/10 = 1.2 ≤ 1.5 and 25 points ≤ 50: no warning anywhere.
+    let f = build(
+        &[
+            ("t-10.json", spec(10, 0, 0, 0.0)),
+            ("t-12.json", spec(9, 3, 0, 5000.0)),
+        ],
+        0.9,
+    );
+    let Capacity::Interpolated {
+        offered_per_s,
+        ref wide_bracket,
+        ..
+    } = f.capacity
+    else {
+        panic!("{:?}", f.capacity)
+    };
+    // 10 + 0.1 · 2 / 0.25 = 10.8/s.
+    assert!(close(offered_per_s, 10.8));
+    assert_eq!(*wide_bracket, None);
+    assert!(!text(&f).contains("bracket is wide"));
+    assert!(!markdown(&f).contains("bracket is wide"));
+    let json: Value = serde_json::to_value(&f).unwrap();
+    assert!(json["capacity"].get("wideBracket").is_none(), "{json}");
 }
 
 #[test]
@@ -984,4 +1156,17 @@ fn the_chart_draws_pass_share_interval_bars_beside_the_attainment_target() {
         .expect("share bars");
     assert_eq!(share_bars.matches("<path").count(), 4, "{share_bars}");
     assert_eq!(share_bars.matches("V360.0").count(), 2, "{share_bars}");
+}
+
+#[test]
+fn the_help_says_what_the_chart_draws() {
+    let (code, out, _) = run(&["frontier", "--help"]);
+    assert_eq!(code, 0);
+    let flat = flat(&out);
+    assert!(
+        flat.contains("served/s and goodput/s, the pass share with the target, then p95 TTFT and p95 TPOT each with the classes' gates"),
+        "{out}"
+    );
+    assert!(!flat.contains("completed/s (top)"), "{out}");
+    assert!(flat.contains("--no-sidecar"), "{out}");
 }

@@ -128,7 +128,26 @@ fn the_report_shows_each_headline_figure_with_its_interval() {
     let page = goodput_render::report::analysis_page::page(&analysis).unwrap();
     // 3/5 pass: 60.0 % (23.1 %–88.2 %), each bound through the shared share
     // display; 3 passes over 10 s: 0.300 (0.062–0.877).
-    assert!(page.contains("60.0 % (23.1 %–88.2 %)"), "pass share");
-    assert!(page.contains("0.300 (0.062–0.877)"), "goodput");
+    // In the "How sure" table each figure sits over its interval.
+    assert!(
+        page.contains("60.0 %<br><span class=\"muted\">(23.1 %–88.2 %)</span>"),
+        "pass share"
+    );
+    assert!(
+        page.contains("0.300<br><span class=\"muted\">(0.062–0.877)</span>"),
+        "goodput"
+    );
+    // The headline: 0.30/s goodput with its interval, 60.0 % of the cohort.
+    assert!(
+        page.contains("id=\"headline-goodput\">0.30/s</div>"),
+        "headline"
+    );
+    assert!(
+        page.contains("id=\"headline-pass\">60.0 %</div>"),
+        "headline"
+    );
+    assert!(page.contains(
+        "3 of 5 cohort requests met every gate <span class=\"nw\">(23.1 %–88.2 %)</span>"
+    ));
     assert!(page.contains("How sure: 95 % intervals"));
 }

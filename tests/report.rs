@@ -560,3 +560,189 @@ fn report_help_states_the_exit_statuses() {
     assert!(help.contains("0  the report was written"), "{help}");
     assert!(help.contains("2  the input was rejected"), "{help}");
 }
+
+#[test]
+fn the_page_leads_with_the_answer_and_the_class_gates() {
+    // mixed_120: 62 of 106 cohort rows pass in a 60 s window: 62/60 =
+    // 1.033/s → "1.03/s"; 62/106 = 58.49 % → "58.5 %"; 106/60 = 1.77/s offered.
+    let (_, html) = page("mixed_120.json");
+    let headline = html.find("<section id=\"headline\"").expect("headline");
+    // It comes before every table of counts and the run's details.
+    assert!(headline < html.find("id=\"summary\"").unwrap());
+    assert!(headline < html.find("<h2>Run and contract</h2>").unwrap());
+    let doc = Html::parse_document(&html);
+    let one = |s: &str| text(doc.select(&sel(s)).next().unwrap_or_else(|| panic!("{s}")));
+    assert_eq!(one("#headline-goodput"), "1.03/s");
+    assert_eq!(one("#headline-pass"), "58.5 %");
+    assert!(one("#headline-saturation").contains("of 1.77/s offered"));
+    // The gates of each class, in words, beside its own pass share:
+    // interactive 56 of 96 = 58.3 %, batch 6 of 10 = 60.0 %.
+    let interactive = one("#gates tr[data-class=\"interactive\"]");
+    assert!(
+        interactive.contains("TTFT ≤ 1000 ms · TPOT ≤ 50 ms · E2E ≤ 15000 ms"),
+        "{interactive}"
+    );
+    assert!(interactive.contains("58.3 %"), "{interactive}");
+    let batch = one("#gates tr[data-class=\"batch\"]");
+    assert!(batch.contains("TTFT ≤ 5000 ms · TPOT: no gate · E2E ≤ 60000 ms"));
+    assert!(batch.contains("60.0 %"), "{batch}");
+    // The workload is a table, one label a row, not `key = value` pairs.
+    let rows: Vec<String> = doc
+        .select(&sel("#workload-labels tr"))
+        .map(|r| r.text().collect::<Vec<_>>().join("|"))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "arrival|poisson",
+            "cache|mixed",
+            "model|sim-7b",
+            "ratePerS|1.72",
+            "seed|20261130"
+        ]
+    );
+    assert!(!html.contains("ratePerS = "), "no key = value wall");
+}
+
+#[test]
+fn the_saturation_verdict_reads_as_a_sentence() {
+    use goodput_core::receipt::saturation::SaturationVerdict;
+    use goodput_render::report::headline::saturation_sentence;
+    let mut s = common::receipt("mixed_120.json").results.all.saturation;
+    s.verdict = SaturationVerdict::Overloaded;
+    s.offered_per_s = 3.8;
+    s.served_per_s = Some(2.1);
+    assert_eq!(
+        saturation_sentence(&s),
+        "overloaded: the server served 2.10/s of 3.80/s offered"
+    );
+    s.verdict = SaturationVerdict::Steady;
+    s.served_per_s = Some(3.79);
+    assert_eq!(
+        saturation_sentence(&s),
+        "steady: the server kept up, serving 3.79/s of 3.80/s offered"
+    );
+}
+
+#[test]
+fn gate_labels_sit_above_the_plot_never_on_a_bar() {
+    // Every histogram's bars start at or below the plot's top (y 36); the
+    // gate label's baseline is y 29 with 11 px text, so it ends above them.
+    let (_, html) = page("mixed_120.json");
+    let doc = Html::parse_document(&html);
+    let mut labels = 0;
+    for fig in doc.select(&sel("figure.dist")) {
+        let top_of_bars = fig
+            .select(&sel("rect.bar"))
+            .map(|b| attr_f64(b, "y"))
+            .fold(f64::INFINITY, f64::min);
+        for label in fig.select(&sel("text.gate-label, text.no-gate")) {
+            let y = attr_f64(label, "y");
+            if text(label).contains("no completed rows") {
+                continue;
+            }
+            assert!(
+                y + 3.0 < top_of_bars,
+                "{} at y {y}, a bar at {top_of_bars}",
+                text(label)
+            );
+            labels += 1;
+        }
+    }
+    // 2 classes × 3 metrics: 5 gates and batch's "no gate" on TPOT.
+    assert_eq!(labels, 6);
+}
+
+/// `mixed_120.json` beside a sidecar it names; `sha` is the sha256 the
+/// trace claims for it.
+fn trace_with_sidecar(dir: &std::path::Path, sidecar: &str, sha: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("t.metrics.jsonl"), sidecar).unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture("mixed_120.json")).unwrap()).unwrap();
+    doc["workload"]["metricsFile"] = "t.metrics.jsonl".into();
+    doc["workload"]["metricsSha256"] = sha.into();
+    let trace = dir.join("t.json");
+    std::fs::write(&trace, serde_json::to_vec(&doc).unwrap()).unwrap();
+    trace
+}
+
+#[test]
+fn a_stale_sidecar_is_named_not_a_usage_error_and_no_sidecar_skips_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let stale = "0".repeat(64);
+    let trace = trace_with_sidecar(
+        dir.path(),
+        "{\"tMs\":1000,\"waiting\":3,\"running\":2}\n",
+        &stale,
+    );
+    let out_html = dir.path().join("r.html");
+    let run = |extra: &[&str]| {
+        goodput()
+            .args(["report", trace.to_str().unwrap(), "--out"])
+            .arg(&out_html)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("usage:"), "{stderr}");
+    assert!(
+        stderr.contains("server metrics sidecar ")
+            && stderr.contains("t.metrics.jsonl: its sha256"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("belongs to another run"), "{stderr}");
+    assert!(stderr.contains("--no-sidecar"), "{stderr}");
+    assert!(!out_html.exists(), "nothing written");
+
+    let o = run(&["--no-sidecar"]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("server metrics: left out (--no-sidecar); the page has no server panels"),
+        "{stdout}"
+    );
+    let html = std::fs::read_to_string(&out_html).unwrap();
+    assert!(!html.contains("<section id=\"server\">"));
+}
+
+#[test]
+fn the_cli_names_the_peaks_in_lower_case_and_an_absent_series_as_not_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    // Queue 3 then 7, 2 running, no KV-cache series.
+    let sidecar = "{\"tMs\":11000,\"waiting\":3,\"running\":2}\n{\"tMs\":12000,\"waiting\":7,\"running\":2}\n";
+    let sha: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(sidecar.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let trace = trace_with_sidecar(dir.path(), sidecar, &sha);
+    let out_html = dir.path().join("r.html");
+    let o = goodput()
+        .args(["report", trace.to_str().unwrap(), "--out"])
+        .arg(&out_html)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.ends_with("server metrics: peak waiting 7, running 2.\n"),
+        "{stdout}"
+    );
+    let html = std::fs::read_to_string(&out_html).unwrap();
+    let server = &html[html.find("<section id=\"server\">").unwrap()..];
+    let server = &server[..server.find("</section>").unwrap()];
+    assert!(server.contains("Peak waiting 7, running 2."), "{server}");
+    // Only the KV panel is empty, and it says why.
+    assert_eq!(
+        server
+            .matches(">not reported by the server's metrics</text>")
+            .count(),
+        1
+    );
+    assert_eq!(server.matches("<polyline").count(), 2);
+}

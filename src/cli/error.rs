@@ -143,6 +143,16 @@ pub enum Error {
     /// `compare` refuses two runs judged under different contracts.
     #[error("cannot compare: {0}")]
     Compare(#[from] goodput_core::compare::CompareError),
+    /// The `record --metrics` sidecar beside a trace is not that trace's
+    /// (its sha256 differs from `workload.metricsSha256`) or does not read:
+    /// the input's fault, not the command line's, so not a "usage:" error.
+    #[error("server metrics sidecar {path}: {problem} (run again with --no-sidecar to leave the server panels out)")]
+    Sidecar {
+        /// The sidecar as found beside the trace.
+        path: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 /// The recorder's errors, each as the command line says it: a key that

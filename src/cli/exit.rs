@@ -55,6 +55,7 @@ impl Error {
             | Error::Spool(_)
             | Error::Runtime(_)
             | Error::Merge(_)
+            | Error::Sidecar { .. }
             | Error::SpoolFailed { .. } => EXIT_ERROR,
             Error::SpoolKept { cause, .. } => cause.exit_code(),
             Error::Interrupted { signal, .. } | Error::InterruptedSweep { signal, .. } => {

@@ -64,8 +64,9 @@ pub struct FrontierArgs {
     /// Print the points as CSV (one line per trace, the JSON points' fields as columns).
     #[arg(long, conflicts_with = "json")]
     pub csv: bool,
-    /// Also draw goodput/s and completed/s (top) and p95 TTFT (bottom) against
-    /// offered/s into FILE, atomically.
+    /// Also draw, against offered/s, into FILE (atomically): served/s and
+    /// goodput/s, the pass share with the target, then p95 TTFT and p95 TPOT
+    /// each with the classes' gates.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Input limits, per trace.
@@ -74,6 +75,9 @@ pub struct FrontierArgs {
     /// Two-sided confidence level of the interval bars, in [0.5, 0.9999].
     #[arg(long, value_name = "LEVEL", default_value_t = Confidence::DEFAULT)]
     pub confidence: f64,
+    /// Leave every trace's `record --metrics` sidecar out (no server peaks).
+    #[arg(long)]
+    pub no_sidecar: bool,
 }
 
 /// Reads and analyzes one trace; a rejection names the file. With it, the
@@ -82,6 +86,7 @@ fn receipt_of(
     path: &str,
     limits: Limits,
     confidence: Confidence,
+    no_sidecar: bool,
 ) -> Result<(Receipt, Option<Peaks>), Error> {
     let rejected = |rejection| Error::RejectedFile {
         path: path.to_owned(),
@@ -102,9 +107,10 @@ fn receipt_of(
         strict: false,
     };
     let analysis = analyze_owned_at(bytes, options, confidence).map_err(rejected)?;
-    let peaks = match crate::cli::sidecar::load(path, &analysis.trace.contract.workload)? {
+    let workload = &analysis.trace.contract.workload;
+    let peaks = match crate::cli::sidecar::load(path, workload, no_sidecar)? {
         Sidecar::Loaded(lines) => Some(peaks(&lines)),
-        Sidecar::Missing(_) | Sidecar::None => None,
+        Sidecar::Missing(_) | Sidecar::Skipped | Sidecar::None => None,
     };
     Ok((analysis.receipt, peaks))
 }
@@ -125,7 +131,7 @@ pub fn load(args: &FrontierArgs) -> Result<Frontier, Error> {
     let mut receipts = Vec::with_capacity(args.traces.len());
     let mut server = Vec::with_capacity(args.traces.len());
     for path in &args.traces {
-        let (receipt, peaks) = receipt_of(path, limits, confidence)?;
+        let (receipt, peaks) = receipt_of(path, limits, confidence, args.no_sidecar)?;
         receipts.push((path.clone(), receipt));
         server.push((path.clone(), peaks));
     }

@@ -22,7 +22,8 @@ pub const REPORT_EXIT_HELP: &str = "\
 Exit status:
   0  the report was written (its path is printed)
   2  the input was rejected (the message names the JSON pointer of the first problem),
-     could not be read, or the report could not be written
+     could not be read, its metrics sidecar is not its own (--no-sidecar skips it),
+     or the report could not be written
 
 The page is self-contained (inline CSS and SVG, no script, nothing fetched) and
 deterministic: the same trace gives the same bytes.";
@@ -50,6 +51,10 @@ pub struct ReportArgs {
     /// GPUs and price for the per-GPU and cost figures.
     #[command(flatten)]
     pub cost: CostArgs,
+    /// Leave the `record --metrics` sidecar out (no server panels), e.g. when
+    /// it is stale or belongs to another run.
+    #[arg(long)]
+    pub no_sidecar: bool,
 }
 
 /// Runs `goodput report`: analyze, run the default one-at-a-time sweep over
@@ -83,18 +88,26 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         &release,
     )
     .map_err(|e| Error::Usage(e.to_string()))?;
-    let sidecar = crate::cli::sidecar::load(&args.trace, &analysis.trace.contract.workload)?;
+    let sidecar = crate::cli::sidecar::load(
+        &args.trace,
+        &analysis.trace.contract.workload,
+        args.no_sidecar,
+    )?;
     let (lines, note) = match &sidecar {
         Sidecar::Loaded(lines) => (
             Some(lines.as_slice()),
             format!(
                 "server metrics: {}\n",
-                goodput_render::report::peak_text(&goodput_core::server_metrics::peaks(lines))
+                goodput_render::report::peak_clause(&goodput_core::server_metrics::peaks(lines))
             ),
         ),
         Sidecar::Missing(path) => (
             None,
             format!("server metrics: {path} not found; the page has no server panels\n"),
+        ),
+        Sidecar::Skipped => (
+            None,
+            "server metrics: left out (--no-sidecar); the page has no server panels\n".to_owned(),
         ),
         Sidecar::None => (None, String::new()),
     };

@@ -24,6 +24,8 @@ pub enum Sidecar {
     Missing(String),
     /// The sidecar, read and checked.
     Loaded(Vec<MetricsLine>),
+    /// The trace names a sidecar and `--no-sidecar` said to leave it out.
+    Skipped,
 }
 
 fn string<'a>(workload: &'a Labels, key: &str) -> Option<&'a str> {
@@ -33,13 +35,17 @@ fn string<'a>(workload: &'a Labels, key: &str) -> Option<&'a str> {
     }
 }
 
-/// Loads the sidecar a trace at `trace_path` names. A sidecar whose bytes do
-/// not match the trace's `metricsSha256`, or that does not read, is an
-/// error naming it (exit 2): it belongs to another run.
-pub fn load(trace_path: &str, workload: &Labels) -> Result<Sidecar, Error> {
+/// Loads the sidecar a trace at `trace_path` names, unless `skip`
+/// (`--no-sidecar`). A sidecar whose bytes do not match the trace's
+/// `metricsSha256`, or that does not read, is an [`Error::Sidecar`] naming
+/// it and the flag that skips it (exit 2): it belongs to another run.
+pub fn load(trace_path: &str, workload: &Labels, skip: bool) -> Result<Sidecar, Error> {
     let Some(name) = string(workload, "metricsFile") else {
         return Ok(Sidecar::None);
     };
+    if skip {
+        return Ok(Sidecar::Skipped);
+    }
     if trace_path == "-" || name.contains('/') || name.contains('\\') {
         return Ok(Sidecar::None);
     }
@@ -51,17 +57,22 @@ pub fn load(trace_path: &str, workload: &Labels) -> Result<Sidecar, Error> {
     if !path.exists() {
         return Ok(Sidecar::Missing(shown));
     }
-    let bytes = read_limited(&shown, MAX_SIDECAR_BYTES)?;
+    let problem = |problem: String| Error::Sidecar {
+        path: shown.clone(),
+        problem,
+    };
+    let bytes = read_limited(&shown, MAX_SIDECAR_BYTES).map_err(|e| problem(e.to_string()))?;
     let sha: String = Sha256::digest(&bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
     if string(workload, "metricsSha256").is_some_and(|want| want != sha) {
-        return Err(Error::Usage(format!(
-            "{shown}: its sha256 {sha} is not the trace's workload.metricsSha256: the sidecar belongs to another run"
+        return Err(problem(format!(
+            "its sha256 {sha} is not the trace's workload.metricsSha256 {want}: the sidecar belongs to another run or was changed after it",
+            want = string(workload, "metricsSha256").unwrap_or_default()
         )));
     }
     parse_sidecar(&bytes)
         .map(Sidecar::Loaded)
-        .map_err(|e| Error::Usage(format!("{shown}: {e}")))
+        .map_err(|e| problem(e.to_string()))
 }

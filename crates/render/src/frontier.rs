@@ -1,8 +1,8 @@
-//! A frontier for people: a text table (at most 100 columns), a Markdown
-//! table, and an SVG chart. All pure: they return Strings; the JSON form is
+//! A frontier for people: a text table (sentences wrapped at 100 columns,
+//! trace paths whole), a Markdown table, and an SVG chart. All pure: they return Strings; the JSON form is
 //! the [`Frontier`] itself through `render::json::to_canonical_json`.
 //!
-//! **Why a hand-written SVG.** The chart is two panels of polylines, points,
+//! **Why a hand-written SVG.** The chart is four panels of polylines, points,
 //! ticks and a few labels. `plotters` could draw it, but it would be a new
 //! dependency tree to build on every machine, and its text layout estimates
 //! glyph sizes from font metrics (a bundled heuristic without the `ttf`
@@ -15,14 +15,16 @@ use std::fmt::Write;
 
 use crate::sensitivity::short;
 use goodput_core::frontier::{
-    Capacity, CriterionCheck, Frontier, FrontierPoint, Knee, Limit, RateShare,
+    Capacity, CriterionCheck, Frontier, FrontierPoint, Knee, Limit, RateShare, WideBracket,
+    WIDE_BRACKET_RATE_RATIO, WIDE_BRACKET_SHARE_DROP,
 };
 use goodput_util::figures::{
     number_against, percent, percent_against, percent_beside, percent_or_dash, percent_short,
 };
 use goodput_util::number::decimal;
 
-/// The widest line the text table may print (the trace label is cut from the left).
+/// The widest line the text output wraps its sentences to; a table row is
+/// its figures (at most this wide) then the trace's whole path.
 pub const MAX_TEXT_COLUMNS: usize = 100;
 
 fn fixed(x: Option<f64>, decimals: usize) -> String {
@@ -211,19 +213,63 @@ fn interpolated(offered: f64, meets: &RateShare, misses: &RateShare, attainment:
     )
 }
 
-/// The capacity's own sentence, then its warning, if any.
+/// The warning of a wide bracket: which rule it broke, by how much, and
+/// what the capacity could be instead (`warning: the bracket is wide — …`).
+pub fn wide_bracket_sentence(w: &WideBracket, meets: &RateShare, misses: &RateShare) -> String {
+    let mut why = Vec::new();
+    if w.rules.iter().any(|r| r == "rate_ratio") {
+        why.push(match w.rate_ratio {
+            Some(r) => format!(
+                "{}/s is {}× {}/s (more than {}×)",
+                short(misses.offered_per_s),
+                figure_ratio(r),
+                short(meets.offered_per_s),
+                short(WIDE_BRACKET_RATE_RATIO)
+            ),
+            None => format!("the lower rate is {}/s", short(meets.offered_per_s)),
+        });
+    }
+    if w.rules.iter().any(|r| r == "share_drop") {
+        why.push(format!(
+            "the pass share fell {} points between them (more than {})",
+            figure_ratio(w.share_drop * 100.0),
+            short(WIDE_BRACKET_SHARE_DROP * 100.0)
+        ));
+    }
+    format!(
+        "warning: the bracket is wide — {}; the crossing could be anywhere from {}/s to {}/s, \
+         so the interpolated rate is a rough estimate: test rates in between",
+        why.join(" and "),
+        short(meets.offered_per_s),
+        short(misses.offered_per_s)
+    )
+}
+
+/// A ratio or a number of points with one decimal, `3.0`, `94.7`.
+fn figure_ratio(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+/// The capacity's own sentence, then its warnings, if any.
 fn capacity_lead(capacity: &Capacity, attainment: f64, limits: &[Limit]) -> Vec<String> {
     let target = percent_short(attainment, None);
+    let mut wide = None;
     let (first, below): (String, &[f64]) = match capacity {
         Capacity::Interpolated {
             offered_per_s,
             meets,
             misses,
             below_target_under_capacity: below,
-        } => (
-            interpolated(*offered_per_s, meets, misses, attainment),
-            below,
-        ),
+            wide_bracket,
+        } => {
+            wide = wide_bracket
+                .as_ref()
+                .map(|w| wide_bracket_sentence(w, meets, misses));
+            (
+                interpolated(*offered_per_s, meets, misses, attainment),
+                below,
+            )
+        }
         Capacity::AtLeast {
             offered_per_s,
             below_target_under_capacity: below,
@@ -284,19 +330,9 @@ fn capacity_lead(capacity: &Capacity, attainment: f64, limits: &[Limit]) -> Vec<
         ),
     };
     let mut v = vec![first];
+    v.extend(wide);
     v.extend(not_monotone(below, &target, limits));
     v
-}
-
-/// Cuts `label` from the left to at most `width` characters.
-fn fit(label: &str, width: usize) -> String {
-    let n = label.chars().count();
-    if n <= width {
-        label.to_owned()
-    } else {
-        let tail: String = label.chars().skip(n - (width - 1)).collect();
-        format!("…{tail}")
-    }
 }
 
 const TEXT_HEAD: [&str; 9] = [
@@ -385,18 +421,15 @@ pub fn text(f: &Frontier) -> String {
         f.points.len(),
         if f.points.len() == 1 { "" } else { "s" }
     );
-    let fixed_width: usize = TEXT_WIDTHS.iter().map(|w| w + 1).sum();
-    let label_width = MAX_TEXT_COLUMNS - fixed_width - 1;
+    // The trace is the last column, whole (a path cut short names no file
+    // one can open); a long path makes its own line longer, the figures
+    // before it keep their columns.
     let mut line = |cells: &[String; 9], label: &str| {
         let mut l = String::new();
         for (cell, w) in cells.iter().zip(TEXT_WIDTHS) {
             let _ = write!(l, "{cell:>w$} ");
         }
-        let _ = write!(
-            l,
-            " {}",
-            fit(&goodput_util::escape::terminal(label), label_width)
-        );
+        let _ = write!(l, " {}", goodput_util::escape::terminal(label));
         let _ = writeln!(o, "{}", l.trim_end());
     };
     line(&TEXT_HEAD.map(str::to_owned), "trace");
@@ -519,18 +552,24 @@ pub fn markdown(f: &Frontier) -> String {
 // ---------------------------------------------------------------- SVG ----
 
 const SVG_W: f64 = 720.0;
-const SVG_H: f64 = 790.0;
+const SVG_H: f64 = 1010.0;
 const LEFT: f64 = 80.0;
 const RIGHT: f64 = 700.0;
-/// (top, bottom) of each panel's plot area: throughput, pass share, p95 TTFT.
+/// (top, bottom) of each panel's plot area: throughput, pass share, p95
+/// TTFT, p95 TPOT.
 const TOP_PANEL: (f64, f64) = (50.0, 300.0);
 const SHARE_PANEL: (f64, f64) = (360.0, 510.0);
 const BOTTOM_PANEL: (f64, f64) = (580.0, 740.0);
+const TPOT_PANEL: (f64, f64) = (800.0, 960.0);
+/// Room above the highest gate line, so its label stays inside the plot.
+const GATE_HEADROOM: f64 = 1.15;
 const SHARE_COLOUR: &str = "#762a83";
 const GOODPUT_COLOUR: &str = "#1b7837";
 const SERVED_COLOUR: &str = "#2166ac";
 const DIAGONAL_COLOUR: &str = "#999999";
 const TTFT_COLOUR: &str = "#b2182b";
+const TPOT_COLOUR: &str = "#e08214";
+const GATE_COLOUR: &str = "#000000";
 const KNEE_COLOUR: &str = "#555555";
 
 /// A "nice" axis: from 0 to a multiple of a 1-2-5 step, about five ticks.
@@ -735,15 +774,18 @@ impl Panel {
 /// served = offered diagonal (where served leaves it, the server stopped
 /// keeping up: the knee, whatever the grace period); the pass share with its
 /// interval bars and the attainment target in the middle, so a knee or a
-/// capacity that sits inside the noise is visibly so; p95 TTFT below. The knee
-/// is a dashed vertical line through every panel, the capacity a dotted one.
+/// capacity that sits inside the noise is visibly so; p95 TTFT, then p95
+/// TPOT, below, each with the classes' gates on it (a p95 above a gate means
+/// more than 5 % of requests missed it). The knee is a dashed vertical line
+/// through every panel, the capacity a dotted one.
 pub fn svg(f: &Frontier) -> String {
-    let panels = Panels::for_points(&f.points);
+    let panels = Panels::for_frontier(f);
     let mut o = String::new();
     svg_open(&mut o, f);
     throughput_panel(&mut o, &panels.top, f);
     pass_share_panel(&mut o, &panels.share, f);
     ttft_panel(&mut o, &panels.bottom, f);
+    tpot_panel(&mut o, &panels.tpot, f);
     knee_and_capacity_marks(&mut o, &panels, f);
     legend(&mut o);
     let _ = writeln!(o, "</svg>");
@@ -758,11 +800,14 @@ struct Panels {
     share: Panel,
     /// p95 TTFT.
     bottom: Panel,
+    /// p95 TPOT.
+    tpot: Panel,
 }
 
 impl Panels {
-    /// Axes that hold every point's figures.
-    fn for_points(pts: &[FrontierPoint]) -> Panels {
+    /// Axes that hold every point's figures and every class's gates.
+    fn for_frontier(f: &Frontier) -> Panels {
+        let pts = &f.points;
         let x_max = pts.iter().map(|p| p.offered_per_s).fold(0.0, f64::max);
         // The top panel holds the offered = served diagonal too, so it is as
         // tall as the highest offered rate.
@@ -776,7 +821,6 @@ impl Panels {
                     .max(p.goodput_interval.upper)
             })
             .fold(0.0, f64::max);
-        let t_max = pts.iter().filter_map(|p| p.p95_ttft_ms).fold(0.0, f64::max);
         let x = Axis::for_max(x_max);
         Panels {
             top: Panel {
@@ -798,7 +842,19 @@ impl Panels {
                 top: BOTTOM_PANEL.0,
                 bottom: BOTTOM_PANEL.1,
                 x,
-                y: Axis::for_max(t_max),
+                y: latency_axis(
+                    pts.iter().filter_map(|p| p.p95_ttft_ms),
+                    &gate_lines(f, Gate::Ttft),
+                ),
+            },
+            tpot: Panel {
+                top: TPOT_PANEL.0,
+                bottom: TPOT_PANEL.1,
+                x,
+                y: latency_axis(
+                    pts.iter().filter_map(|p| p.p95_tpot_ms),
+                    &gate_lines(f, Gate::Tpot),
+                ),
             },
         }
     }
@@ -899,7 +955,106 @@ fn pass_share_panel(o: &mut String, share: &Panel, f: &Frontier) {
     );
 }
 
-/// The bottom panel: p95 TTFT.
+/// A latency panel's y axis: up to the highest p95 or, with room for its
+/// label, the highest gate.
+fn latency_axis(p95s: impl Iterator<Item = f64>, gates: &[(f64, String)]) -> Axis {
+    let data = p95s.fold(0.0, f64::max);
+    let gate = gates
+        .iter()
+        .map(|(g, _)| g * GATE_HEADROOM)
+        .fold(0.0, f64::max);
+    Axis::for_max(data.max(gate))
+}
+
+/// The metric a gate line is drawn for.
+#[derive(Clone, Copy)]
+enum Gate {
+    Ttft,
+    Tpot,
+}
+
+/// The distinct gates of `metric` among the frontier's classes, ascending,
+/// each with the classes that declared it: `(1000, "chat, code")`.
+fn gate_lines(f: &Frontier, metric: Gate) -> Vec<(f64, String)> {
+    let mut lines: Vec<(f64, Vec<&str>)> = Vec::new();
+    for g in &f.gates {
+        let value = match metric {
+            Gate::Ttft => g.ttft_ms,
+            Gate::Tpot => g.tpot_ms,
+        };
+        let Some(v) = value.filter(|v| v.is_finite()) else {
+            continue;
+        };
+        match lines.iter_mut().find(|(x, _)| *x == v) {
+            Some((_, names)) if !names.contains(&g.class.as_str()) => names.push(&g.class),
+            Some(_) => {}
+            None => lines.push((v, vec![&g.class])),
+        }
+    }
+    lines.sort_by(|a, b| a.0.total_cmp(&b.0));
+    lines
+        .into_iter()
+        .map(|(v, names)| (v, names.join(", ")))
+        .collect()
+}
+
+/// Each gate of a latency panel as a solid black horizontal line, labelled
+/// above it at the left (`TTFT gate 1000 ms (chat)`), or one "no gate"
+/// note when no class in scope gates the metric.
+fn draw_gates(o: &mut String, panel: &Panel, f: &Frontier, metric: Gate, name: &str) {
+    let lines = gate_lines(f, metric);
+    if lines.is_empty() {
+        let _ = writeln!(
+            o,
+            "  <text class=\"no-gate\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#555\" font-style=\"italic\">no {name} gate in any class</text>",
+            LEFT + 6.0,
+            panel.top + 14.0
+        );
+        return;
+    }
+    for (v, classes) in lines {
+        let y = panel.py(v);
+        let _ = writeln!(
+            o,
+            "  <g class=\"gate\" data-gate-ms=\"{}\"><line x1=\"{LEFT:.1}\" y1=\"{y:.1}\" x2=\"{RIGHT:.1}\" y2=\"{y:.1}\" \
+             stroke=\"{GATE_COLOUR}\" stroke-width=\"1.5\"/><text x=\"{:.1}\" y=\"{:.1}\" fill=\"{GATE_COLOUR}\" \
+             stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">{name} gate {} ms ({})</text></g>",
+            short(v),
+            LEFT + 6.0,
+            y - 4.0,
+            short(v),
+            esc(&classes)
+        );
+    }
+}
+
+/// The fourth panel: p95 TPOT with the classes' TPOT gates.
+fn tpot_panel(o: &mut String, panel: &Panel, f: &Frontier) {
+    let chunks = f.points.iter().any(|p| p.tpot_label == "chunk_cadence");
+    let what = if chunks {
+        "p95 time per output token (chunk cadence for traces that counted chunks)"
+    } else {
+        "p95 time per output token"
+    };
+    let _ = writeln!(
+        o,
+        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"{:.1}\" font-size=\"14\">{what} vs offered load</text>",
+        TPOT_PANEL.0 - 12.0
+    );
+    panel.axes(o, "p95 TPOT (ms)", "offered load (requests/s)");
+    draw_gates(o, panel, f, Gate::Tpot, "TPOT");
+    panel.series(
+        o,
+        "p95 TPOT (ms)",
+        TPOT_COLOUR,
+        &f.points
+            .iter()
+            .filter_map(|p| p.p95_tpot_ms.map(|t| (p.offered_per_s, t)))
+            .collect::<Vec<_>>(),
+    );
+}
+
+/// The third panel: p95 TTFT with the classes' TTFT gates.
 fn ttft_panel(o: &mut String, bottom: &Panel, f: &Frontier) {
     let _ = writeln!(
         o,
@@ -907,6 +1062,7 @@ fn ttft_panel(o: &mut String, bottom: &Panel, f: &Frontier) {
         BOTTOM_PANEL.0 - 12.0
     );
     bottom.axes(o, "p95 TTFT (ms)", "offered load (requests/s)");
+    draw_gates(o, bottom, f, Gate::Ttft, "TTFT");
     bottom.series(
         o,
         "p95 TTFT (ms)",
@@ -934,11 +1090,21 @@ fn knee_and_capacity_marks(o: &mut String, panels: &Panels, f: &Frontier) {
         };
         rate_mark(o, panels, *offered_per_s, &label, "6 4", "knee");
     }
-    if let Capacity::Interpolated { offered_per_s, .. } = &f.capacity {
+    if let Capacity::Interpolated {
+        offered_per_s,
+        wide_bracket,
+        ..
+    } = &f.capacity
+    {
         let label = format!(
-            "capacity {}/s @ {}",
+            "capacity {}/s @ {}{}",
             short(*offered_per_s),
-            percent_short(f.attainment, None)
+            percent_short(f.attainment, None),
+            if wide_bracket.is_some() {
+                " (wide bracket: rough)"
+            } else {
+                ""
+            }
         );
         rate_mark(o, panels, *offered_per_s, &label, "2 3", "capacity");
     }
@@ -955,7 +1121,7 @@ fn rate_mark(o: &mut String, panels: &Panels, rate: f64, label: &str, dash: &str
         o,
         "  <g class=\"{class}\" stroke=\"{KNEE_COLOUR}\" stroke-dasharray=\"{dash}\">"
     );
-    for p in [&panels.top, &panels.share, &panels.bottom] {
+    for p in [&panels.top, &panels.share, &panels.bottom, &panels.tpot] {
         let _ = writeln!(
             o,
             "    <line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\"/>",
@@ -1021,6 +1187,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_wide_bracket_warning_names_both_rules_and_the_range() {
+        // 3.8 / 1.267 = 2.9992 → "3.0×"; 94.7 − 0 = 94.7 points.
+        let meets = RateShare {
+            offered_per_s: 1.267,
+            pass_share: 0.947,
+        };
+        let misses = RateShare {
+            offered_per_s: 3.8,
+            pass_share: 0.0,
+        };
+        let w = WideBracket::of(&meets, &misses).unwrap();
+        assert_eq!(
+            wide_bracket_sentence(&w, &meets, &misses),
+            "warning: the bracket is wide — 3.8/s is 3.0× 1.267/s (more than 1.5×) and the pass \
+             share fell 94.7 points between them (more than 50); the crossing could be anywhere \
+             from 1.267/s to 3.8/s, so the interpolated rate is a rough estimate: test rates in \
+             between"
+        );
+    }
+
+    #[test]
     fn axes_round_up_to_a_one_two_five_step() {
         assert_eq!(
             Axis::for_max(42.0),
@@ -1044,11 +1231,5 @@ mod tests {
             }
         );
         assert_eq!(Axis::for_max(7.0).ticks().len(), 5); // 0, 2, 4, 6, 8
-    }
-
-    #[test]
-    fn long_labels_are_cut_from_the_left() {
-        assert_eq!(fit("abcdef", 4), "…def");
-        assert_eq!(fit("abc", 4), "abc");
     }
 }

@@ -129,14 +129,6 @@ pub fn analyze_next(path: &str, rows: usize, bytes: usize) -> String {
     next_lines(&analyze_command(path, rows, bytes), raised)
 }
 
-/// `Peak waiting 7.` → `peak waiting 7.`, for the middle of a line.
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    chars.next().map_or_else(String::new, |c| {
-        c.to_lowercase().chain(chars).collect::<String>()
-    })
-}
-
 /// The summary text; `tokens` is what the trace's `outputTokens` count
 /// (model tokens from `usage`, or stream chunks when the server sent none).
 /// When more than half of the rows failed for one reason, the first line
@@ -377,7 +369,7 @@ fn server_metrics(s: &mut String, judged: &Judged) {
             "  server metrics: {}, {} → {path}; {}",
             count(p.snapshots as u64, "snapshot"),
             count(p.gaps as u64, "failed scrape"),
-            lowercase_first(&crate::report::peak_text(p))
+            crate::report::peak_clause(p)
         );
     }
 }

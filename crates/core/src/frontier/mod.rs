@@ -147,6 +147,72 @@ pub struct Frontier {
     /// by the pass share alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<Limit>,
+    /// The latency gates of the classes in scope (the `--class` class, or
+    /// every class), as the traces declared them, so the chart can draw each
+    /// p95 against the gate a reader cares about; one entry per distinct
+    /// (class, gates), sorted by class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<ClassGates>,
+}
+
+/// One class's latency gates, as a trace of the sweep declared them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClassGates {
+    /// The class name.
+    pub class: String,
+    /// TTFT gate, ms (null: no gate).
+    pub ttft_ms: Option<f64>,
+    /// TPOT gate, ms (null: no gate).
+    pub tpot_ms: Option<f64>,
+    /// E2E gate, ms (null: no gate).
+    pub e2e_ms: Option<f64>,
+}
+
+/// A bracket is wide when its upper rate is more than this times its lower
+/// rate: the true crossing can then be anywhere in a range more than ±20 %
+/// around the bracket's middle (docs/frontier.md, "Wide brackets").
+pub const WIDE_BRACKET_RATE_RATIO: f64 = 1.5;
+/// A bracket is wide when the pass share falls by more than this between its
+/// ends (50 points): a cliff, not the gradual fall a straight line assumes.
+pub const WIDE_BRACKET_SHARE_DROP: f64 = 0.5;
+
+/// Why an interpolated capacity is only a rough estimate: its two bracketing
+/// rates are far apart, or the pass share fell off a cliff between them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WideBracket {
+    /// Upper rate / lower rate of the bracket (null when the lower rate is 0).
+    pub rate_ratio: Option<f64>,
+    /// Pass share at the lower rate minus pass share at the upper rate.
+    pub share_drop: f64,
+    /// The rules it broke, in this order: `rate_ratio` (ratio above
+    /// [`WIDE_BRACKET_RATE_RATIO`]), `share_drop` (drop above
+    /// [`WIDE_BRACKET_SHARE_DROP`]).
+    pub rules: Vec<String>,
+}
+
+impl WideBracket {
+    /// The warning for a bracket from `meets` to `misses`, or `None` when it
+    /// breaks neither rule.
+    pub fn of(meets: &RateShare, misses: &RateShare) -> Option<WideBracket> {
+        let rate_ratio = (meets.offered_per_s > 0.0)
+            .then(|| misses.offered_per_s / meets.offered_per_s)
+            .filter(|r| r.is_finite());
+        let share_drop = meets.pass_share - misses.pass_share;
+        let mut rules = Vec::new();
+        if rate_ratio.is_none_or(|r| r > WIDE_BRACKET_RATE_RATIO) {
+            rules.push("rate_ratio".to_owned());
+        }
+        if share_drop > WIDE_BRACKET_SHARE_DROP {
+            rules.push("share_drop".to_owned());
+        }
+        (!rules.is_empty()).then_some(WideBracket {
+            rate_ratio,
+            share_drop,
+            rules,
+        })
+    }
 }
 
 /// One limit a rate must hold besides the pass-share target.
@@ -331,6 +397,10 @@ pub enum Capacity {
         misses: RateShare,
         /// Lower rates that fell below the target (non-monotone pass share).
         below_target_under_capacity: Vec<f64>,
+        /// Present when the bracket is wide (rules in [`WideBracket`]): the
+        /// interpolated rate is then a rough estimate; test rates in between.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wide_bracket: Option<WideBracket>,
     },
     /// Every rate met the target: the capacity is at least the highest rate tested.
     #[serde(rename_all = "camelCase")]
@@ -478,9 +548,44 @@ pub fn frontier_judged(
         knee_gain: KNEE_GAIN,
         knee: knee(&steps),
         capacity: capacity(&steps, attainment),
+        gates: class_gates(traces, class),
         points,
         limits: Limit::all(limits),
     })
+}
+
+/// The gates of the classes in scope across the traces, one entry per
+/// distinct (class, gates), sorted by class then gates.
+fn class_gates(traces: &[(String, Receipt)], class: Option<&str>) -> Vec<ClassGates> {
+    let mut out: Vec<ClassGates> = Vec::new();
+    for (_, receipt) in traces {
+        for (name, g) in &receipt.contract.classes {
+            if class.is_some_and(|c| c != name) {
+                continue;
+            }
+            let entry = ClassGates {
+                class: name.clone(),
+                ttft_ms: g.ttft_ms,
+                tpot_ms: g.tpot_ms,
+                e2e_ms: g.e2e_ms,
+            };
+            if !out.contains(&entry) {
+                out.push(entry);
+            }
+        }
+    }
+    let key = |g: &ClassGates| [g.ttft_ms, g.tpot_ms, g.e2e_ms].map(|v| v.unwrap_or(-1.0));
+    out.sort_by(|a, b| {
+        a.class.cmp(&b.class).then_with(|| {
+            let (x, y) = (key(a), key(b));
+            x.iter()
+                .zip(&y)
+                .map(|(p, q)| p.total_cmp(q))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+    });
+    out
 }
 
 /// The block a trace's point is read from: the named class's, or all rows.
@@ -634,10 +739,12 @@ fn capacity(steps: &[Step], target: f64) -> Capacity {
             let offered = meets.offered
                 + (meets.pass_share - target) * (next.offered - meets.offered)
                     / (meets.pass_share - next.pass_share);
+            let (meets, misses) = (share(meets), share(next));
             Capacity::Interpolated {
                 offered_per_s: offered,
-                meets: share(meets),
-                misses: share(next),
+                wide_bracket: WideBracket::of(&meets, &misses),
+                meets,
+                misses,
                 below_target_under_capacity: below,
             }
         }
@@ -857,5 +964,69 @@ mod tests {
         let none = point(None);
         assert_eq!(worst_failures(&[&a, &none, &c]), vec![ttft_check(None)]);
         assert!(worst_failures(&[&b]).is_empty());
+    }
+
+    fn rate(offered_per_s: f64, pass_share: f64) -> RateShare {
+        RateShare {
+            offered_per_s,
+            pass_share,
+        }
+    }
+
+    #[test]
+    fn a_bracket_far_apart_or_over_a_cliff_is_wide() {
+        // 1.267/s at 94.7 % and 3.8/s at 0 %: 3.8 / 1.267 = 2.999 > 1.5 and
+        // 0.947 − 0 = 94.7 points > 50: both rules.
+        let w = WideBracket::of(&rate(1.267, 0.947), &rate(3.8, 0.0)).unwrap();
+        assert_eq!(w.rules, ["rate_ratio", "share_drop"]);
+        assert!((w.rate_ratio.unwrap() - 2.999_210_734_017_364).abs() < 1e-12);
+        assert!((w.share_drop - 0.947).abs() < 1e-12);
+        // 10/s at 100 % and 20/s at 90 % (a doubling sweep): ratio 2, drop 10 points.
+        let w = WideBracket::of(&rate(10.0, 1.0), &rate(20.0, 0.9)).unwrap();
+        assert_eq!(w.rules, ["rate_ratio"]);
+        // 10/s at 95 % and 12/s at 30 %: ratio 1.2, but a 65-point cliff.
+        let w = WideBracket::of(&rate(10.0, 0.95), &rate(12.0, 0.3)).unwrap();
+        assert_eq!(w.rules, ["share_drop"]);
+    }
+
+    #[test]
+    fn a_bracket_at_the_limits_or_inside_them_is_not_wide() {
+        // 10/s and 15/s (ratio exactly 1.5), 100 % → 50 % (drop exactly 50 points).
+        assert_eq!(WideBracket::of(&rate(10.0, 1.0), &rate(15.0, 0.5)), None);
+        // 10/s at 100 %, 12/s at 80 %: ratio 1.2, drop 20 points.
+        assert_eq!(WideBracket::of(&rate(10.0, 1.0), &rate(12.0, 0.8)), None);
+    }
+
+    #[test]
+    fn the_interpolated_capacity_carries_its_bracket_warning() {
+        // 100 % at 10/s, 90 % at 20/s, target 95 %: 15/s, bracket ratio 2 → wide.
+        let steps = [
+            step(10.0, 10.0, 10.0, 1.0, 100.0),
+            step(20.0, 18.0, 20.0, 0.9, 150.0),
+        ];
+        match capacity(&steps, 0.95) {
+            Capacity::Interpolated {
+                offered_per_s,
+                wide_bracket: Some(w),
+                ..
+            } => {
+                assert!((offered_per_s - 15.0).abs() < 1e-9);
+                assert_eq!(w.rules, ["rate_ratio"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        // 100 % at 10/s, 90 % at 12/s: 11/s, narrow → no warning.
+        let steps = [
+            step(10.0, 10.0, 10.0, 1.0, 100.0),
+            step(12.0, 10.8, 12.0, 0.9, 110.0),
+        ];
+        match capacity(&steps, 0.95) {
+            Capacity::Interpolated {
+                offered_per_s,
+                wide_bracket: None,
+                ..
+            } => assert!((offered_per_s - 11.0).abs() < 1e-9),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -1,19 +1,13 @@
-//! The page header: the trace's identity and the contract it was judged
-//! under (window, warm-up, equality, tokens, classes and their gates, labels).
+//! The page header: the headline (the answer), then the trace's identity and
+//! the contract it was judged under (window, warm-up, equality, tokens),
+//! with the boundary and workload labels as small two-column tables.
 
 use std::fmt::Write;
 
-use crate::report::html::{escape, tpot_name};
+use crate::report::html::escape;
 use crate::sensitivity::short;
 use goodput_core::receipt::Receipt;
 use goodput_core::trace::ArrivalMode;
-
-fn gate_text(g: Option<f64>, rule: &str) -> String {
-    g.map_or_else(
-        || "no gate".to_owned(),
-        |v| format!("{rule} {} ms", short(v)),
-    )
-}
 
 /// The header section: what was judged, under which contract.
 pub(super) fn section(o: &mut String, r: &Receipt) {
@@ -27,11 +21,16 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
              (docs/contract.md §10.2).</p>"
         );
     }
-    let _ = writeln!(o, "<dl class=\"meta\">");
+    crate::report::headline::section(o, r);
+    let _ = writeln!(
+        o,
+        "<h2>Run and contract</h2>\n<div class=\"run\">\n<dl class=\"meta\">"
+    );
     run_items(o, r);
-    class_items(o, r);
-    label_items(o, r);
-    let _ = writeln!(o, "</dl>\n</header>");
+    let _ = writeln!(o, "</dl>\n<div class=\"labels-box\">");
+    label_tables(o, r);
+    let _ = writeln!(o, "</div>");
+    let _ = writeln!(o, "</div>\n</header>");
 }
 
 /// One term and its description.
@@ -116,49 +115,31 @@ fn run_items(o: &mut String, r: &Receipt) {
     );
 }
 
-/// One line per class: its gates, and whether it is the default.
-fn class_items(o: &mut String, r: &Receipt) {
-    let c = &r.contract;
-    let rule = if c.equality == "strict" { "<" } else { "≤" };
-    let tp = tpot_name(r);
-    for (name, g) in &c.classes {
-        let default = if c.default_class.as_deref() == Some(name.as_str()) {
-            " (default)"
-        } else {
-            ""
-        };
-        item(
-            o,
-            "class",
-            format!(
-                "<b>{}</b>{default}: TTFT {} · {tp} {} · E2E {}",
-                escape(name),
-                gate_text(g.ttft_ms, rule),
-                gate_text(g.tpot_ms, rule),
-                gate_text(g.e2e_ms, rule)
-            ),
-        );
-    }
-}
-
-/// The boundary and workload labels, when there are any.
-fn label_items(o: &mut String, r: &Receipt) {
+/// The boundary and workload labels, when there are any: one small table
+/// each, a label per line (key, value), not a run of `key = value` pairs.
+fn label_tables(o: &mut String, r: &Receipt) {
     let c = &r.contract;
     for (what, labels) in [("boundary", &c.boundary), ("workload", &c.workload)] {
         if labels.is_empty() {
             continue;
         }
-        let text: Vec<String> = labels
-            .iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    goodput_core::trace::Scalar::Bool(b) => b.to_string(),
-                    goodput_core::trace::Scalar::Number(n) => short(*n),
-                    goodput_core::trace::Scalar::String(s) => s.clone(),
-                };
-                format!("{} = {}", escape(k), escape(&v))
-            })
-            .collect();
-        item(o, what, text.join(" · "));
+        let _ = writeln!(
+            o,
+            "<table class=\"labels\" id=\"{what}-labels\">\n<caption>{what}</caption>\n<tbody>"
+        );
+        for (k, v) in labels.iter() {
+            let v = match v {
+                goodput_core::trace::Scalar::Bool(b) => b.to_string(),
+                goodput_core::trace::Scalar::Number(n) => short(*n),
+                goodput_core::trace::Scalar::String(s) => s.clone(),
+            };
+            let _ = writeln!(
+                o,
+                "<tr><th class=\"name\" scope=\"row\">{}</th><td class=\"name\">{}</td></tr>",
+                escape(k),
+                escape(&v)
+            );
+        }
+        let _ = writeln!(o, "</tbody>\n</table>");
     }
 }

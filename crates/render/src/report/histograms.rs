@@ -15,10 +15,14 @@ pub const HISTOGRAM_BINS: usize = 40;
 
 /// Geometry of one histogram.
 const HIST_W: f64 = 420.0;
-const HIST_H: f64 = 190.0;
+const HIST_H: f64 = 204.0;
 const HIST_LEFT: f64 = 40.0;
 const HIST_RIGHT: f64 = 24.0;
-const HIST_TOP: f64 = 22.0;
+/// The plot starts below the title row and the gate-label row, so neither
+/// label ever sits on a bar.
+const HIST_TOP: f64 = 36.0;
+/// Baseline of the gate label (or "no gate"), above the plot area.
+const GATE_LABEL_Y: f64 = 29.0;
 const HIST_BOTTOM: f64 = 36.0;
 
 /// The distributions section.
@@ -163,9 +167,14 @@ fn histogram(o: &mut String, class: &str, metric: &Metric, rule: &str, values: &
         metric.label
     );
     if values.is_empty() {
+        let why = if metric.key == "tpot" {
+            "no completed rows with more than one output token"
+        } else {
+            "no completed rows"
+        };
         let _ = writeln!(
             o,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"no-gate\">no completed rows</text>",
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"no-gate\">{why}</text>",
             px((x0 + x1) / 2.0),
             px((HIST_TOP + scale.y0) / 2.0)
         );
@@ -245,7 +254,8 @@ fn axes(o: &mut String, scale: &Scale, cmax: u64) {
     }
 }
 
-/// The gate as a black line with its value, or "no gate".
+/// The gate as a black line with its value, or "no gate"; the label sits in
+/// its own row above the plot area, beside the line's top, never on a bar.
 fn gate_line(o: &mut String, scale: &Scale, gate: Option<f64>, rule: &str) {
     let (x0, x1, y0) = (scale.x0, scale.x1, scale.y0);
     match gate {
@@ -257,10 +267,10 @@ fn gate_line(o: &mut String, scale: &Scale, gate: Option<f64>, rule: &str) {
                 "<line class=\"gate\" data-gate-ms=\"{}\" x1=\"{x:.2}\" y1=\"{}\" x2=\"{x:.2}\" y2=\"{}\"/>\
                  <text class=\"gate-label\" x=\"{}\" y=\"{}\" text-anchor=\"{}\">gate {rule} {}</text>",
                 short(g),
-                px(HIST_TOP - 4.0),
+                px(GATE_LABEL_Y - 8.0),
                 px(y0),
                 px(if right_half { x - 4.0 } else { x + 4.0 }),
-                px(HIST_TOP + 8.0),
+                px(GATE_LABEL_Y),
                 if right_half { "end" } else { "start" },
                 short(g)
             );
@@ -270,7 +280,7 @@ fn gate_line(o: &mut String, scale: &Scale, gate: Option<f64>, rule: &str) {
                 o,
                 "<text class=\"no-gate\" x=\"{}\" y=\"{}\" text-anchor=\"end\">no gate</text>",
                 px(x1),
-                px(HIST_TOP + 8.0)
+                px(GATE_LABEL_Y)
             );
         }
     }

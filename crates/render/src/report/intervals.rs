@@ -117,9 +117,21 @@ fn row(o: &mut String, name: Option<&str>, b: &Block) {
         } else {
             ""
         };
-        let _ = write!(o, "<td{cls} data-col=\"{col}\">{}</td>", escape(text));
+        let _ = write!(o, "<td{cls} data-col=\"{col}\">{}</td>", two_lines(text));
     }
     let _ = writeln!(o, "</tr>");
+}
+
+/// A figure over its interval, on two lines so the table fits the page:
+/// `58.5 %<br>(49.1 %–67.3 %)` (the interval muted); escaped.
+fn two_lines(text: &str) -> String {
+    let text = escape(text);
+    match text.split_once(" (") {
+        Some((value, interval)) => {
+            format!("{value}<br><span class=\"muted\">({interval}</span>")
+        }
+        None => text,
+    }
 }
 
 #[cfg(test)]

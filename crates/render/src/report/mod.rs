@@ -32,6 +32,7 @@
 
 pub mod analysis_page;
 mod header;
+pub mod headline;
 mod histograms;
 mod html;
 mod intervals;
@@ -52,7 +53,7 @@ pub use histograms::HISTOGRAM_BINS;
 pub use html::escape;
 pub use invalid::MAX_LISTED_INVALID_ROWS;
 pub use lanes::{LANES, LANE_COLUMN_PX, LANE_MARK_LIMIT, MAX_CLASS_SUBLANES};
-pub use server::peak_text;
+pub use server::{peak_clause, peak_text};
 
 use goodput_core::server_metrics::MetricsLine;
 

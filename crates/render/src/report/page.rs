@@ -13,12 +13,13 @@ h1{font-size:22px;margin:0 0 8px}h2{font-size:18px;margin:28px 0 8px;border-bott
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 p.closed-loop{border-left:4px solid #b00;padding:4px 10px;background:#fdecea}dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0}dl.meta dt{color:#555}dl.meta dd{margin:0}
 table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}
-th,td{padding:3px 7px;border-bottom:1px solid #e4e4e4;text-align:right;white-space:nowrap}
-th{background:#f4f4f4;font-weight:600}th.group{text-align:center;border-left:1px solid #ccc}
+th,td{padding:3px 6px;border-bottom:1px solid #e4e4e4;text-align:right;white-space:nowrap}
+th{background:#f4f4f4;font-weight:600;white-space:normal;vertical-align:bottom}th.group{text-align:center;border-left:1px solid #ccc}
 td.name,th.name{text-align:left}td.first,th.first{border-left:1px solid #ccc}
 tr.all td{font-weight:600}
 tr.declared td{background:#fff3c4;font-weight:600}
-.scroll{overflow-x:auto}
+.scroll{overflow-x:auto;max-width:100%}
+p.note{overflow-wrap:anywhere}.nw{white-space:nowrap}
 p.note,ul.notes{color:#444;font-size:13px;margin:6px 0}
 .legend{display:flex;flex-wrap:wrap;gap:6px 18px;margin:6px 0 10px;font-size:13px}
 .legend span.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin-right:5px}
@@ -36,6 +37,19 @@ svg .no-gate{font-size:12px;fill:#555;font-style:italic}
 .charts{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:8px 16px}
 figure{margin:0}figcaption{font-size:12px;color:#444}
 .v-pass{fill:#009E73}.v-miss{fill:#D55E00}.v-failed{fill:#CC79A7}.v-censored{fill:#E69F00}.v-excluded{fill:#999999}.v-invalid{fill:#000000}
+#headline{margin:8px 0 18px}
+#headline .figures{display:flex;flex-wrap:wrap;gap:12px 16px;margin:0 0 12px}
+#headline .figure{flex:1 1 260px;border:1px solid #ddd;border-radius:6px;padding:10px 14px;background:#fafafa}
+#headline .big{font-size:26px;font-weight:700;line-height:1.2;font-variant-numeric:tabular-nums}
+#headline .what{font-size:13px;color:#333}
+#headline .verdict-overloaded{border-color:#D55E00;background:#fdf0e8}#headline .verdict-overloaded .big{color:#a34300}
+#headline .verdict-steady{border-color:#009E73;background:#e9f7f2}#headline .verdict-steady .big{color:#006b4e}
+#headline .verdict-inconclusive{border-color:#E69F00;background:#fdf6e6}
+.muted{color:#666;font-weight:400}
+.run{display:flex;flex-wrap:wrap;gap:12px 40px;align-items:flex-start}.run .labels-box{display:flex;flex-wrap:wrap;gap:12px 28px;align-items:flex-start;flex:1 1 360px;min-width:0}
+table.labels caption{text-align:left;font-weight:600;padding:0 0 2px}
+table.labels th{background:none;font-weight:400;color:#555}
+table.labels td{white-space:normal;overflow-wrap:anywhere;max-width:24em}
 footer{margin-top:32px;color:#666;font-size:12px;border-top:1px solid #ddd;padding-top:8px}
 ";
 

@@ -95,11 +95,12 @@ pub(super) fn section(o: &mut String, a: &Analysis, lines: Option<&[MetricsLine]
     );
 }
 
-/// "Peak waiting 212, running 4, KV use 100 %." (series the server lacks
-/// are left out). KV use is the fullest engine's; when the mean across
-/// engines peaked lower, it is named too: "KV use 80 % (fullest engine;
-/// mean across engines 70 %)".
-pub fn peak_text(p: &goodput_core::server_metrics::Peaks) -> String {
+/// "peak waiting 212, running 4, KV use 100 %." (series the server lacks
+/// are left out), lower-case for the middle of a line such as the CLI's
+/// `server metrics: peak waiting 212, …`. KV use is the fullest engine's;
+/// when the mean across engines peaked lower, it is named too: "KV use 80 %
+/// (fullest engine; mean across engines 70 %)".
+pub fn peak_clause(p: &goodput_core::server_metrics::Peaks) -> String {
     let mut parts = Vec::new();
     let odd = &p.implausible;
     if let Some(o) = odd.waiting {
@@ -127,10 +128,19 @@ pub fn peak_text(p: &goodput_core::server_metrics::Peaks) -> String {
         parts.push(kv);
     }
     if parts.is_empty() {
-        "The server exposed none of the mapped series.".to_owned()
+        "the server exposed none of the mapped series.".to_owned()
     } else {
-        format!("Peak {}.", parts.join(", "))
+        format!("peak {}.", parts.join(", "))
     }
+}
+
+/// [`peak_clause`] as a sentence of its own, capitalised: "Peak waiting 212, …".
+pub fn peak_text(p: &goodput_core::server_metrics::Peaks) -> String {
+    let clause = peak_clause(p);
+    let mut chars = clause.chars();
+    chars.next().map_or_else(String::new, |c| {
+        c.to_uppercase().chain(chars).collect::<String>()
+    })
 }
 
 /// What a count must be (`goodput_core::server_metrics::MAX_PLAUSIBLE_COUNT`).
@@ -152,7 +162,9 @@ fn implausible(o: goodput_core::server_metrics::Odd, rule: &str) -> String {
     )
 }
 
-/// One panel: label, frame, the series as polylines broken at gaps.
+/// One panel: label, frame, the series as polylines broken at gaps; a
+/// series no snapshot carried says "not reported by the server's metrics"
+/// instead of an empty frame.
 fn panel(o: &mut String, lines: &[MetricsLine], s: &Series, axis: &TimeAxis, top: f64) {
     let values: Vec<f64> = lines.iter().filter_map(s.pick).collect();
     let max = if s.percent {
@@ -185,6 +197,15 @@ fn panel(o: &mut String, lines: &[MetricsLine], s: &Series, axis: &TimeAxis, top
         px(axis.plot_w),
         px(PANEL_H)
     );
+    if values.is_empty() {
+        let _ = writeln!(
+            o,
+            "<text class=\"no-gate not-reported\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">not reported by the server's metrics</text>",
+            px(axis.plot_left + axis.plot_w / 2.0),
+            px(top + PANEL_H / 2.0 + 4.0)
+        );
+        return;
+    }
     let mut run: Vec<String> = Vec::new();
     let flush = |o: &mut String, run: &mut Vec<String>| {
         if !run.is_empty() {

@@ -238,6 +238,7 @@ fn every_quirk_at_once_is_still_a_clean_run() {
         no_done: true,
         no_finish_reason: false,
         no_usage: false,
+        template_tokens: 7,
     };
     let server = quirky_sim(10.0, all);
     let trace = short_run(&server, &["--api", "completions"]);
@@ -792,8 +793,9 @@ fn a_disk_that_fills_during_the_run_stops_sending_keeps_the_spool_and_the_old_tr
     let Some(fs) = Tmpfs::mount(128) else { return };
     let out = fs.path().join("t.json");
     std::fs::write(&out, "previous trace").unwrap();
-    // Room for the 4 KiB probe, not for 100 rows (~25 KB).
-    fs.fill_leaving(12);
+    // Room for the 4 KiB probe, the header and the 8 KiB reserve, not for
+    // 100 rows (~25 KB).
+    fs.fill_leaving(20);
     let server = quirky_sim(4.0, StreamQuirks::default());
     let (code, message, _) = record(
         &server.url(),
@@ -817,7 +819,50 @@ fn a_disk_that_fills_during_the_run_stops_sending_keeps_the_spool_and_the_old_tr
     assert!(message.contains("goodput record --recover "), "{message}");
     assert!(server.stats.requests.load(Ordering::Relaxed) < 100);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous trace");
+    // The reserve was freed to write the failure: the spool alone is left,
+    // ending with that line after its last whole line.
     assert_eq!(fs.strays("t.json"), vec!["t.json.spool".to_owned()]);
+    let spool = fs.path().join("t.json.spool");
+    let text = std::fs::read_to_string(&spool).unwrap();
+    let last = text.lines().last().unwrap();
+    assert!(text.ends_with('\n'), "the spool ends with a whole line");
+    assert!(
+        last.starts_with(r#"{"writeFailed":"No space left on device"#),
+        "{last}"
+    );
+    // Its recovered trace says why the run stopped.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let recovered = elsewhere.path().join("r.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(["record", "--recover"])
+        .arg(&spool)
+        .arg("--out")
+        .arg(&recovered)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        said.contains(
+            "the run stopped when its spool could not be written (No space left on device"
+        ),
+        "{said}"
+    );
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&recovered).unwrap()).unwrap();
+    assert_eq!(trace["workload"]["interrupted"], true);
+    assert!(
+        trace["workload"]["spoolWriteFailed"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("No space left on device")),
+        "{}",
+        trace["workload"]
+    );
 }
 
 /// Runs the real binary with a file-size limit (RLIMIT_FSIZE, SIGXFSZ

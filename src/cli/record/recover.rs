@@ -46,6 +46,13 @@ pub fn run(args: &RecordArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         if r.run_ended {
             // The spool holds the run's end: nothing was cut.
             "the run had ended (only its trace was not written): its window is kept".to_owned()
+        } else if let Some(why) = &r.write_failed {
+            format!(
+                "the run stopped when its spool could not be written ({}): window cut at {:.3} ms \
+                 (workload.spoolWriteFailed)",
+                goodput_util::escape::terminal(why),
+                r.cut_ms
+            )
         } else {
             format!("window cut at {:.3} ms", r.cut_ms)
         },

@@ -73,6 +73,8 @@ pub struct Recovered {
     /// The spool holds the run's end: it finished, and only its trace was
     /// not written (the window is the run's, not cut at `cut_ms`).
     pub run_ended: bool,
+    /// The spool's own write failed and stopped the run: the error.
+    pub write_failed: Option<String>,
 }
 
 /// Recovers the trace of the spool at `spool` into `out` (atomically); the
@@ -125,8 +127,28 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, RecordError> 
     } else {
         0
     };
-    let built = spool::write_trace(spool_file, &scan, &stop, rows, unended, out, &Labels::new())?;
+    let built = spool::write_trace(
+        spool_file,
+        &scan,
+        &stop,
+        rows,
+        unended,
+        out,
+        &stopped_by(&scan),
+    )?;
+    let _ = std::fs::remove_file(spool::reserve_path(spool_file));
     Ok(recovered(&scan, built, rows, not_sent))
+}
+
+/// What the recovered trace's workload adds: `spoolWriteFailed`, the error
+/// that stopped the run, when its spool says its own write failed (a full
+/// disk: the interrupt is the recorder's, not the operator's).
+fn stopped_by(scan: &spool::Scan) -> Labels {
+    let mut extra = Labels::new();
+    if let Some(why) = &scan.write_failed {
+        extra.insert("spoolWriteFailed".into(), Scalar::String(why.clone()));
+    }
+    extra
 }
 
 /// The row of request `index` without an ending: in flight with its first
@@ -178,6 +200,7 @@ fn recovered(scan: &spool::Scan, built: Built, rows: usize, not_sent: usize) -> 
             without_ending
         },
         run_ended: scan.end.is_some(),
+        write_failed: scan.write_failed.clone(),
     }
 }
 
@@ -316,6 +339,15 @@ fn recover_sessions(
     let not_sent = (dispatched.min(sessions)..sessions)
         .filter(|&s| unproven_sent(scan, layout.offsets[s]))
         .count();
-    let built = spool::write_trace(spool_file, scan, &stop, rows, unended, out, &Labels::new())?;
+    let built = spool::write_trace(
+        spool_file,
+        scan,
+        &stop,
+        rows,
+        unended,
+        out,
+        &stopped_by(scan),
+    )?;
+    let _ = std::fs::remove_file(spool::reserve_path(spool_file));
     Ok(recovered(scan, built, rows, not_sent))
 }

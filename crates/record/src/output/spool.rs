@@ -275,6 +275,22 @@ enum Line {
         dispatched: usize,
     },
     End(RunEnd),
+    /// The spool's own write failed (a full disk): the error, written into
+    /// the room [`RESERVE_BYTES`] kept for it, so a recovered trace can say
+    /// why the run stopped.
+    WriteFailed(String),
+}
+
+/// Room kept beside the spool (`SPOOL.reserve`) from its creation, freed
+/// when a spool write fails so that the failure itself can still be
+/// written: two pages, far more than the one short line it takes.
+pub const RESERVE_BYTES: usize = 8192;
+
+/// The reserve file of a spool: `SPOOL.reserve`.
+pub fn reserve_path(spool: &Path) -> PathBuf {
+    let mut name = spool.as_os_str().to_owned();
+    name.push(".reserve");
+    PathBuf::from(name)
 }
 
 /// A spooled failure reason that no [`FailReason`] writes.
@@ -373,13 +389,19 @@ pub struct SpoolWriter {
     first_arrival: bool,
     /// `first` lines carry the send instant (open loop: the send lag).
     first_sent: bool,
+    /// The reserve file, while it holds its room.
+    reserve: Option<PathBuf>,
 }
 
 impl SpoolWriter {
-    /// Creates the spool (refusing to overwrite one) and writes its header.
+    /// Creates the spool (refusing to overwrite one) and writes its header,
+    /// then its reserve (none when even that does not fit: the failure is
+    /// then only in the message).
     pub fn create(path: &Path, header: &Header) -> Result<SpoolWriter, SpoolError> {
         let file = Self::create_file(path)?;
-        Self::with_writer(path, Box::new(file), header)
+        let mut writer = Self::with_writer(path, Box::new(file), header)?;
+        writer.reserve = keep_room(&reserve_path(path));
+        Ok(writer)
     }
 
     /// Creates the spool file itself, refusing to overwrite one.
@@ -424,6 +446,7 @@ impl SpoolWriter {
             error: None,
             first_arrival: header.arrivals_ms.is_empty(),
             first_sent: header.frame.open_loop,
+            reserve: None,
         })
     }
 
@@ -435,7 +458,23 @@ impl SpoolWriter {
             .map_err(io::Error::from)
             .and_then(|()| self.file.write_all(b"\n"));
         if let Err(e) = result {
-            self.error = Some(e);
+            self.failed(e);
+        }
+    }
+
+    /// Keeps the first error and, when the spool has a reserve, writes it
+    /// into the spool in the reserve's room: what the buffer still held is
+    /// dropped (it never reached the disk), a torn last line is cut back to
+    /// the last whole line, and one `writeFailed` line ends the spool.
+    fn failed(&mut self, error: io::Error) {
+        let line = Line::WriteFailed(error.to_string());
+        self.error = Some(error);
+        let sink: Box<dyn Write> = Box::new(io::sink());
+        let old = std::mem::replace(&mut self.file, BufWriter::new(sink));
+        drop(old.into_parts());
+        if let Some(reserve) = self.reserve.take() {
+            let _ = std::fs::remove_file(&reserve);
+            let _ = end_with_line(&self.path, &line);
         }
     }
 
@@ -487,10 +526,65 @@ impl SpoolWriter {
     fn flush(&mut self) {
         if self.error.is_none() {
             if let Err(e) = self.file.flush() {
-                self.error = Some(e);
+                self.failed(e);
             }
         }
     }
+}
+
+impl Drop for SpoolWriter {
+    /// The reserve goes with the writer: a run that ends, fails or is
+    /// stopped leaves only its spool (a killed one, the reserve too, which
+    /// `--recover` removes).
+    fn drop(&mut self) {
+        if let Some(reserve) = self.reserve.take() {
+            let _ = std::fs::remove_file(reserve);
+        }
+    }
+}
+
+/// Creates `path` holding [`RESERVE_BYTES`]; None (and no file) when it
+/// cannot.
+fn keep_room(path: &Path) -> Option<PathBuf> {
+    let written = File::options()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| {
+            f.write_all(&[0u8; RESERVE_BYTES])
+                .and_then(|()| f.sync_data())
+        });
+    match written {
+        Ok(()) => Some(path.to_owned()),
+        Err(_) => {
+            let _ = std::fs::remove_file(path);
+            None
+        }
+    }
+}
+
+/// Cuts `spool` back to its last whole line and appends `line`.
+fn end_with_line(spool: &Path, line: &Line) -> io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::options().read(true).write(true).open(spool)?;
+    let len = file.metadata()?.len();
+    let tail_len = len.min(1 << 20);
+    file.seek(SeekFrom::Start(len - tail_len))?;
+    let mut tail = Vec::with_capacity(tail_len as usize);
+    Read::by_ref(&mut file)
+        .take(tail_len)
+        .read_to_end(&mut tail)?;
+    let whole = match tail.iter().rposition(|&b| b == b'\n') {
+        Some(i) => len - tail_len + i as u64 + 1,
+        None if tail_len == len => 0,
+        None => return Err(io::Error::other("no line end in the spool's last MiB")),
+    };
+    file.set_len(whole)?;
+    file.seek(SeekFrom::Start(whole))?;
+    let mut text = serde_json::to_vec(line)?;
+    text.push(b'\n');
+    file.write_all(&text)?;
+    file.sync_data()
 }
 
 /// What one reading of a whole spool learned.
@@ -520,6 +614,9 @@ pub struct Scan {
     /// of those the ones off by more than the tokenizer rule's slack
     /// ([`goodput_core::receipt::tokenizer::row_off`]).
     pub prompt_counts: (u64, u64),
+    /// The error that stopped the run, when its spool could not be written
+    /// (the spool's `writeFailed` line).
+    pub write_failed: Option<String>,
     /// The first tokens of requests without an ending, by index.
     firsts: BTreeMap<usize, SpooledFirst>,
     /// The first line the recorder could never have written, `(line, why)`:
@@ -670,6 +767,7 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
         firsts: BTreeMap::new(),
         impossible: None,
         prompt_counts: (0, 0),
+        write_failed: None,
     };
     let mut all_usage = true;
     while let Some(line) = lines.next()? {
@@ -696,6 +794,7 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
                 scan.last_instant_ms = scan.last_instant_ms.max(end.at_ms);
                 scan.end = Some(end);
             }
+            Line::WriteFailed(why) => scan.write_failed = Some(why),
         }
     }
     scan.tokens = if all_usage {
@@ -731,6 +830,7 @@ fn impossible_line(header: &Header, line: &Line) -> Option<String> {
         ),
         Line::Ended(row) => ("an ending", row.last_instant_ms()),
         Line::End(end) => ("the run's end", end.at_ms),
+        Line::WriteFailed(_) => return None,
     };
     if at_ms > horizon_ms + DRAIN_ALLOWANCE_MS {
         return Some(format!(
@@ -758,7 +858,7 @@ fn impossible_line(header: &Header, line: &Line) -> Option<String> {
     let (index, arrival_ms) = match line {
         Line::Ended(row) => (row.index, Some(row.arrival_ms)),
         Line::First(f) => (f.index, f.arrival_ms),
-        Line::Mark { .. } | Line::End(_) => return None,
+        Line::Mark { .. } | Line::End(_) | Line::WriteFailed(_) => return None,
     };
     let scheduled = header.arrivals_ms.get(index)?;
     match arrival_ms {
@@ -902,7 +1002,9 @@ pub fn rows<'a>(
                         return Some(Err(io::Error::other(lines.bad(unknown.to_string()))))
                     }
                 },
-                Ok(Some(Line::Mark { .. } | Line::First(_) | Line::End(_))) => {}
+                Ok(Some(
+                    Line::Mark { .. } | Line::First(_) | Line::End(_) | Line::WriteFailed(_),
+                )) => {}
                 Ok(None) => {
                     return Some(Err(io::Error::other(format!(
                         "{}: request {index} ended but its line is gone (the spool changed while it was read)",

@@ -138,6 +138,8 @@ pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
         ttft_ms: None,
         tpot_ms: None,
         e2e_ms: None,
+        stall_ms: None,
+        token_deadline_ms: None,
     };
     for part in gates.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = part
@@ -206,7 +208,9 @@ mod tests {
                 Gates {
                     ttft_ms: Some(1000.0),
                     tpot_ms: Some(50.0),
-                    e2e_ms: Some(10000.0)
+                    e2e_ms: Some(10000.0),
+                    stall_ms: None,
+                    token_deadline_ms: None,
                 }
             ))
         );
@@ -217,7 +221,9 @@ mod tests {
                 Gates {
                     ttft_ms: Some(5000.0),
                     tpot_ms: None,
-                    e2e_ms: None
+                    e2e_ms: None,
+                    stall_ms: None,
+                    token_deadline_ms: None,
                 }
             ))
         );
@@ -239,7 +245,9 @@ mod tests {
             Gates {
                 ttft_ms: Some(1000.0),
                 tpot_ms: Some(50.0),
-                e2e_ms: Some(10000.0)
+                e2e_ms: Some(10000.0),
+                stall_ms: None,
+                token_deadline_ms: None,
             }
         );
     }

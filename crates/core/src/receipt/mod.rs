@@ -8,6 +8,7 @@
 
 pub mod build;
 pub mod cost;
+pub mod gaps;
 pub mod recovery;
 pub mod release;
 pub mod saturation;
@@ -210,6 +211,11 @@ pub struct Block {
     /// Whether the server kept up with the offered load: offered and served
     /// rates, requests in flight over the window, and a verdict.
     pub saturation: Saturation,
+    /// The gaps between token-carrying stream events (docs/contract.md
+    /// §10.13); absent when no row of the block carries `gapsMs` and no
+    /// class declares `stallMs` or `tokenDeadlineMs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gaps: Option<gaps::GapBlock>,
 }
 
 /// How far the headline figures of one block could move from run to run:
@@ -396,6 +402,9 @@ pub struct MissReasons {
     pub tpot: u64,
     /// Rows over their E2E gate.
     pub e2e: u64,
+    /// Rows over their stall gate (present only when a class declares `stallMs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<u64>,
 }
 
 /// Exclusion causes.
@@ -447,4 +456,11 @@ pub struct RowVerdict {
     /// The row's labels, echoed (absent when the row has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<Labels>,
+    /// The row's largest gap between token-carrying events, ms (absent
+    /// without gaps; docs/contract.md §10.13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gap_ms: Option<f64>,
+    /// The 0-based position of that gap in `gapsMs` (the first, when equal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gap_index: Option<u64>,
 }

@@ -308,3 +308,59 @@ fn the_writer_writes_gaps_only_when_recorded() {
         serde_json::from_slice(&goodput_util::json::to_canonical_json(&row).unwrap()).unwrap();
     assert_eq!(with["gapsMs"], serde_json::json!([1.5, 0, 20]));
 }
+
+/// `fixtures/bad_gaps.json`: the two valid rows' gaps are 30, 30, 40 and
+/// 30, 30, 40.001, so the largest gap is 40.001 and p99 (rank 6 of 6) too.
+#[test]
+fn the_gate_checks_the_largest_gap_and_the_p99_gap() {
+    let gate = |max_stall: &str| {
+        common::goodput()
+            .args(["gate", "--min-goodput", "0", "--max-p99-gap-ms", "40.001"])
+            .args(["--max-stall-ms", max_stall])
+            .arg(common::fixture("bad_gaps.json"))
+            .output()
+            .unwrap()
+    };
+    let refused = gate("40");
+    assert_eq!(refused.status.code(), Some(1));
+    let text = String::from_utf8(refused.stdout).unwrap();
+    assert!(
+        text.contains("REFUSE: 1 of 7 criteria fail (largest gap ms)"),
+        "{text}"
+    );
+    assert_eq!(gate("40.001").status.code(), Some(0));
+    let bad = gate("-1");
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+/// Without gaps the gate has no evidence: the criterion fails.
+#[test]
+fn the_stall_criterion_fails_without_gaps() {
+    let out = common::goodput()
+        .args(["gate", "--min-goodput", "0", "--max-stall-ms", "1000"])
+        .arg(common::fixture("spec_example.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn the_text_receipt_has_one_gap_line_per_block() {
+    let out = common::goodput()
+        .arg("analyze")
+        .arg(common::fixture("bad_gaps.json"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Pooled 30, 30, 30, 30, 40, 40.001: p50 rank 3 → 30, p99 → 40.001.
+    let gaps_line = text
+        .lines()
+        .skip_while(|l| !l.starts_with("GAPS ms"))
+        .nth(2)
+        .unwrap();
+    let cells: Vec<&str> = gaps_line.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        ["chat", "2", "6", "30.0", "40.0", "40.0", "0", "0", "—"]
+    );
+}

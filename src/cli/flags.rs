@@ -125,7 +125,7 @@ pub fn resolve_limits(
 /// evidence.
 pub const DEFAULT_SLO: &str = "default:ttft=1000,tpot=50,e2e=10000";
 
-/// Parses one `--slo NAME:ttft=MS,tpot=MS,e2e=MS`.
+/// Parses one `--slo NAME:ttft=MS,tpot=MS,e2e=MS[,stall=MS]`.
 pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
     let (name, gates) = text
         .split_once(':')
@@ -156,9 +156,10 @@ pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
             "ttft" => &mut out.ttft_ms,
             "tpot" => &mut out.tpot_ms,
             "e2e" | "e2el" => &mut out.e2e_ms,
+            "stall" => &mut out.stall_ms,
             other => {
                 return Err(format!(
-                    "--slo `{text}`: unknown gate `{other}` (use ttft, tpot, e2e)"
+                    "--slo `{text}`: unknown gate `{other}` (use ttft, tpot, e2e, stall)"
                 ))
             }
         };
@@ -198,6 +199,17 @@ pub fn confidence_flag(level: f64) -> Result<goodput_core::intervals::Confidence
 mod tests {
     use super::*;
     use goodput_core::trace::write::{DEFAULT_CLASS, DEFAULT_GATES};
+
+    #[test]
+    fn slo_reads_a_stall_gate() {
+        let (name, gates) = parse_slo("chat:ttft=500,stall=250").unwrap();
+        assert_eq!(name, "chat");
+        assert_eq!(
+            (gates.ttft_ms, gates.tpot_ms, gates.stall_ms),
+            (Some(500.0), None, Some(250.0))
+        );
+        assert!(parse_slo("chat:stall=-1").is_err());
+    }
 
     #[test]
     fn slo_flags_parse_with_unnamed_gates_as_none() {

@@ -364,3 +364,70 @@ fn the_text_receipt_has_one_gap_line_per_block() {
         ["chat", "2", "6", "30.0", "40.0", "40.0", "0", "0", "—"]
     );
 }
+
+/// Rows a, b pass (a's largest gap 100 sits on the stall gate 100), d
+/// misses on stall (300).
+const MUTATE_TRACE: &str = r#"{
+  "schema": "goodput-trace/1",
+  "window": {"startMs": 0, "endMs": 10000},
+  "equality": "inclusive",
+  "classes": {"chat": {"ttftMs": 1000, "tpotMs": null, "e2eMs": 10000, "stallMs": 100}},
+  "rows": [
+    {"id": "a", "arrivalMs": 0, "status": "completed", "firstTokenMs": 100, "completedMs": 400, "outputTokens": 4, "gapsMs": [100, 100, 100]},
+    {"id": "b", "arrivalMs": 10, "status": "completed", "firstTokenMs": 100, "completedMs": 300, "outputTokens": 4, "gapsMs": [50, 60, 70]},
+    {"id": "d", "arrivalMs": 0, "status": "completed", "firstTokenMs": 100, "completedMs": 450, "outputTokens": 3, "gapsMs": [50, 300]}
+  ]
+}"#;
+
+fn mutation_status(
+    report: &goodput_core::review::mutate::MutationReport,
+    name: &str,
+) -> goodput_core::review::mutate::Status {
+    report
+        .mutations
+        .iter()
+        .find(|m| m.name == name)
+        .map(|m| m.status)
+        .unwrap()
+}
+
+/// A calculator that judges without the stall gate but echoes the
+/// declared one: the stall mutation must catch it.
+struct IgnoresStall;
+
+impl goodput_core::review::mutate::Calculator for IgnoresStall {
+    fn receipt(
+        &self,
+        bytes: &[u8],
+    ) -> Result<goodput_core::receipt::Receipt, goodput_core::trace::Rejection> {
+        let mut doc: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        for gates in doc["classes"].as_object_mut().unwrap().values_mut() {
+            gates.as_object_mut().unwrap().remove("stallMs");
+        }
+        let mut receipt = analyze(&doc.to_string()).receipt;
+        receipt.contract.classes = analyze(std::str::from_utf8(bytes).unwrap())
+            .receipt
+            .contract
+            .classes;
+        Ok(receipt)
+    }
+}
+
+#[test]
+fn the_stall_mutation_is_caught_and_catches_a_calculator_that_ignores_stalls() {
+    use goodput_core::review::mutate::{check, Analyzer, Status};
+    let real = check(
+        MUTATE_TRACE.as_bytes(),
+        &Analyzer::for_mutations_of(Limits::default()),
+    )
+    .unwrap();
+    assert_eq!(real.not_caught, 0, "{:?}", real.mutations);
+    assert_eq!(mutation_status(&real, "push_past_stall"), Status::Caught);
+    // Row a sits on the stall gate: strict equality must fail it.
+    assert_eq!(mutation_status(&real, "flip_equality"), Status::Caught);
+    let broken = check(MUTATE_TRACE.as_bytes(), &IgnoresStall).unwrap();
+    assert_eq!(
+        mutation_status(&broken, "push_past_stall"),
+        Status::NotCaught
+    );
+}

@@ -36,6 +36,11 @@ pub struct StreamQuirks {
     pub no_finish_reason: bool,
     /// Never send a usage chunk.
     pub no_usage: bool,
+    /// Pause before every N-th token of a stream (the N-th, 2N-th, …; 0:
+    /// never), so a recording shows stalls where they were put.
+    pub stall_every: u32,
+    /// How long each of those pauses lasts, ms.
+    pub stall_ms: u64,
 }
 
 impl Default for StreamQuirks {
@@ -48,6 +53,8 @@ impl Default for StreamQuirks {
             no_done: false,
             no_finish_reason: false,
             no_usage: false,
+            stall_every: 0,
+            stall_ms: 0,
         }
     }
 }
@@ -70,6 +77,12 @@ impl StreamQuirks {
         }
         if self.no_finish_reason {
             out.push("no-finish-reason".to_owned());
+        }
+        if self.stall_every > 0 {
+            out.push(format!(
+                "stall-every {} (stall-ms {})",
+                self.stall_every, self.stall_ms
+            ));
         }
         if self.no_usage {
             out.push("no-usage".to_owned());

@@ -96,3 +96,60 @@ fn the_sims_stalls_are_found_at_the_right_rows_and_positions() {
     assert!(gaps["gapMs"]["p99"].as_f64().unwrap() >= 200.0);
     assert!(gaps["largestGapMs"]["p50"].as_f64().unwrap() >= 200.0);
 }
+
+/// `--no-gaps` leaves `gapsMs` out of every row; `--token-deadline-ms`
+/// lands in every class and gives the receipt a fluidity figure. With 10 ms
+/// steps and a 5 ms deadline, each stream's schedule restarts at every
+/// event, so far from every deadline is met (the tokens that arrive together
+/// after a pause meet theirs).
+#[test]
+fn no_gaps_leaves_them_out_and_a_token_deadline_is_recorded() {
+    let server = stalling_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let flags = [
+        "--request-rate",
+        "2",
+        "--arrival",
+        "constant",
+        "--duration",
+        "1s",
+        "--grace",
+        "5s",
+        "--token-deadline-ms",
+        "5",
+    ];
+    let (code, stdout, trace) = record(&server.url(), &out, &flags);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(trace["classes"]["default"]["tokenDeadlineMs"], 5);
+    let receipt = receipt(&out);
+    let fluidity = &receipt["results"]["all"]["gaps"]["fluidity"];
+    assert_eq!(fluidity["deadlines"], 22, "{fluidity}");
+    assert!(fluidity["met"].as_u64().unwrap() < 22, "{fluidity}");
+    let mut no_gaps = flags.to_vec();
+    no_gaps.push("--no-gaps");
+    let (code, stdout, trace) = record(&server.url(), &out, &no_gaps);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(rows(&trace).iter().all(|r| r.get("gapsMs").is_none()));
+    assert_eq!(rows(&trace).len(), 2);
+}
+
+#[test]
+fn a_token_deadline_must_be_positive() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, message, _) = record(
+        "http://127.0.0.1:9",
+        &out,
+        &[
+            "--request-rate",
+            "1",
+            "--duration",
+            "1s",
+            "--token-deadline-ms",
+            "0",
+        ],
+    );
+    assert_eq!(code, 2, "{message}");
+    assert!(message.contains("--token-deadline-ms"), "{message}");
+}

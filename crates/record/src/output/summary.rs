@@ -529,6 +529,7 @@ mod tests {
             phases: Vec::new(),
             resources: None,
             shard: None,
+            no_gaps: false,
         }
     }
 

@@ -260,24 +260,25 @@ fn a_slower_decode_step_is_worse_on_tpot_and_pass_share() {
     let (sa, sb) = (sim(10.0), sim(30.0));
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = record_pair(dir.path(), (&sa, &sb), ("21", "21"), "40", "2.5s", "20");
-    let c = compare_json(&a, &b);
+    // Recorded rows carry their gaps: more bytes than the default limit.
+    let c = compare_json_with(&a, &b, &BIG);
     let (a, b) = (a.display().to_string(), b.display().to_string());
-    eprintln!("{}", compare(&[&a, &b]).1);
+    eprintln!("{}", compare(&[&a, &b, BIG[0], BIG[1]]).1);
     assert_eq!(figure(&c, "pass_share")["verdict"], "worse");
     assert_eq!(figure(&c, "p95_tpot")["verdict"], "worse");
     assert_eq!(figure(&c, "goodput")["verdict"], "worse");
     // The regression gate: exit 1, naming the figure.
-    let (code, out) = compare(&[&a, &b, "--fail-if-worse", "p95_tpot"]);
+    let (code, out) = compare(&[&a, &b, BIG[0], BIG[1], "--fail-if-worse", "p95_tpot"]);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains("FAIL: B is worse than A beyond noise on p95_tpot (all)"),
         "{out}"
     );
     // Not listed, not gated: failure share is 0 % in both.
-    let (code, out) = compare(&[&a, &b, "--fail-if-worse", "failure_share"]);
+    let (code, out) = compare(&[&a, &b, BIG[0], BIG[1], "--fail-if-worse", "failure_share"]);
     assert_eq!(code, 0, "{out}");
     // Markdown for a pull request.
-    let (code, md) = compare(&[&a, &b, "--markdown"]);
+    let (code, md) = compare(&[&a, &b, BIG[0], BIG[1], "--markdown"]);
     assert_eq!(code, 0);
     assert!(
         md.contains("| pass share |") && md.contains("**worse**"),

@@ -239,6 +239,8 @@ fn every_quirk_at_once_is_still_a_clean_run() {
         no_finish_reason: false,
         no_usage: false,
         template_tokens: 7,
+        stall_every: 0,
+        stall_ms: 0,
     };
     let server = quirky_sim(10.0, all);
     let trace = short_run(&server, &["--api", "completions"]);

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use common::recording::{f, receipt, rows};
 use goodput::cli::{Cli, Command as Sub};
+use goodput_core::trace::write::round_us;
 use goodput_record::exchange::{Ending, FailReason, Observation};
 use goodput_record::output::frame::Stop;
 use goodput_record::output::spool::{self, SpoolWriter};
@@ -88,6 +89,14 @@ fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
                 // makes the label before the row reaches the collector).
                 error_text: (matches!(kind, 6 | 7) && rng.random_range(0..2u32) == 0)
                     .then(|| format!("overloaded \"queue\" {}", rng.random_range(0..3u32))),
+                // Gaps on some rows, dropped (over the cap) on others: the
+                // spool must carry both as the in-memory path does.
+                gaps_ms: match kind {
+                    2 | 3 => vec![round_us((end - first) / 4.0); 2],
+                    _ => Vec::new(),
+                },
+                gaps_dropped: kind == 4,
+                last_content_ms: None,
             };
             let ending = match kind {
                 1..=5 => Ending::Completed { completed_ms: end },

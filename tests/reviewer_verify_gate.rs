@@ -224,6 +224,7 @@ fn criteria(min: &str) -> Criteria {
         class_limits: Vec::new(),
         allow_closed_loop: false,
         allow_overload: false,
+        gaps: Default::default(),
     }
 }
 

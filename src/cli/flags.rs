@@ -126,7 +126,7 @@ pub fn resolve_limits(
 /// evidence.
 pub const DEFAULT_SLO: &str = "default:ttft=1000,tpot=50,e2e=10000";
 
-/// Parses one `--slo NAME:ttft=MS,tpot=MS,e2e=MS`.
+/// Parses one `--slo NAME:ttft=MS,tpot=MS,e2e=MS[,stall=MS]`.
 pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
     let (name, gates) = text
         .split_once(':')
@@ -139,6 +139,8 @@ pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
         ttft_ms: None,
         tpot_ms: None,
         e2e_ms: None,
+        stall_ms: None,
+        token_deadline_ms: None,
     };
     for part in gates.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = part
@@ -155,9 +157,10 @@ pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
             "ttft" => &mut out.ttft_ms,
             "tpot" => &mut out.tpot_ms,
             "e2e" | "e2el" => &mut out.e2e_ms,
+            "stall" => &mut out.stall_ms,
             other => {
                 return Err(format!(
-                    "--slo `{text}`: unknown gate `{other}` (use ttft, tpot, e2e)"
+                    "--slo `{text}`: unknown gate `{other}` (use ttft, tpot, e2e, stall)"
                 ))
             }
         };
@@ -230,6 +233,17 @@ mod tests {
     use goodput_core::trace::write::{DEFAULT_CLASS, DEFAULT_GATES};
 
     #[test]
+    fn slo_reads_a_stall_gate() {
+        let (name, gates) = parse_slo("chat:ttft=500,stall=250").unwrap();
+        assert_eq!(name, "chat");
+        assert_eq!(
+            (gates.ttft_ms, gates.tpot_ms, gates.stall_ms),
+            (Some(500.0), None, Some(250.0))
+        );
+        assert!(parse_slo("chat:stall=-1").is_err());
+    }
+
+    #[test]
     fn slo_flags_parse_with_unnamed_gates_as_none() {
         assert_eq!(
             parse_slo("interactive:ttft=1000,tpot=50,e2e=10000"),
@@ -238,7 +252,9 @@ mod tests {
                 Gates {
                     ttft_ms: Some(1000.0),
                     tpot_ms: Some(50.0),
-                    e2e_ms: Some(10000.0)
+                    e2e_ms: Some(10000.0),
+                    stall_ms: None,
+                    token_deadline_ms: None,
                 }
             ))
         );
@@ -249,7 +265,9 @@ mod tests {
                 Gates {
                     ttft_ms: Some(5000.0),
                     tpot_ms: None,
-                    e2e_ms: None
+                    e2e_ms: None,
+                    stall_ms: None,
+                    token_deadline_ms: None,
                 }
             ))
         );
@@ -271,7 +289,9 @@ mod tests {
             Gates {
                 ttft_ms: Some(1000.0),
                 tpot_ms: Some(50.0),
-                e2e_ms: Some(10000.0)
+                e2e_ms: Some(10000.0),
+                stall_ms: None,
+                token_deadline_ms: None,
             }
         );
     }

@@ -27,7 +27,9 @@ Exit status:
 Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
 (default 0.05); censored share <= ceiling (default 0.05); p95 and p99 TTFT /
 TPOT / E2E <= the limits given (each its own line); recovery after the burst phase <= --max-recovery-s;
---class-limits adds the same criteria for other classes; the run is open-loop (a
+--class-limits adds the same criteria for other classes; the largest gap
+between token-carrying events <= --max-stall-ms and their p99 <= --max-p99-gap-ms
+(a trace without gapsMs fails them); the run is open-loop (a
 closed-loop run is refused unless --allow-closed-loop). A figure that cannot be
 measured (empty cohort, no completed rows, no recovery) fails its criterion.
 Each class that lost requests gets a diagnosis line (counts, then a reading).
@@ -78,6 +80,9 @@ pub struct GateArgs {
     /// How recovery is measured.
     #[command(flatten)]
     pub recovery: RecoveryArgs,
+    /// The stall limits.
+    #[command(flatten)]
+    pub gaps: crate::cli::gaps::GapArgs,
     /// Reject the trace (exit 2) at its first invalid row.
     #[arg(long)]
     pub strict: bool,
@@ -118,6 +123,7 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         class_limits: args.class_limits,
         allow_closed_loop: args.allow_closed_loop,
         allow_overload: args.allow_overload,
+        gaps: args.gaps.limits(),
     };
     // Flags first: a bad flag is exit 2 before any work.
     criteria.check().map_err(|e| Error::Usage(e.to_string()))?;

@@ -13,6 +13,7 @@ pub mod error;
 pub mod exit;
 pub mod flags;
 pub mod frontier;
+pub mod gaps;
 pub mod gate;
 pub mod import;
 pub mod input;

@@ -98,6 +98,13 @@ pub struct SimArgs {
     /// template does on a real server (a client tokenizer then counts fewer).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub template_tokens: u32,
+    /// Pause before every N-th token of each stream (the N-th, 2N-th, …)
+    /// for --stall-ms: stalls a recording must find where they were put.
+    #[arg(long, value_name = "N", requires = "stall_ms", value_parser = clap::value_parser!(u32).range(1..))]
+    pub stall_every: Option<u32>,
+    /// How long each --stall-every pause lasts, ms (at most 600,000).
+    #[arg(long, value_name = "S", requires = "stall_every", value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    pub stall_ms: Option<u64>,
     /// Count prompt tokens with this Hugging Face tokenizer.json (each message's
     /// content, summed; no chat template) instead of whitespace-separated words.
     #[arg(long, value_name = "FILE")]
@@ -195,6 +202,8 @@ pub fn config_from(args: &SimArgs) -> Result<SimConfig, Error> {
             no_finish_reason: args.no_finish_reason,
             no_usage: args.no_usage,
             template_tokens: args.template_tokens,
+            stall_every: args.stall_every.unwrap_or(0),
+            stall_ms: args.stall_ms.unwrap_or(0),
         },
     })
 }

@@ -50,7 +50,10 @@ impl JsonSchema for RowDescription {
                 unique), class (a declared class; optional), arrivalMs (number), status \
                 (\"completed\" | \"failed\" | \"in_flight\"), firstTokenMs, completedMs, \
                 outputTokens (integral, 1..=10^9 on completed rows), reason (failed rows), \
-                endedMs, labels (object of strings, finite numbers, booleans). A row that \
+                endedMs, labels (object of strings, finite numbers, booleans), gapsMs (the gaps \
+                between consecutive token-carrying stream events, ms, in order: numbers >= 0, \
+                at most outputTokens - 1 and at most 100,000 of them, summing to at most \
+                completedMs - firstTokenMs; optional). A row that \
                 breaks a rule is counted invalid with every applicable reason (docs/contract.md §5); it \
                 never rejects the document, so this schema does not constrain rows."
         })

@@ -79,6 +79,9 @@ pub struct Measured {
     pub e2e_ms: f64,
     /// Output tokens (or chunks) of the row.
     pub output_tokens: u64,
+    /// The largest of the row's `gapsMs`; `None` without gaps (absent or
+    /// empty), so the stall gate does not apply (docs/contract.md §10.15).
+    pub max_gap_ms: Option<f64>,
 }
 
 /// The metrics a completed row missed.
@@ -90,20 +93,34 @@ pub struct MissSet {
     pub tpot: bool,
     /// E2E above its gate.
     pub e2e: bool,
+    /// The largest gap between token-carrying events above the stall gate.
+    pub stall: bool,
 }
 
 impl MissSet {
     /// Whether any metric was missed.
     pub fn any(self) -> bool {
-        self.ttft || self.tpot || self.e2e
+        self.ttft || self.tpot || self.e2e || self.stall
     }
 
-    /// The missed metrics, in the order `ttft`, `tpot`, `e2e`.
+    /// The missed metrics, in the order `ttft`, `tpot`, `e2e`, `stall`.
     pub fn names(self) -> impl Iterator<Item = &'static str> {
-        [(self.ttft, "ttft"), (self.tpot, "tpot"), (self.e2e, "e2e")]
-            .into_iter()
-            .filter_map(|(hit, name)| hit.then_some(name))
+        [
+            (self.ttft, "ttft"),
+            (self.tpot, "tpot"),
+            (self.e2e, "e2e"),
+            (self.stall, "stall"),
+        ]
+        .into_iter()
+        .filter_map(|(hit, name)| hit.then_some(name))
     }
+}
+
+/// The largest gap of a row's `gapsMs`, when it has at least one.
+pub fn max_gap(row: &RawRow) -> Option<f64> {
+    row.gaps_ms
+        .get()
+        .and_then(|gaps| gaps.iter().copied().reduce(f64::max))
 }
 
 /// The verdict of one row.
@@ -164,7 +181,8 @@ pub struct Judgement {
 }
 
 /// Which gates a completed row missed under `equality`. A one-token output has
-/// no TPOT, so the TPOT gate does not apply to it (never a pass by arithmetic).
+/// no TPOT, so the TPOT gate does not apply to it (never a pass by
+/// arithmetic); a row without gaps is likewise not judged on the stall gate.
 pub fn missed(m: &Measured, gates: &Gates, equality: Equality) -> MissSet {
     let fails = |value: Option<f64>, gate: Option<f64>| match (value, gate) {
         (Some(v), Some(g)) => !equality.meets(v, g),
@@ -174,6 +192,7 @@ pub fn missed(m: &Measured, gates: &Gates, equality: Equality) -> MissSet {
         ttft: fails(Some(m.ttft_ms), gates.ttft_ms),
         tpot: fails(m.tpot_ms, gates.tpot_ms),
         e2e: fails(Some(m.e2e_ms), gates.e2e_ms),
+        stall: fails(m.max_gap_ms, gates.stall_ms),
     }
 }
 
@@ -287,6 +306,7 @@ pub fn judge_valid_row(row: &RawRow, gates: &Gates, contract: &Contract) -> Verd
                 tpot_ms: (tokens > 1).then(|| (completed - first) / (tokens - 1) as f64),
                 e2e_ms: completed - arrival,
                 output_tokens: tokens,
+                max_gap_ms: max_gap(row),
             };
             let miss = missed(&measured, gates, contract.equality);
             if miss.any() {

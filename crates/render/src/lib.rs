@@ -15,5 +15,6 @@ pub mod record;
 pub mod report;
 pub mod rows;
 pub mod sensitivity;
+pub mod stalls;
 pub mod text;
 pub mod verify;

@@ -91,6 +91,8 @@ mod tests {
             tpot_ms: None,
             e2e_ms: ttft.map(|t| t + 1000.0),
             labels: None,
+            max_gap_ms: None,
+            max_gap_index: None,
         }
     }
 

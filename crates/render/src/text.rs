@@ -118,6 +118,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     write_counts(&mut o, &table);
     write_rates(&mut o, &table, c.window.duration_ms);
     write_latency(&mut o, &table);
+    crate::stalls::write_gaps(&mut o, receipt);
     write_littles_law(&mut o, &table);
     write_saturation(&mut o, &table);
     write_reasons(&mut o, &table);

@@ -48,7 +48,12 @@ fn counts_add_up(name: &str, b: &Block) -> Result<(), Violation> {
     let censored =
         r.censored.in_flight + r.censored.completed_after_horizon + r.censored.failed_after_horizon;
     let excluded = r.exclusion.warmup + r.exclusion.outside_window;
-    let missed = [r.miss.ttft, r.miss.tpot, r.miss.e2e];
+    let missed = [
+        r.miss.ttft,
+        r.miss.tpot,
+        r.miss.e2e,
+        r.miss.stall.unwrap_or(0),
+    ];
     let rule = if failures != c.failed || censored != c.censored || excluded != c.excluded {
         Some(CountRule::ReasonCounts)
     } else if r.censored.known_late > c.censored || missed.iter().any(|m| *m > c.miss) {

@@ -404,6 +404,8 @@ fn schedule(
         pending_tokens: 0,
         usage_sent: false,
         closer: if request.stream { closer } else { None },
+        held: None,
+        pause: None,
     }
 }
 
@@ -513,6 +515,10 @@ struct SimStream {
     usage_sent: bool,
     /// Notified once when the body ends (`close_after_response`).
     closer: Option<Arc<tokio::sync::Notify>>,
+    /// A token held back while its stall runs (`stall_every`).
+    held: Option<TokenOut>,
+    /// The stall before `held`.
+    pause: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl SimStream {
@@ -618,7 +624,29 @@ impl SimStream {
         let mut buf = BytesMut::new();
         self.push_role(&mut buf);
         loop {
+            if let Some(pause) = self.pause.as_mut() {
+                if std::future::Future::poll(pause.as_mut(), cx).is_pending() {
+                    // What was made before the stall goes out first.
+                    return if buf.is_empty() {
+                        Polled::Pending
+                    } else {
+                        Polled::Frame(buf.freeze())
+                    };
+                }
+                self.pause = None;
+                if let Some(token) = self.held.take() {
+                    if self.take_token(&mut buf, token) {
+                        return Polled::Frame(buf.freeze());
+                    }
+                }
+                continue;
+            }
             match self.tokens.poll_recv(cx) {
+                Poll::Ready(Some(token)) if self.stalls_before(token.index) => {
+                    self.held = Some(token);
+                    let pause = std::time::Duration::from_millis(self.quirks.stall_ms);
+                    self.pause = Some(Box::pin(tokio::time::sleep(pause)));
+                }
                 Poll::Ready(Some(token)) => {
                     if self.take_token(&mut buf, token) {
                         return Polled::Frame(buf.freeze());
@@ -638,6 +666,13 @@ impl SimStream {
                 }
             }
         }
+    }
+
+    /// Whether a stall comes before the token at 0-based `index`: before
+    /// the N-th, 2N-th, … token of a stream when `stall_every` is N.
+    fn stalls_before(&self, index: u32) -> bool {
+        let every = self.quirks.stall_every;
+        every > 0 && (index + 1) % every == 0
     }
 
     /// The first chunk of a chat stream names the assistant's role (once).

@@ -40,6 +40,11 @@ pub struct StreamQuirks {
     /// (role markers, a BOS token) adds them to `usage.prompt_tokens`: what
     /// a client tokenizer cannot see.
     pub template_tokens: u32,
+    /// Pause before every N-th token of a stream (the N-th, 2N-th, …; 0:
+    /// never), so a recording shows stalls where they were put.
+    pub stall_every: u32,
+    /// How long each of those pauses lasts, ms.
+    pub stall_ms: u64,
 }
 
 impl Default for StreamQuirks {
@@ -53,6 +58,8 @@ impl Default for StreamQuirks {
             no_finish_reason: false,
             no_usage: false,
             template_tokens: 0,
+            stall_every: 0,
+            stall_ms: 0,
         }
     }
 }
@@ -75,6 +82,12 @@ impl StreamQuirks {
         }
         if self.no_finish_reason {
             out.push("no-finish-reason".to_owned());
+        }
+        if self.stall_every > 0 {
+            out.push(format!(
+                "stall-every {} (stall-ms {})",
+                self.stall_every, self.stall_ms
+            ));
         }
         if self.no_usage {
             out.push("no-usage".to_owned());

@@ -175,11 +175,20 @@ pub struct RecordArgs {
     /// Seed of the schedule and of random prompts.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
-    /// An SLO class `NAME:ttft=MS,tpot=MS,e2e=MS` (an unnamed gate, or `none`,
+    /// An SLO class `NAME:ttft=MS,tpot=MS,e2e=MS[,stall=MS]` (an unnamed gate, or `none`,
     /// means no gate); repeatable; the first is the default class.
     /// Without any: `default:ttft=1000,tpot=50,e2e=10000`.
     #[arg(long = "slo", value_name = "CLASS:GATES")]
     pub slo: Vec<String>,
+    /// A per-token deadline in ms written into every class (`tokenDeadlineMs`):
+    /// the receipt then gives the share of token deadlines met (fluidity).
+    #[arg(long, value_name = "MS")]
+    pub token_deadline_ms: Option<f64>,
+    /// Leave the gaps between token-carrying stream events (`gapsMs`) out of
+    /// the trace: about 8 to 20 bytes per token less, and no stall gate can
+    /// be judged.
+    #[arg(long)]
+    pub no_gaps: bool,
     /// Whether a value equal to its gate passes (inclusive) or misses (strict).
     #[arg(long, value_name = "RULE", default_value = "inclusive", value_parser = ["inclusive", "strict"])]
     pub equality: String,

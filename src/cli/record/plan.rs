@@ -118,6 +118,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         shard,
         start_at_unix_ms,
         metrics,
+        no_gaps: args.no_gaps,
     })
 }
 
@@ -333,7 +334,8 @@ impl Slos {
             args.slo.clone()
         };
         for text in &slos {
-            let (name, gates) = parse_slo(text).map_err(usage)?;
+            let (name, mut gates) = parse_slo(text).map_err(usage)?;
+            gates.token_deadline_ms = token_deadline(args)?;
             if classes.insert(name.clone(), gates).is_some() {
                 return Err(usage(format!("--slo: class `{name}` is declared twice")));
             }
@@ -349,6 +351,16 @@ impl Slos {
             default_class,
             equality,
         })
+    }
+}
+
+/// `--token-deadline-ms`: a finite number of ms > 0, written into every class.
+fn token_deadline(args: &RecordArgs) -> Result<Option<f64>, Error> {
+    match args.token_deadline_ms {
+        Some(d) if !(d.is_finite() && d > 0.0) => Err(usage(format!(
+            "--token-deadline-ms {d}: expected a number of ms > 0"
+        ))),
+        d => Ok(d),
     }
 }
 

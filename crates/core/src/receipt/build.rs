@@ -350,6 +350,7 @@ impl Tally {
             intervals,
             saturation,
             percentiles: None,
+            gaps: None,
         }
     }
 }
@@ -611,6 +612,11 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         .collect();
     let all_gates: Vec<&Gates> = contract.classes.values().collect();
     let rows = options.rows.then(|| row_verdicts(trace, judgements));
+    let mut results = Results {
+        all: all.finish(trace, &instants, all_latency, confidence, &all_gates),
+        classes,
+    };
+    crate::receipt::gaps::attach(trace, judgements, &mut results, confidence);
     Receipt {
         schema: RECEIPT_SCHEMA.to_owned(),
         generator: Generator {
@@ -627,10 +633,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
             max_bytes: trace.limits.max_bytes,
         },
         contract: contract_info(contract, confidence),
-        results: Results {
-            all: all.finish(trace, &instants, all_latency, confidence, &all_gates),
-            classes,
-        },
+        results,
         rows,
         sweep: None,
         recovery: None,
@@ -725,6 +728,10 @@ pub fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> 
                 Verdict::Miss(_, missed) => missed.names().map(str::to_owned).collect(),
             };
             let measured = j.verdict.measured();
+            let largest = row
+                .gaps_ms
+                .get()
+                .and_then(|g| crate::receipt::gaps::largest_gap(g));
             RowVerdict {
                 index: index as u64,
                 id: row.id.get().map(|id| id.to_string()),
@@ -746,6 +753,8 @@ pub fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> 
                     ),
                     _ => None,
                 },
+                max_gap_ms: largest.map(|(g, _)| g),
+                max_gap_index: largest.map(|(_, i)| i as u64),
             }
         })
         .collect()

@@ -8,6 +8,7 @@
 
 pub mod build;
 pub mod cost;
+pub mod gaps;
 pub mod percentiles;
 pub mod recovery;
 pub mod release;
@@ -231,6 +232,11 @@ pub struct Block {
     /// (whose figures are the fixed `latency` and `intervals` fields).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percentiles: Option<RequestedPercentiles>,
+    /// The gaps between token-carrying stream events (docs/contract.md
+    /// §10.15); absent when no row of the block carries `gapsMs` and no
+    /// class declares `stallMs` or `tokenDeadlineMs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gaps: Option<gaps::GapBlock>,
 }
 
 /// The requested percentiles of one block's latency metrics (`--percentiles`).
@@ -488,6 +494,9 @@ pub struct MissReasons {
     pub tpot: u64,
     /// Rows over their E2E gate.
     pub e2e: u64,
+    /// Rows over their stall gate (present only when a class declares `stallMs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<u64>,
 }
 
 /// Exclusion causes.
@@ -539,4 +548,11 @@ pub struct RowVerdict {
     /// The row's labels, echoed (absent when the row has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<Labels>,
+    /// The row's largest gap between token-carrying events, ms (absent
+    /// without gaps; docs/contract.md §10.15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gap_ms: Option<f64>,
+    /// The 0-based position of that gap in `gapsMs` (the first, when equal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gap_index: Option<u64>,
 }

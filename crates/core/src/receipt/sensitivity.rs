@@ -37,6 +37,8 @@ impl Factors {
             ttft_ms: gates.ttft_ms.map(|g| g * self.ttft),
             tpot_ms: gates.tpot_ms.map(|g| g * self.tpot),
             e2e_ms: gates.e2e_ms.map(|g| g * self.e2e),
+            stall_ms: gates.stall_ms,
+            token_deadline_ms: gates.token_deadline_ms,
         }
     }
 

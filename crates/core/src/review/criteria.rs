@@ -45,6 +45,8 @@ pub struct Criteria {
     /// counted with the grace period's completions, can exceed what the
     /// server sustains).
     pub allow_overload: bool,
+    /// The stall limits (`--max-stall-ms`, `--max-p99-gap-ms`).
+    pub gaps: crate::review::gap_gate::GapLimits,
 }
 
 /// Why the criteria cannot be applied (a usage error, exit status 2).
@@ -87,6 +89,13 @@ impl Criteria {
             return bad("--margin", &self.margin, "a fraction >= 0, e.g. 0.2");
         }
         self.block_limits().check()?;
+        if let Some((flag, v)) = crate::review::gap_gate::bad_limit(&self.gaps) {
+            return Err(GateError::BadFlag {
+                flag,
+                value: v.to_string(),
+                rule: "a number of ms >= 0",
+            });
+        }
         check_release_flags(self)
     }
 

@@ -89,6 +89,7 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     criteria.check()?;
     let block = judged_block(receipt, criteria)?;
     let mut checks = block_checks(receipt, block, criteria);
+    checks.extend(crate::review::gap_gate::gap_checks(block, &criteria.gaps));
     let mode = receipt.contract.arrival_mode;
     let arrival = ArrivalCheck {
         mode,

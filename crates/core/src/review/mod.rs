@@ -22,6 +22,7 @@
 pub mod criteria;
 pub mod diagnosis;
 pub mod exact;
+pub mod gap_gate;
 pub mod gate;
 pub mod limits;
 pub mod mutate;

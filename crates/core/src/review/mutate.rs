@@ -28,6 +28,8 @@ use crate::review::verify::diff_values;
 use crate::trace::model::{MAX_ABS_TIMESTAMP_MS, MAX_SPAN_MS};
 use crate::trace::{Equality, Limits, Rejection};
 
+mod stall;
+
 /// Anything that turns trace bytes into a receipt. The receipt must carry
 /// per-row verdicts (`rows`): the mutations pick their rows from them.
 pub trait Calculator {
@@ -224,6 +226,15 @@ enum NotApplicable {
     /// The trace is strict already.
     #[error("the trace already declares strict equality")]
     AlreadyStrict,
+    /// No passing row with gaps has a stall gate to stretch it past.
+    #[error("no passing row with gapsMs belongs to a class with a stall gate")]
+    NoStallGate,
+    /// Every stretch past the stall gate would complete after the horizon.
+    #[error(
+        "no passing row's largest gap can be stretched past its stall gate without completing \
+         after the horizon"
+    )]
+    NoRoomPastStall,
     /// No passing row sits on a gate.
     #[error("no passing row sits exactly on a gate, so strict and inclusive agree here")]
     NothingOnGate,
@@ -287,6 +298,7 @@ pub fn check(trace_bytes: &[u8], calc: &dyn Calculator) -> Result<MutationReport
         drop_verdict(&subject, "censored", false),
         drop_invalid(&subject),
         push_past_ttft(&subject),
+        stall::push_past_stall(&subject),
         flip_equality(&subject),
         duplicate_id(&subject),
     ];
@@ -488,7 +500,13 @@ fn pushable(s: &Subject) -> Result<Push, NotApplicable> {
             step *= 2.0;
             new_first = arrival + gate + step;
         }
-        let new_completed = completed.max(new_first);
+        // A row with gaps keeps them valid: its completion moves with its
+        // first token (the gaps between them are unchanged).
+        let new_completed = if row.get("gapsMs").is_some() {
+            completed + (new_first - first)
+        } else {
+            completed.max(new_first)
+        };
         let fits = !equality.meets(new_first - arrival, gate)
             && new_completed <= horizon
             && new_completed - arrival <= MAX_SPAN_MS
@@ -587,7 +605,10 @@ fn flip_equality(s: &Subject) -> MutationOutcome {
                 return false;
             };
             let on = |v: Option<f64>, g: Option<f64>| v.is_some() && v == g;
-            on(r.ttft_ms, g.ttft_ms) || on(r.tpot_ms, g.tpot_ms) || on(r.e2e_ms, g.e2e_ms)
+            on(r.ttft_ms, g.ttft_ms)
+                || on(r.tpot_ms, g.tpot_ms)
+                || on(r.e2e_ms, g.e2e_ms)
+                || on(r.max_gap_ms, g.stall_ms)
         })
         .collect();
     let k = on_gate.len() as u64;

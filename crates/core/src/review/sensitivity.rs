@@ -162,6 +162,9 @@ impl Metric {
 
     fn only_miss(self, m: MissSet) -> bool {
         let (a, b, c) = (m.ttft, m.tpot, m.e2e);
+        if m.stall {
+            return false;
+        }
         match self {
             Metric::Ttft => a && !b && !c,
             Metric::Tpot => !a && b && !c,
@@ -401,7 +404,11 @@ fn scan_rows(trace: &Trace, judgements: &[Judgement], scope: Scope, axis: Vec<f6
         let (Some(gates), Some(scaled)) = (class_gates.get(c), scaled.get(c)) else {
             continue;
         };
-        scan.table.add(buckets(m, scaled, equality));
+        // The stall gate does not scale with the factors: a row over it
+        // passes under no set of scaled gates, so it enters no bucket.
+        if !declared_miss.is_some_and(|set| set.stall) {
+            scan.table.add(buckets(m, scaled, equality));
+        }
         let ex = &mut scan.extremes[c];
         match declared_miss {
             None => note_passing(m, gates, row, ex, &mut scan.near),

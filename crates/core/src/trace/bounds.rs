@@ -14,5 +14,12 @@ pub const MAX_ID_CHARS: usize = 128;
 /// The longest class name, in Unicode code points: bounded like an id, so
 /// a name repeated in every table of a report cannot make it unbounded.
 pub const MAX_CLASS_CHARS: usize = 128;
+/// The most `gapsMs` a row may carry (docs/contract.md §10.15): a bound on
+/// the memory one row can claim while the trace is read; a stream longer
+/// than this is recorded without its gaps.
+pub const MAX_GAPS_PER_ROW: usize = 100_000;
+/// The tolerance, in ms, of the check that a row's gaps fit between its
+/// first token and its completion (1 µs: the trace writer's rounding).
+pub const GAP_SUM_TOLERANCE_MS: f64 = 0.001;
 /// The schema tag a trace must carry.
 pub const TRACE_SCHEMA: &str = "goodput-trace/1";

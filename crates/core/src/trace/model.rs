@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use crate::trace::bounds::{
-    MAX_ABS_TIMESTAMP_MS, MAX_CLASS_CHARS, MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS,
-    TRACE_SCHEMA,
+    GAP_SUM_TOLERANCE_MS, MAX_ABS_TIMESTAMP_MS, MAX_CLASS_CHARS, MAX_GAPS_PER_ROW, MAX_ID_CHARS,
+    MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
 };
 
 /// How a value sitting exactly on its gate is judged. The trace must declare it:
@@ -84,8 +84,10 @@ impl TokenCount {
 }
 
 /// The latency gates of one SLO class. `None` (JSON `null`) means "no gate on
-/// this metric"; all three must be named so an omission is never mistaken for
-/// a deliberate absence.
+/// this metric"; the three latency gates must be named so an omission is
+/// never mistaken for a deliberate absence. The stall gate and the per-token
+/// deadline came later and are optional (absent = null), so every earlier
+/// trace keeps its meaning.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Gates {
@@ -98,6 +100,29 @@ pub struct Gates {
     /// End-to-end gate in ms (completed − arrival), or null.
     #[schemars(required, schema_with = "gate_schema")]
     pub e2e_ms: Option<f64>,
+    /// Stall gate in ms: the largest gap between token-carrying stream
+    /// events a row may show (`gapsMs`), or null/absent for no stall gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "gate_schema")]
+    pub stall_ms: Option<f64>,
+    /// The per-token deadline in ms behind the receipt's fluidity figure
+    /// (docs/contract.md §10.15), or null/absent for none; never a gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "gate_schema")]
+    pub token_deadline_ms: Option<f64>,
+}
+
+impl Gates {
+    /// The three latency gates with no stall gate and no token deadline.
+    pub const fn latency(ttft_ms: Option<f64>, tpot_ms: Option<f64>, e2e_ms: Option<f64>) -> Gates {
+        Gates {
+            ttft_ms,
+            tpot_ms,
+            e2e_ms,
+            stall_ms: None,
+            token_deadline_ms: None,
+        }
+    }
 }
 
 /// A gate: a finite number of milliseconds >= 0, or null for "no gate".

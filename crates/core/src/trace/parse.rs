@@ -19,7 +19,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::trace::model::Scalar;
+use crate::trace::model::{Scalar, MAX_GAPS_PER_ROW};
 use crate::trace::Rejection;
 
 /// A row field as read: absent, present but unusable (null or wrong type), or set.
@@ -182,6 +182,12 @@ pub struct RawRow {
     pub ended_ms: NumSlot,
     /// `labels`, sorted by key.
     pub labels: Slot<RowLabels>,
+    /// `gapsMs`: the gaps between token-carrying stream events, in order
+    /// (`Bad`: not an array of numbers).
+    pub gaps_ms: Slot<Box<[f64]>>,
+    /// `gapsMs` held more than [`MAX_GAPS_PER_ROW`] numbers: only that many
+    /// were kept, and the row is invalid (`too_many_gaps`).
+    pub gaps_over_cap: bool,
 }
 
 /// The `rows` member as read.
@@ -409,6 +415,7 @@ enum RowKey {
     Reason,
     EndedMs,
     Labels,
+    GapsMs,
     Unknown,
 }
 
@@ -425,6 +432,7 @@ impl RowKey {
             "reason" => RowKey::Reason,
             "endedMs" => RowKey::EndedMs,
             "labels" => RowKey::Labels,
+            "gapsMs" => RowKey::GapsMs,
             _ => RowKey::Unknown,
         }
     }
@@ -555,6 +563,10 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
                 row.labels = map.next_value_seed(LabelsSeed)?;
                 continue;
             }
+            if key == RowKey::GapsMs {
+                (row.gaps_ms, row.gaps_over_cap) = map.next_value_seed(GapsSeed)?;
+                continue;
+            }
             let value: Lenient<'de> = map.next_value()?;
             match key {
                 RowKey::Id => {
@@ -591,10 +603,53 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
                 RowKey::CompletedMs => row.completed_ms = value.number(),
                 RowKey::OutputTokens => row.output_tokens = value.number(),
                 RowKey::EndedMs => row.ended_ms = value.number(),
-                RowKey::Labels | RowKey::Unknown => {}
+                RowKey::Labels | RowKey::GapsMs | RowKey::Unknown => {}
             }
         }
         Ok(row)
+    }
+}
+
+/// Reads `gapsMs` straight into a boxed slice of doubles (never a `Value`
+/// tree), keeping at most [`MAX_GAPS_PER_ROW`] of them; the flag says more
+/// were given. Anything but an array of numbers is `Bad`.
+struct GapsSeed;
+
+impl<'de> DeserializeSeed<'de> for GapsSeed {
+    type Value = (Slot<Box<[f64]>>, bool);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for GapsSeed {
+    type Value = (Slot<Box<[f64]>>, bool);
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of gaps in ms")
+    }
+
+    scalars_as!(|_| (Slot::Bad, false));
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok((Slot::Bad, false))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut gaps: Vec<f64> = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        let (mut bad, mut over_cap) = (false, false);
+        while let Some(value) = seq.next_element::<Lenient<'de>>()? {
+            match value {
+                Lenient::Number(v) if gaps.len() < MAX_GAPS_PER_ROW => gaps.push(v),
+                Lenient::Number(_) => over_cap = true,
+                _ => bad = true,
+            }
+        }
+        if bad {
+            return Ok((Slot::Bad, over_cap));
+        }
+        Ok((Slot::Set(gaps.into_boxed_slice()), over_cap))
     }
 }
 

@@ -15,8 +15,9 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::trace::model::{
-    Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, MAX_ABS_TIMESTAMP_MS,
-    MAX_CLASS_CHARS, MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS, TRACE_SCHEMA,
+    Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup, GAP_SUM_TOLERANCE_MS,
+    MAX_ABS_TIMESTAMP_MS, MAX_CLASS_CHARS, MAX_ID_CHARS, MAX_OUTPUT_TOKENS, MAX_SPAN_MS,
+    TRACE_SCHEMA,
 };
 use crate::trace::parse::{Interner, RawDocument, RawRow, RawStatus, RowsField, Slot};
 use crate::trace::{only_fields, Limits, Rejection};
@@ -384,14 +385,25 @@ fn classes(m: &Members) -> Result<BTreeMap<String, Gates>, Rejection> {
     Ok(classes)
 }
 
-/// One class's gates: an object with exactly `ttftMs`, `tpotMs` and `e2eMs`.
+/// One class's gates: an object with exactly `ttftMs`, `tpotMs` and
+/// `e2eMs`, and optionally `stallMs` and `tokenDeadlineMs`.
 fn class_gates(v: &Value, ptr: &str) -> Result<Gates, Rejection> {
     let g = object(v, ptr)?;
-    only_fields(g, ptr, &["ttftMs", "tpotMs", "e2eMs"])?;
+    only_fields(
+        g,
+        ptr,
+        &["ttftMs", "tpotMs", "e2eMs", "stallMs", "tokenDeadlineMs"],
+    )?;
+    let optional = |key: &str| match g.get(key) {
+        None => Ok(None),
+        Some(_) => gate(g, ptr, key),
+    };
     Ok(Gates {
         ttft_ms: gate(g, ptr, "ttftMs")?,
         tpot_ms: gate(g, ptr, "tpotMs")?,
         e2e_ms: gate(g, ptr, "e2eMs")?,
+        stall_ms: optional("stallMs")?,
+        token_deadline_ms: optional("tokenDeadlineMs")?,
     })
 }
 
@@ -524,11 +536,17 @@ pub enum InvalidReason {
     MissingFailureReason,
     /// A failed or in-flight row with `completedMs`.
     CompletionOnUnfinished,
+    /// A negative number in `gapsMs`.
+    NegativeGap,
+    /// More `gapsMs` than `outputTokens − 1`, or more than the per-row cap.
+    TooManyGaps,
+    /// `gapsMs` sum to more than `completedMs − firstTokenMs` (beyond 1 µs).
+    GapsExceedSpan,
 }
 
 impl InvalidReason {
     /// Every reason, in listing order.
-    pub const ALL: [InvalidReason; 16] = [
+    pub const ALL: [InvalidReason; 19] = [
         InvalidReason::DuplicateId,
         InvalidReason::UnknownClass,
         InvalidReason::BadField,
@@ -545,6 +563,9 @@ impl InvalidReason {
         InvalidReason::BadOutputTokens,
         InvalidReason::MissingFailureReason,
         InvalidReason::CompletionOnUnfinished,
+        InvalidReason::NegativeGap,
+        InvalidReason::TooManyGaps,
+        InvalidReason::GapsExceedSpan,
     ];
 
     /// The reason's name in receipts.
@@ -566,6 +587,9 @@ impl InvalidReason {
             InvalidReason::BadOutputTokens => "bad_output_tokens",
             InvalidReason::MissingFailureReason => "missing_failure_reason",
             InvalidReason::CompletionOnUnfinished => "completion_on_unfinished",
+            InvalidReason::NegativeGap => "negative_gap",
+            InvalidReason::TooManyGaps => "too_many_gaps",
+            InvalidReason::GapsExceedSpan => "gaps_exceed_span",
         }
     }
 }
@@ -616,7 +640,35 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
         }
     }
     status_reasons(row, strings, &mut set);
+    gap_reasons(row, &mut set);
     set
+}
+
+/// `gapsMs`: every gap ≥ 0, at most `outputTokens − 1` of them (and at most
+/// the per-row cap), and together no longer than first token → completion,
+/// within [`GAP_SUM_TOLERANCE_MS`] (docs/contract.md §10.15).
+fn gap_reasons(row: &RawRow, set: &mut InvalidSet) {
+    use InvalidReason as R;
+    if row.gaps_over_cap {
+        set.insert(R::TooManyGaps);
+    }
+    let Slot::Set(gaps) = &row.gaps_ms else {
+        return;
+    };
+    if gaps.iter().any(|g| *g < 0.0) {
+        set.insert(R::NegativeGap);
+    }
+    if let Some(n) = row.output_tokens.value() {
+        if gaps.len() as f64 > n - 1.0 && !gaps.is_empty() {
+            set.insert(R::TooManyGaps);
+        }
+    }
+    if let (Some(f), Some(c)) = (row.first_token_ms.value(), row.completed_ms.value()) {
+        let sum: f64 = gaps.iter().sum();
+        if sum > c - f + GAP_SUM_TOLERANCE_MS {
+            set.insert(R::GapsExceedSpan);
+        }
+    }
 }
 
 /// `bad_field`: a stray field, an unusable id, class or status, a missing
@@ -645,6 +697,7 @@ fn has_bad_field(row: &RawRow) -> bool {
         .any(|slot| slot.is_bad())
         || matches!(row.reason, Slot::Bad)
         || matches!(row.labels, Slot::Bad)
+        || matches!(row.gaps_ms, Slot::Bad)
 }
 
 /// The timestamps: in range, in order (arrival ≤ first token ≤ completion,

@@ -24,11 +24,7 @@ pub const DEFAULT_CLASS: &str = "default";
 
 /// The gates of [`DEFAULT_CLASS`]: the contract's example interactive class
 /// (declare your own SLOs for real evidence).
-pub const DEFAULT_GATES: Gates = Gates {
-    ttft_ms: Some(1000.0),
-    tpot_ms: Some(50.0),
-    e2e_ms: Some(10000.0),
-};
+pub const DEFAULT_GATES: Gates = Gates::latency(Some(1000.0), Some(50.0), Some(10000.0));
 
 /// A whole trace document (`docs/contract.md`), in the order a reader expects to see it.
 #[derive(Debug, Clone, Serialize)]
@@ -104,6 +100,10 @@ pub struct TraceRow {
     /// When a failed row's failure was observed, ms since t0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended_ms: Option<f64>,
+    /// The gaps between consecutive token-carrying stream events, ms, in
+    /// order (docs/contract.md §10.15); left out when not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gaps_ms: Option<Vec<f64>>,
     /// `sendLagMs`, `promptTokens` or `promptChars`, `promptHash`, `notSent`.
     pub labels: Labels,
 }
@@ -123,6 +123,7 @@ impl TraceRow {
             output_tokens: None,
             reason: None,
             ended_ms: None,
+            gaps_ms: None,
             labels,
         }
     }

@@ -209,6 +209,38 @@ pub struct Observation {
     /// The row's `errorText` label, made from `error_head` by the runner
     /// ([`crate::transport::error_text`]).
     pub error_text: Option<String>,
+    /// The gaps between consecutive content events, ms, each the difference
+    /// of the two events' instants rounded to the microsecond (so they add
+    /// up to last − first content exactly as the trace writes them); empty
+    /// once more than the trace's per-row cap came (`gaps_dropped`).
+    pub gaps_ms: Vec<f64>,
+    /// More gaps came than a trace row may hold: the row carries none.
+    pub gaps_dropped: bool,
+    /// The last content event's instant, rounded to the microsecond.
+    pub last_content_ms: Option<f64>,
+}
+
+impl Observation {
+    /// Notes a content event at `now_ms`: its gap after the previous one.
+    fn content_event(&mut self, now_ms: f64) {
+        use goodput_core::trace::model::MAX_GAPS_PER_ROW;
+        use goodput_core::trace::write::round_us;
+        let at = round_us(now_ms);
+        if let Some(last) = self.last_content_ms {
+            if self.gaps_ms.len() < MAX_GAPS_PER_ROW {
+                self.gaps_ms.push(round_us(at - last));
+            } else if !self.gaps_dropped {
+                self.gaps_dropped = true;
+                self.gaps_ms = Vec::new();
+            }
+        }
+        self.last_content_ms = Some(at);
+    }
+
+    /// The row's `gapsMs`: `None` when they were dropped.
+    pub fn gaps(&self) -> Option<Vec<f64>> {
+        (!self.gaps_dropped).then(|| self.gaps_ms.clone())
+    }
 }
 
 /// The SSE-reading half of a request, without I/O: feed frames, get the ending.
@@ -243,6 +275,7 @@ impl StreamState {
                     if content {
                         obs.content_chunks += 1;
                         obs.first_token_ms.get_or_insert(now_ms);
+                        obs.content_event(now_ms);
                     }
                     obs.finished |= finished;
                     if let Some(u) = usage {
@@ -556,6 +589,22 @@ mod tests {
         assert_eq!(obs.usage_output_tokens, Some(3));
         assert_eq!(obs.usage_prompt_tokens, Some(7));
         assert_eq!(ending, Some(Ending::Completed { completed_ms: 41.0 }));
+    }
+
+    /// Content at 20.0004, 30.0001, and twice at 45 (one frame): gaps
+    /// between the µs-rounded instants 20, 30, 45, 45 → 10, 15, 0; the
+    /// role chunk is no content event.
+    #[test]
+    fn gaps_are_the_differences_of_content_instants_rounded_to_the_microsecond() {
+        let (obs, _) = feed_all(&[
+            (ROLE, 10.0),
+            (TOK, 20.0000004),
+            (TOK, 30.0000001),
+            (&format!("{TOK}{TOK}"), 45.0),
+            (DONE, 46.0),
+        ]);
+        assert_eq!(obs.gaps_ms, [10.0, 15.0, 0.0]);
+        assert_eq!(obs.gaps(), Some(vec![10.0, 15.0, 0.0]));
     }
 
     #[test]

@@ -96,6 +96,9 @@ pub struct Frame {
     /// The shard this recording is, when the schedule is split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardTag>,
+    /// Rows carry no `gapsMs` (`--no-gaps`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_gaps: bool,
 }
 
 /// How observation of a run stopped: known only at its end (or, for a
@@ -151,6 +154,7 @@ impl Frame {
             phases: plan.phases.clone(),
             resources: plan.resources,
             shard: plan.shard,
+            no_gaps: plan.no_gaps,
         }
     }
 
@@ -203,6 +207,9 @@ impl Frame {
     /// and the label of the phase it arrived in.
     fn finish_row(&self, index: usize, mut row: TraceRow) -> TraceRow {
         row.id = self.row_id(index);
+        if self.no_gaps {
+            row.gaps_ms = None;
+        }
         label_rows(std::slice::from_mut(&mut row), &self.phases);
         row
     }

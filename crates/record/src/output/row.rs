@@ -58,6 +58,7 @@ pub fn assemble(
                 // The recorder has no tokenizer and never declares client-tokenizer.
                 TokenCount::Chunks | TokenCount::ClientTokenizer => obs.content_chunks,
             });
+            row.gaps_ms = obs.gaps();
         }
         Ending::Failed { reason, ended_ms } => {
             row.status = RowStatus::Failed;
@@ -160,6 +161,9 @@ mod tests {
             finished: true,
             error_head: None,
             error_text: None,
+            gaps_ms: vec![20.0, 0.5],
+            gaps_dropped: false,
+            last_content_ms: None,
         }
     }
 
@@ -179,6 +183,7 @@ mod tests {
         assert_eq!(row.first_token_ms, Some(1100.0));
         assert_eq!(row.completed_ms, Some(1500.0));
         assert_eq!(row.output_tokens, Some(10));
+        assert_eq!(row.gaps_ms, Some(vec![20.0, 0.5]));
         assert_eq!(row.labels["sendLagMs"], Scalar::Number(0.25));
         assert_eq!(row.labels["serverPromptTokens"], Scalar::Number(12.0));
         assert_eq!(row.labels["promptChars"], Scalar::Number(42.0));

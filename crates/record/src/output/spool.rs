@@ -214,6 +214,13 @@ struct SpoolRow {
     /// The row's `errorText` label, as the runner made it (redacted, cut).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error_text: Option<String>,
+    /// The gaps between content events (absent: none, or a spool from
+    /// before gaps were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gaps_ms: Option<Vec<f64>>,
+    /// More gaps came than a row may hold, so the row carries none.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    gaps_dropped: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     class: Option<String>,
     prompt_chars: u64,
@@ -314,6 +321,8 @@ impl SpoolRow {
             usage_prompt_tokens: f.obs.usage_prompt_tokens,
             finished: f.obs.finished,
             error_text: f.obs.error_text.clone(),
+            gaps_ms: (!f.obs.gaps_ms.is_empty()).then(|| f.obs.gaps_ms.clone()),
+            gaps_dropped: f.obs.gaps_dropped,
             ending: match f.ending {
                 Ending::Completed { completed_ms } => SpoolEnding::Completed { completed_ms },
                 Ending::Failed { reason, ended_ms } => SpoolEnding::Failed {
@@ -353,6 +362,9 @@ impl SpoolRow {
                     // reaches the row.
                     error_head: None,
                     error_text: self.error_text,
+                    gaps_dropped: self.gaps_dropped,
+                    gaps_ms: self.gaps_ms.unwrap_or_default(),
+                    last_content_ms: None,
                 },
                 ending,
                 class: self.class,

@@ -520,11 +520,15 @@ mod tests {
                 ttft_ms: Some(1000.0),
                 tpot_ms: Some(50.0),
                 e2e_ms: None,
+                stall_ms: None,
+                token_deadline_ms: None,
             },
             goodput_core::trace::Gates {
                 ttft_ms: None,
                 tpot_ms: Some(20.0),
                 e2e_ms: Some(300.0),
+                stall_ms: None,
+                token_deadline_ms: None,
             },
         ];
         // TPOT gates (50, 20) do not count: send lag never shifts TPOT.
@@ -549,6 +553,7 @@ mod tests {
             phases: Vec::new(),
             resources: None,
             shard: None,
+            no_gaps: false,
         }
     }
 

@@ -60,6 +60,8 @@ pub struct Plan {
     pub start_at_unix_ms: Option<f64>,
     /// Where to scrape server metrics while the run lasts (`--metrics`).
     pub metrics: Option<MetricsPlan>,
+    /// Leave every row's `gapsMs` out of the trace (`--no-gaps`).
+    pub no_gaps: bool,
 }
 
 /// A finished run with what was scraped beside it.

@@ -8,7 +8,15 @@ use std::fmt::Write;
 use goodput_core::receipt::Receipt;
 use goodput_util::escape::terminal;
 
-use crate::text::{opt, share};
+/// A figure with `decimals` places, or `—` when there is none.
+fn opt(x: Option<f64>, decimals: usize) -> String {
+    x.map_or_else(|| "—".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+/// A share as a percentage (`—` when there is none).
+fn share(x: Option<f64>) -> String {
+    goodput_util::figures::percent_or_dash(x, 1)
+}
 
 /// Appends the `GAPS` section to `o` (nothing when no block has gaps).
 pub fn write_gaps(o: &mut String, receipt: &Receipt) {

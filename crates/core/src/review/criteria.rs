@@ -4,8 +4,6 @@
 //! gate (`gate`) and its release criteria (`release_gate`) build on, so
 //! neither needs the other for a type.
 
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use crate::review::exact::Decimal;
 
@@ -190,29 +188,7 @@ impl BlockLimits {
     }
 }
 
-/// One criterion's line.
-#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Check {
-    /// What is measured, e.g. `goodput/s`.
-    pub name: &'static str,
-    /// The measured value (null: not measurable, which fails).
-    pub measured: Option<f64>,
-    /// `>` or `<=`.
-    pub comparison: &'static str,
-    /// The limit.
-    pub limit: f64,
-    /// How the limit was derived, when it is not given directly.
-    pub derivation: Option<String>,
-    /// Whether the criterion holds.
-    pub pass: bool,
-    /// The class a `--class-limits` criterion judges (absent: the decision's scope).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub class: Option<String>,
-    /// Where a release criterion's figure comes from, or why it is missing.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
+pub use crate::review::check::Check;
 
 /// One class's limits (`--class-limits`); every limit is optional.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -4,7 +4,7 @@
 //! evidence, and no evidence is never an admission: the criterion fails.
 
 use crate::receipt::Block;
-use crate::review::criteria::Check;
+use crate::review::check::Check;
 
 /// The stall limits given to the gate (both optional).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -19,6 +19,7 @@
 //! Like every library part they return data and typed errors; the command
 //! line prints them and picks the exit status.
 
+pub mod check;
 pub mod criteria;
 pub mod diagnosis;
 pub mod exact;

@@ -4,7 +4,6 @@
 //! gate (`gate`) and its release criteria (`release_gate`) build on, so
 //! neither needs the other for a type.
 
-
 use crate::review::exact::Decimal;
 
 /// Default ceiling of the failure share when `--max-failure-share` is not given.

@@ -139,6 +139,7 @@ pub fn closing(setup: &DemoSetup, reported: &str) -> String {
          the same against your server (vLLM, SGLang, TGI, llama.cpp: any OpenAI-compatible URL):\n  \
          goodput record --url http://HOST:8000 --model MODEL --request-rate 1,2,4,8 \\\n    \
          --duration 60s --slo 'chat:ttft=500,tpot=50' --metrics --out 'trace-{{rate}}.json'\n  \
+         export GOODPUT_MAX_ROWS=100000 GOODPUT_MAX_BYTES=100000000   # a 60 s run is past the 500-row default\n  \
          goodput frontier trace-*.json --svg frontier.svg\n  \
          goodput report trace-8.json --out report.html\n",
         terminal(reported)

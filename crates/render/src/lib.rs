@@ -3,6 +3,7 @@
 //! where they go.
 
 pub mod capacity;
+mod cells;
 pub mod compare;
 pub mod csv;
 pub mod demo;

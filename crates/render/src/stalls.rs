@@ -8,15 +8,7 @@ use std::fmt::Write;
 use goodput_core::receipt::Receipt;
 use goodput_util::escape::terminal;
 
-/// A figure with `decimals` places, or `—` when there is none.
-fn opt(x: Option<f64>, decimals: usize) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| format!("{v:.decimals$}"))
-}
-
-/// A share as a percentage (`—` when there is none).
-fn share(x: Option<f64>) -> String {
-    goodput_util::figures::percent_or_dash(x, 1)
-}
+use crate::cells::{opt, share};
 
 /// Appends the `GAPS` section to `o` (nothing when no block has gaps).
 pub fn write_gaps(o: &mut String, receipt: &Receipt) {

@@ -33,21 +33,7 @@ fn num(x: f64, decimals: usize) -> String {
     }
 }
 
-/// A table cell: always `decimals` places, so columns line up.
-pub(crate) fn fixed(x: f64, decimals: usize) -> String {
-    format!("{x:.decimals$}")
-}
-
-/// A table cell for an optional figure (`—` when there is none).
-pub(crate) fn opt(x: Option<f64>, decimals: usize) -> String {
-    x.map_or_else(|| "—".to_owned(), |v| fixed(v, decimals))
-}
-
-/// A share as a percentage with one decimal, or more when one would read
-/// 100 % or 0 % for a share that is neither (`—` for an empty cohort).
-pub(crate) fn share(x: Option<f64>) -> String {
-    goodput_util::figures::percent_or_dash(x, 1)
-}
+pub(crate) use crate::cells::{fixed, opt, share};
 
 fn gate(g: Option<f64>, rule: &str) -> String {
     g.map_or_else(|| "none".to_owned(), |v| format!("{rule} {}", num(v, 3)))

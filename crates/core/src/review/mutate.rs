@@ -158,6 +158,14 @@ struct Subject<'c> {
 }
 
 impl Subject<'_> {
+    /// The equality rule the baseline receipt judged by.
+    fn equality(&self) -> Equality {
+        match self.base.contract.equality.as_str() {
+            "strict" => Equality::Strict,
+            _ => Equality::Inclusive,
+        }
+    }
+
     /// The receipt of `doc` (re-serialized), or why there is none (reported
     /// as the observation).
     fn judge(&self, doc: &Value) -> Result<Receipt, Unjudged> {
@@ -468,10 +476,7 @@ struct Push {
 fn pushable(s: &Subject) -> Result<Push, NotApplicable> {
     let classes = &s.base.contract.classes;
     let horizon = s.base.contract.window.horizon_ms;
-    let equality = match s.base.contract.equality.as_str() {
-        "strict" => Equality::Strict,
-        _ => Equality::Inclusive,
-    };
+    let equality = s.equality();
     let mut passing = 0;
     let mut gated = 0;
     for rv in s.rows.iter().filter(|r| r.verdict == "pass") {

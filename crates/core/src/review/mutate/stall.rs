@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use super::{all, outcome, rejected, MutationOutcome, NotApplicable, Subject, Trial};
 use crate::trace::model::{MAX_ABS_TIMESTAMP_MS, MAX_SPAN_MS};
-use crate::trace::Equality;
 
 /// A passing row whose largest gap can be stretched past its stall gate.
 struct Stretch {
@@ -24,10 +23,7 @@ struct Stretch {
 fn stretchable(s: &Subject) -> Result<Stretch, NotApplicable> {
     let classes = &s.base.contract.classes;
     let horizon = s.base.contract.window.horizon_ms;
-    let equality = match s.base.contract.equality.as_str() {
-        "strict" => Equality::Strict,
-        _ => Equality::Inclusive,
-    };
+    let equality = s.equality();
     let mut gated = 0;
     for rv in s.rows.iter().filter(|r| r.verdict == "pass") {
         let gate = rv

@@ -126,7 +126,7 @@ pub fn resolve_limits(
 /// evidence.
 pub const DEFAULT_SLO: &str = "default:ttft=1000,tpot=50,e2e=10000";
 
-/// Parses one `--slo NAME:ttft=MS,tpot=MS,e2e=MS[,stall=MS]`.
+/// Parses one `--slo NAME:ttft=MS,tpot=MS,e2e=MS[,stall=MS][,ttfa=MS]`.
 pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
     let (name, gates) = text
         .split_once(':')
@@ -135,13 +135,7 @@ pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
     if name.is_empty() {
         return Err(format!("--slo `{text}`: the class needs a name"));
     }
-    let mut out = Gates {
-        ttft_ms: None,
-        tpot_ms: None,
-        e2e_ms: None,
-        stall_ms: None,
-        token_deadline_ms: None,
-    };
+    let mut out = Gates::latency(None, None, None);
     for part in gates.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = part
             .split_once('=')
@@ -158,9 +152,10 @@ pub fn parse_slo(text: &str) -> Result<(String, Gates), String> {
             "tpot" => &mut out.tpot_ms,
             "e2e" | "e2el" => &mut out.e2e_ms,
             "stall" => &mut out.stall_ms,
+            "ttfa" => &mut out.ttfa_ms,
             other => {
                 return Err(format!(
-                    "--slo `{text}`: unknown gate `{other}` (use ttft, tpot, e2e, stall)"
+                    "--slo `{text}`: unknown gate `{other}` (use ttft, tpot, e2e, stall, ttfa)"
                 ))
             }
         };
@@ -255,6 +250,7 @@ mod tests {
                     e2e_ms: Some(10000.0),
                     stall_ms: None,
                     token_deadline_ms: None,
+                    ttfa_ms: None,
                 }
             ))
         );
@@ -268,6 +264,7 @@ mod tests {
                     e2e_ms: None,
                     stall_ms: None,
                     token_deadline_ms: None,
+                    ttfa_ms: None,
                 }
             ))
         );
@@ -276,6 +273,11 @@ mod tests {
         assert!(parse_slo("a:ttft=-1").is_err());
         assert!(parse_slo("a:latency=1").is_err());
         assert!(parse_slo("a:ttft=NaN").is_err());
+        // Hand-read: the answer gate is its own key, beside the three.
+        assert_eq!(
+            parse_slo("think:ttft=2000,ttfa=8000").map(|(_, g)| (g.ttft_ms, g.ttfa_ms)),
+            Ok((Some(2000.0), Some(8000.0)))
+        );
     }
 
     #[test]
@@ -292,6 +294,7 @@ mod tests {
                 e2e_ms: Some(10000.0),
                 stall_ms: None,
                 token_deadline_ms: None,
+                ttfa_ms: None,
             }
         );
     }

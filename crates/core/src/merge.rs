@@ -185,6 +185,8 @@ struct ShardDoc {
     classes: BTreeMap<String, Gates>,
     default_class: String,
     tokens: TokenCount,
+    #[serde(default = "streamed_default")]
+    streamed: bool,
     boundary: Labels,
     workload: Labels,
     #[serde(default)]
@@ -192,6 +194,10 @@ struct ShardDoc {
     #[serde(default)]
     resources: Option<Resources>,
     rows: Vec<TraceRow>,
+}
+
+fn streamed_default() -> bool {
+    true
 }
 
 /// One shard's file, parsed and placed.
@@ -339,6 +345,9 @@ impl Shard {
         }
         if a.tokens != b.tokens {
             return Err(differ("tokens", show(&a.tokens), show(&b.tokens)));
+        }
+        if a.streamed != b.streamed {
+            return Err(differ("streamed", show(&a.streamed), show(&b.streamed)));
         }
         let labels = |section: &str, ours: &Labels, theirs: &Labels, skip: &[&str]| {
             let keys: std::collections::BTreeSet<&String> =
@@ -502,6 +511,7 @@ fn assemble(shards: Vec<Shard>) -> TraceDoc {
         classes: head.classes,
         default_class: head.default_class,
         tokens: head.tokens,
+        streamed: head.streamed,
         boundary,
         workload,
         phases: head.phases,

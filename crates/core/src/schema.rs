@@ -53,7 +53,10 @@ impl JsonSchema for RowDescription {
                 endedMs, labels (object of strings, finite numbers, booleans), gapsMs (the gaps \
                 between consecutive token-carrying stream events, ms, in order: numbers >= 0, \
                 at most outputTokens - 1 and at most 100,000 of them, summing to at most \
-                completedMs - firstTokenMs; optional). A row that \
+                completedMs - firstTokenMs; optional), firstAnswerMs (the first answer token, \
+                between firstTokenMs and completedMs; optional), reasoningTokens (integral, \
+                0..=outputTokens; optional). With streamed: false, completed rows need only \
+                completedMs and carry no token instants. A row that \
                 breaks a rule is counted invalid with every applicable reason (docs/contract.md §5); it \
                 never rejects the document, so this schema does not constrain rows."
         })
@@ -83,6 +86,10 @@ pub struct TraceDocument {
     /// What outputTokens counts (default `usage`).
     #[serde(default)]
     pub tokens: TokenCount,
+    /// `false` for responses that are not streamed (embeddings): no first
+    /// token, only E2E gates (default true).
+    #[serde(default)]
+    pub streamed: Option<bool>,
     /// Where measurements were taken: scalar values only.
     #[serde(default)]
     pub boundary: Labels,

@@ -71,8 +71,9 @@ impl Censor {
 /// The latency figures of a completed row (docs/contract.md §2).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measured {
-    /// firstTokenMs − arrivalMs.
-    pub ttft_ms: f64,
+    /// firstTokenMs − arrivalMs; `None` for a response that was not
+    /// streamed (`streamed: false`: no first token exists).
+    pub ttft_ms: Option<f64>,
     /// (completedMs − firstTokenMs) / (outputTokens − 1); `None` for one-token outputs.
     pub tpot_ms: Option<f64>,
     /// completedMs − arrivalMs.
@@ -82,6 +83,9 @@ pub struct Measured {
     /// The largest of the row's `gapsMs`; `None` without gaps (absent or
     /// empty), so the stall gate does not apply (docs/contract.md §10.15).
     pub max_gap_ms: Option<f64>,
+    /// firstAnswerMs − arrivalMs; `None` when the row has no first answer
+    /// token (docs/contract.md §10.16).
+    pub ttfa_ms: Option<f64>,
 }
 
 /// The metrics a completed row missed.
@@ -95,21 +99,30 @@ pub struct MissSet {
     pub e2e: bool,
     /// The largest gap between token-carrying events above the stall gate.
     pub stall: bool,
+    /// Time to first answer above its gate.
+    pub ttfa: bool,
+    /// A TTFA gate, and no answer token at all (the whole output budget
+    /// went to reasoning).
+    pub no_answer: bool,
 }
 
 impl MissSet {
     /// Whether any metric was missed.
     pub fn any(self) -> bool {
-        self.ttft || self.tpot || self.e2e || self.stall
+        self.ttft || self.tpot || self.e2e || self.stall || self.ttfa || self.no_answer
     }
 
-    /// The missed metrics, in the order `ttft`, `tpot`, `e2e`, `stall`.
+    /// The missed metrics, in the order `ttft`, `tpot`, `e2e`, `stall`,
+    /// `ttfa`, `no_answer` (the later gates after the earlier ones, so a
+    /// row's listing never changes for a trace without them).
     pub fn names(self) -> impl Iterator<Item = &'static str> {
         [
             (self.ttft, "ttft"),
             (self.tpot, "tpot"),
             (self.e2e, "e2e"),
             (self.stall, "stall"),
+            (self.ttfa, "ttfa"),
+            (self.no_answer, "no_answer"),
         ]
         .into_iter()
         .filter_map(|(hit, name)| hit.then_some(name))
@@ -183,16 +196,20 @@ pub struct Judgement {
 /// Which gates a completed row missed under `equality`. A one-token output has
 /// no TPOT, so the TPOT gate does not apply to it (never a pass by
 /// arithmetic); a row without gaps is likewise not judged on the stall gate.
+/// A row without an answer token cannot meet a TTFA gate: it misses it as
+/// `no_answer` (never `ttfa`, so the two causes stay apart).
 pub fn missed(m: &Measured, gates: &Gates, equality: Equality) -> MissSet {
     let fails = |value: Option<f64>, gate: Option<f64>| match (value, gate) {
         (Some(v), Some(g)) => !equality.meets(v, g),
         _ => false,
     };
     MissSet {
-        ttft: fails(Some(m.ttft_ms), gates.ttft_ms),
+        ttft: fails(m.ttft_ms, gates.ttft_ms),
         tpot: fails(m.tpot_ms, gates.tpot_ms),
         e2e: fails(Some(m.e2e_ms), gates.e2e_ms),
         stall: fails(m.max_gap_ms, gates.stall_ms),
+        ttfa: fails(m.ttfa_ms, gates.ttfa_ms),
+        no_answer: gates.ttfa_ms.is_some() && m.ttfa_ms.is_none(),
     }
 }
 
@@ -210,7 +227,7 @@ pub fn judge_trace(trace: &Trace) -> Vec<Judgement> {
     let implicit = contract.implicit_class();
     let gates: Vec<&Gates> = contract.classes.values().collect();
     let judge = |row: &RawRow, duplicate: bool| -> Judgement {
-        let mut invalid = row_reasons(row, &trace.strings);
+        let mut invalid = row_reasons(row, &trace.strings, contract.streamed);
         if duplicate {
             invalid.insert(InvalidReason::DuplicateId);
         }
@@ -284,29 +301,36 @@ pub fn judge_valid_row(row: &RawRow, gates: &Gates, contract: &Contract) -> Verd
         _ => None,
     };
     if let Some(cause) = censor {
-        let first = match first {
+        let seen = |instant: Option<f64>| match instant {
             Some(f) => FirstToken::Seen(f),
             None if first_token_unknown(row) => FirstToken::Unknown,
             None => FirstToken::None,
         };
-        return Verdict::Censored {
-            cause,
-            known_late: known_late(arrival, first, horizon, gates, contract.equality),
+        let late = |token: FirstToken, gate: Option<f64>| {
+            late_before(arrival, token, horizon, gate, contract.equality)
         };
+        let elapsed = horizon - arrival;
+        let known_late = late(seen(first), gates.ttft_ms)
+            || late(seen(row.first_answer_ms.value()), gates.ttfa_ms)
+            || gates.e2e_ms.is_some_and(|g| elapsed >= g);
+        return Verdict::Censored { cause, known_late };
     }
     match (row.status, row.reason) {
         (Slot::Set(RawStatus::Failed), Slot::Set(reason)) => Verdict::Failed { reason },
         _ => {
-            // Valid completed rows have all three fields (checked by row_reasons).
-            let first = first.unwrap_or(f64::NAN);
+            // Valid completed rows have their completion, and (streamed)
+            // their first token and tokens (checked by row_reasons).
             let completed = row.completed_ms.value().unwrap_or(f64::NAN);
             let tokens = row.output_tokens.value().unwrap_or(0.0) as u64;
             let measured = Measured {
-                ttft_ms: first - arrival,
-                tpot_ms: (tokens > 1).then(|| (completed - first) / (tokens - 1) as f64),
+                ttft_ms: first.map(|f| f - arrival),
+                tpot_ms: first
+                    .filter(|_| tokens > 1)
+                    .map(|f| (completed - f) / (tokens - 1) as f64),
                 e2e_ms: completed - arrival,
                 output_tokens: tokens,
                 max_gap_ms: max_gap(row),
+                ttfa_ms: row.first_answer_ms.value().map(|a| a - arrival),
             };
             let miss = missed(&measured, gates, contract.equality);
             if miss.any() {
@@ -330,33 +354,30 @@ enum FirstToken {
     Unknown,
 }
 
-/// Whether a censored row is already certain, at the horizon, to miss a TTFT
-/// or E2E gate (docs/contract.md §6.3).
+/// Whether a censored row is already certain, at the horizon, to miss the
+/// gate on a first instant — its first token (TTFT) or its first answer
+/// token (TTFA) — (docs/contract.md §6.3, §10.16).
 ///
-/// A first token seen by the horizon gives a final TTFT, judged under the
+/// An instant seen by the horizon gives a final value, judged under the
 /// declared equality rule. Otherwise the final value is strictly greater than
 /// the elapsed `horizon − arrival` (the row was unfinished), so an elapsed time
-/// at or past the gate is late under either rule — for TTFT without a first
-/// token, and always for E2E. A row whose first token is unknown gives no
-/// TTFT evidence at all (it may have come at any instant after the arrival),
-/// so only its E2E is judged. TPOT is never judged at the horizon.
-fn known_late(
+/// at or past the gate is late under either rule. A row whose first token is
+/// unknown gives no evidence on either instant (it may have come at any
+/// moment after the arrival). The caller adds E2E, which is late whenever
+/// the elapsed time reached its gate; TPOT is never judged at the horizon.
+fn late_before(
     arrival: f64,
-    first_token: FirstToken,
+    instant: FirstToken,
     horizon: f64,
-    gates: &Gates,
+    gate: Option<f64>,
     equality: Equality,
 ) -> bool {
-    let elapsed = horizon - arrival;
-    let unfinished_late = |gate: Option<f64>| gate.is_some_and(|g| elapsed >= g);
-    let ttft_late = match first_token {
-        FirstToken::Seen(f) if f <= horizon => gates
-            .ttft_ms
-            .is_some_and(|g| !equality.meets(f - arrival, g)),
+    let Some(gate) = gate else { return false };
+    match instant {
+        FirstToken::Seen(f) if f <= horizon => !equality.meets(f - arrival, gate),
         FirstToken::Unknown => false,
-        FirstToken::Seen(_) | FirstToken::None => unfinished_late(gates.ttft_ms),
-    };
-    ttft_late || unfinished_late(gates.e2e_ms)
+        FirstToken::Seen(_) | FirstToken::None => horizon - arrival >= gate,
+    }
 }
 
 #[cfg(test)]

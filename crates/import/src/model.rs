@@ -110,6 +110,7 @@ impl ImportOptions {
             classes: self.classes.clone(),
             default_class: self.default_class.clone(),
             tokens: goodput_core::trace::TokenCount::Usage,
+            streamed: true,
             boundary,
             workload,
             phases: Vec::new(),

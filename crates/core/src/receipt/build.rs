@@ -208,7 +208,7 @@ impl Tally {
                     self.completions.add(done.min(clip.horizon_ms));
                 }
                 self.output_tokens += m.output_tokens;
-                self.ttft.push(m.ttft_ms);
+                self.ttft.extend(m.ttft_ms);
                 self.e2e.push(m.e2e_ms);
                 if let Some(t) = m.tpot_ms {
                     self.tpot.push(t);
@@ -351,6 +351,7 @@ impl Tally {
             saturation,
             percentiles: None,
             gaps: None,
+            answer: None,
         }
     }
 }
@@ -617,6 +618,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         classes,
     };
     crate::receipt::gaps::attach(trace, judgements, &mut results, confidence);
+    crate::receipt::answer::attach(trace, judgements, &mut results, confidence);
     Receipt {
         schema: RECEIPT_SCHEMA.to_owned(),
         generator: Generator {
@@ -682,6 +684,7 @@ fn contract_info(contract: &crate::trace::Contract, confidence: Confidence) -> C
             quantile: intervals::method::QUANTILE.to_owned(),
         },
         tokens: contract.tokens.as_str().to_owned(),
+        streamed: contract.streamed,
         tpot_label: contract.tokens.tpot_label().to_owned(),
         boundary: contract.boundary.clone(),
         workload: contract.workload.clone(),
@@ -741,7 +744,7 @@ pub fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> 
                     .map(|s| s.to_string()),
                 verdict: j.verdict.as_str().to_owned(),
                 reasons,
-                ttft_ms: measured.map(|m| m.ttft_ms),
+                ttft_ms: measured.and_then(|m| m.ttft_ms),
                 tpot_ms: measured.and_then(|m| m.tpot_ms),
                 e2e_ms: measured.map(|m| m.e2e_ms),
                 labels: match &row.labels {

@@ -11,9 +11,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::intervals::{quantile_interval, wilson, Confidence, Interval};
+use crate::intervals::{wilson, Confidence, Interval};
+use crate::receipt::answer::summary_with_intervals;
 use crate::receipt::{LatencySummary, PercentileIntervals, Results};
-use crate::stats::summarize;
 use crate::trace::{Contract, Equality, Gates, RawRow, TokenCount, Trace};
 use crate::verdict::{Judgement, Verdict};
 
@@ -195,32 +195,6 @@ impl GapTally {
             fluidity,
         })
     }
-}
-
-/// The nearest-rank summary of `values` (sorted in place) and the intervals
-/// of its p50, p95 and p99, as the latency percentiles get them.
-fn summary_with_intervals(
-    values: &mut [f64],
-    confidence: Confidence,
-) -> (LatencySummary, PercentileIntervals) {
-    let s = summarize(values);
-    let [p50, p90, p95, p99] = s.percentiles;
-    let summary = LatencySummary {
-        n: s.n,
-        min: s.min,
-        mean: s.mean,
-        p50,
-        p90,
-        p95,
-        p99,
-        max: s.max,
-    };
-    let intervals = PercentileIntervals {
-        p50: quantile_interval(values, 50, confidence),
-        p95: quantile_interval(values, 95, confidence),
-        p99: quantile_interval(values, 99, confidence),
-    };
-    (summary, intervals)
 }
 
 /// Adds the `gaps` blocks and the `stall` miss counts to `results`, per

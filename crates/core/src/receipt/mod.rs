@@ -6,6 +6,7 @@
 //! Maps are `BTreeMap` and struct fields serialize in declaration order, so the
 //! same trace and options always give the same bytes.
 
+pub mod answer;
 pub mod build;
 pub mod cost;
 pub mod gaps;
@@ -122,6 +123,11 @@ pub struct ContractInfo {
     pub intervals: IntervalContract,
     /// What `outputTokens` counts: `usage`, `chunks` or `client-tokenizer`.
     pub tokens: String,
+    /// `false` when the trace declared unstreamed responses (embeddings):
+    /// TTFT, TPOT, TTFA and stalls are not applicable (docs/contract.md
+    /// §10.16). Absent for streamed traces.
+    #[serde(default = "streamed_default", skip_serializing_if = "is_true")]
+    pub streamed: bool,
     /// The per-token figure's name: `tpot` (model tokens from usage),
     /// `chunk_cadence` (tokens are stream chunks) or `tpot_client_tokens`
     /// (tokens counted by a client-side tokenizer, not necessarily the model's).
@@ -197,6 +203,14 @@ pub struct WindowInfo {
     pub duration_ms: f64,
 }
 
+fn streamed_default() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 /// Results rolled up and per class.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -237,6 +251,11 @@ pub struct Block {
     /// class declares `stallMs` or `tokenDeadlineMs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gaps: Option<gaps::GapBlock>,
+    /// Time to first answer, thinking time and reasoning tokens
+    /// (docs/contract.md §10.16); absent when no row of the block carries
+    /// `firstAnswerMs` or `reasoningTokens` and no class declares `ttfaMs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<answer::AnswerBlock>,
 }
 
 /// The requested percentiles of one block's latency metrics (`--percentiles`).
@@ -497,6 +516,13 @@ pub struct MissReasons {
     /// Rows over their stall gate (present only when a class declares `stallMs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<u64>,
+    /// Rows over their TTFA gate (present only when a class declares `ttfaMs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfa: Option<u64>,
+    /// Rows of a class with a TTFA gate that never answered (present only
+    /// when a class declares `ttfaMs`).
+    #[serde(default, rename = "noAnswer", skip_serializing_if = "Option::is_none")]
+    pub no_answer: Option<u64>,
 }
 
 /// Exclusion causes.

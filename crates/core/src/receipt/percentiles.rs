@@ -37,7 +37,7 @@ pub fn attach(receipt: &mut Receipt, trace: &Trace, judgements: &[Judgement], se
             .into_iter()
             .chain([&mut all])
         {
-            values.ttft.push(m.ttft_ms);
+            values.ttft.extend(m.ttft_ms);
             values.e2e.push(m.e2e_ms);
             if let Some(t) = m.tpot_ms {
                 values.tpot.push(t);

@@ -245,7 +245,7 @@ fn class_points(trace: &Trace, judgements: &[Judgement]) -> Vec<Vec<Point>> {
         if let Some(outcome) = outcome(row, arrival_ms, &j.verdict, g, contract) {
             list.push(Point {
                 arrival_ms,
-                ttft_ms: j.verdict.measured().map(|m| m.ttft_ms),
+                ttft_ms: j.verdict.measured().and_then(|m| m.ttft_ms),
                 outcome,
             });
         }

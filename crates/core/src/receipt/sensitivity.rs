@@ -39,6 +39,7 @@ impl Factors {
             e2e_ms: gates.e2e_ms.map(|g| g * self.e2e),
             stall_ms: gates.stall_ms,
             token_deadline_ms: gates.token_deadline_ms,
+            ttfa_ms: gates.ttfa_ms,
         }
     }
 

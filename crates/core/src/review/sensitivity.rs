@@ -146,7 +146,7 @@ enum Metric {
 impl Metric {
     fn value(self, m: &Measured) -> Option<f64> {
         match self {
-            Metric::Ttft => Some(m.ttft_ms),
+            Metric::Ttft => m.ttft_ms,
             Metric::Tpot => m.tpot_ms,
             Metric::E2e => Some(m.e2e_ms),
         }

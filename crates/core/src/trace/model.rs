@@ -110,6 +110,13 @@ pub struct Gates {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "gate_schema")]
     pub token_deadline_ms: Option<f64>,
+    /// Time-to-first-answer gate in ms (firstAnswerMs − arrival: the first
+    /// answer token, after any reasoning), or null/absent for none
+    /// (docs/contract.md §10.16). A reasoning model's user waits for the
+    /// answer, not for its first thinking token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "gate_schema")]
+    pub ttfa_ms: Option<f64>,
 }
 
 impl Gates {
@@ -121,6 +128,7 @@ impl Gates {
             e2e_ms,
             stall_ms: None,
             token_deadline_ms: None,
+            ttfa_ms: None,
         }
     }
 }
@@ -249,6 +257,9 @@ pub struct Contract {
     pub default_class: Option<String>,
     /// What `outputTokens` counts.
     pub tokens: TokenCount,
+    /// `false` when the responses were not streamed (embeddings): no row
+    /// has a first token, and only E2E gates apply.
+    pub streamed: bool,
     /// Where the measurements were taken (echoed).
     pub boundary: Labels,
     /// How the load was generated (echoed).

@@ -188,6 +188,10 @@ pub struct RawRow {
     /// `gapsMs` held more than [`MAX_GAPS_PER_ROW`] numbers: only that many
     /// were kept, and the row is invalid (`too_many_gaps`).
     pub gaps_over_cap: bool,
+    /// `firstAnswerMs`: the first answer (content) token, after any reasoning.
+    pub first_answer_ms: NumSlot,
+    /// `reasoningTokens` (any finite number; integrality is judged later).
+    pub reasoning_tokens: NumSlot,
 }
 
 /// The `rows` member as read.
@@ -416,6 +420,8 @@ enum RowKey {
     EndedMs,
     Labels,
     GapsMs,
+    FirstAnswerMs,
+    ReasoningTokens,
     Unknown,
 }
 
@@ -433,6 +439,8 @@ impl RowKey {
             "endedMs" => RowKey::EndedMs,
             "labels" => RowKey::Labels,
             "gapsMs" => RowKey::GapsMs,
+            "firstAnswerMs" => RowKey::FirstAnswerMs,
+            "reasoningTokens" => RowKey::ReasoningTokens,
             _ => RowKey::Unknown,
         }
     }
@@ -603,6 +611,8 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
                 RowKey::CompletedMs => row.completed_ms = value.number(),
                 RowKey::OutputTokens => row.output_tokens = value.number(),
                 RowKey::EndedMs => row.ended_ms = value.number(),
+                RowKey::FirstAnswerMs => row.first_answer_ms = value.number(),
+                RowKey::ReasoningTokens => row.reasoning_tokens = value.number(),
                 RowKey::Labels | RowKey::GapsMs | RowKey::Unknown => {}
             }
         }

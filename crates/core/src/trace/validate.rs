@@ -23,7 +23,7 @@ use crate::trace::parse::{Interner, RawDocument, RawRow, RawStatus, RowsField, S
 use crate::trace::{only_fields, Limits, Rejection};
 use goodput_util::pointer::escape;
 
-const TOP_LEVEL_FIELDS: [&str; 12] = [
+const TOP_LEVEL_FIELDS: [&str; 13] = [
     "schema",
     "window",
     "warmup",
@@ -31,6 +31,7 @@ const TOP_LEVEL_FIELDS: [&str; 12] = [
     "classes",
     "defaultClass",
     "tokens",
+    "streamed",
     "boundary",
     "workload",
     "phases",
@@ -138,6 +139,7 @@ pub fn validate_document(
     let classes = classes(m)?;
     let default_class = default_class(m, &classes)?;
     let tokens = tokens(m)?;
+    let streamed = streamed(m, &classes)?;
     let boundary = optional_labels(m, "boundary")?;
     let workload = optional_labels(m, "workload")?;
     no_warmup_without_arrivals(&boundary, warmup.as_ref())?;
@@ -154,6 +156,7 @@ pub fn validate_document(
         classes,
         default_class,
         tokens,
+        streamed,
         boundary,
         workload,
         phases,
@@ -392,7 +395,14 @@ fn class_gates(v: &Value, ptr: &str) -> Result<Gates, Rejection> {
     only_fields(
         g,
         ptr,
-        &["ttftMs", "tpotMs", "e2eMs", "stallMs", "tokenDeadlineMs"],
+        &[
+            "ttftMs",
+            "tpotMs",
+            "e2eMs",
+            "stallMs",
+            "tokenDeadlineMs",
+            "ttfaMs",
+        ],
     )?;
     let optional = |key: &str| match g.get(key) {
         None => Ok(None),
@@ -404,6 +414,7 @@ fn class_gates(v: &Value, ptr: &str) -> Result<Gates, Rejection> {
         e2e_ms: gate(g, ptr, "e2eMs")?,
         stall_ms: optional("stallMs")?,
         token_deadline_ms: optional("tokenDeadlineMs")?,
+        ttfa_ms: optional("ttfaMs")?,
     })
 }
 
@@ -464,6 +475,38 @@ fn tokens(m: &Members) -> Result<TokenCount, Rejection> {
             format_args!("is {other}; it must be \"usage\", \"chunks\" or \"client-tokenizer\""),
         )),
     }
+}
+
+/// `streamed` (optional, `true` by default): `false` declares responses that
+/// are not streamed (embeddings), which have no first token, so a class of
+/// such a trace may gate only E2E (docs/contract.md §10.16): a token gate
+/// there could never be judged, and is refused rather than left silent.
+fn streamed(m: &Members, classes: &BTreeMap<String, Gates>) -> Result<bool, Rejection> {
+    let streamed = match m.get("streamed") {
+        None | Some(Value::Bool(true)) => return Ok(true),
+        Some(Value::Bool(false)) => false,
+        Some(other) => {
+            return Err(Rejection::at(
+                "/streamed",
+                format_args!("must be true or false, found {}", type_name(other)),
+            ))
+        }
+    };
+    for (name, gates) in classes {
+        let token_gates = [
+            ("ttftMs", gates.ttft_ms),
+            ("tpotMs", gates.tpot_ms),
+            ("ttfaMs", gates.ttfa_ms),
+            ("stallMs", gates.stall_ms),
+        ];
+        if let Some((key, _)) = token_gates.iter().find(|(_, g)| g.is_some()) {
+            return Err(Rejection::at(
+                format!("/classes/{}/{key}", escape(name)),
+                "must be null: the trace declares streamed: false (no first token), so only e2eMs can be judged",
+            ));
+        }
+    }
+    Ok(streamed)
 }
 
 /// An optional labels member (`boundary`, `workload`); empty when absent.
@@ -542,11 +585,21 @@ pub enum InvalidReason {
     TooManyGaps,
     /// `gapsMs` sum to more than `completedMs − firstTokenMs` (beyond 1 µs).
     GapsExceedSpan,
+    /// `firstAnswerMs` before `firstTokenMs`, or without one: an answer
+    /// token is a model token, so the first token of any kind comes no later.
+    FirstAnswerBeforeFirstToken,
+    /// `completedMs` before `firstAnswerMs`.
+    CompletionBeforeFirstAnswer,
+    /// `reasoningTokens` not an integer in `[0, outputTokens]`.
+    BadReasoningTokens,
+    /// `firstTokenMs`, `firstAnswerMs` or `gapsMs` on a row of a trace that
+    /// declares `streamed: false` (no token instants exist there).
+    TokenTimesOnUnstreamed,
 }
 
 impl InvalidReason {
     /// Every reason, in listing order.
-    pub const ALL: [InvalidReason; 19] = [
+    pub const ALL: [InvalidReason; 23] = [
         InvalidReason::DuplicateId,
         InvalidReason::UnknownClass,
         InvalidReason::BadField,
@@ -566,6 +619,10 @@ impl InvalidReason {
         InvalidReason::NegativeGap,
         InvalidReason::TooManyGaps,
         InvalidReason::GapsExceedSpan,
+        InvalidReason::FirstAnswerBeforeFirstToken,
+        InvalidReason::CompletionBeforeFirstAnswer,
+        InvalidReason::BadReasoningTokens,
+        InvalidReason::TokenTimesOnUnstreamed,
     ];
 
     /// The reason's name in receipts.
@@ -590,6 +647,10 @@ impl InvalidReason {
             InvalidReason::NegativeGap => "negative_gap",
             InvalidReason::TooManyGaps => "too_many_gaps",
             InvalidReason::GapsExceedSpan => "gaps_exceed_span",
+            InvalidReason::FirstAnswerBeforeFirstToken => "first_answer_before_first_token",
+            InvalidReason::CompletionBeforeFirstAnswer => "completion_before_first_answer",
+            InvalidReason::BadReasoningTokens => "bad_reasoning_tokens",
+            InvalidReason::TokenTimesOnUnstreamed => "token_times_on_unstreamed",
         }
     }
 }
@@ -623,8 +684,9 @@ impl InvalidSet {
 }
 
 /// The row-level reasons of one row that need no other row: everything but
-/// `duplicate_id` and `unknown_class`.
-pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
+/// `duplicate_id` and `unknown_class`. `streamed` is the document's
+/// `streamed` (false: no token instants, and no tokens required).
+pub fn row_reasons(row: &RawRow, strings: &Interner, streamed: bool) -> InvalidSet {
     let mut set = InvalidSet::default();
     if row.not_object {
         set.insert(InvalidReason::BadField);
@@ -639,9 +701,39 @@ pub fn row_reasons(row: &RawRow, strings: &Interner) -> InvalidSet {
             set.insert(InvalidReason::BadOutputTokens);
         }
     }
-    status_reasons(row, strings, &mut set);
+    status_reasons(row, strings, streamed, &mut set);
     gap_reasons(row, &mut set);
+    answer_reasons(row, &mut set);
+    if !streamed
+        && (row.first_token_ms.is_present()
+            || row.first_answer_ms.is_present()
+            || row.gaps_ms.is_present())
+    {
+        set.insert(InvalidReason::TokenTimesOnUnstreamed);
+    }
     set
+}
+
+/// `firstAnswerMs` and `reasoningTokens` (docs/contract.md §10.16): the
+/// first answer token no earlier than the first token of any kind and no
+/// later than the completion; reasoning tokens a whole number no larger
+/// than the output they are part of.
+fn answer_reasons(row: &RawRow, set: &mut InvalidSet) {
+    use InvalidReason as R;
+    if let Some(answer) = row.first_answer_ms.value() {
+        if row.first_token_ms.value().is_none_or(|f| answer < f) {
+            set.insert(R::FirstAnswerBeforeFirstToken);
+        }
+        if row.completed_ms.value().is_some_and(|c| c < answer) {
+            set.insert(R::CompletionBeforeFirstAnswer);
+        }
+    }
+    if let Some(n) = row.reasoning_tokens.value() {
+        let over = row.output_tokens.value().is_some_and(|out| n > out);
+        if n < 0.0 || n.fract() != 0.0 || n > MAX_OUTPUT_TOKENS || over {
+            set.insert(R::BadReasoningTokens);
+        }
+    }
 }
 
 /// `gapsMs`: every gap ≥ 0, at most `outputTokens − 1` of them (and at most
@@ -692,6 +784,8 @@ fn has_bad_field(row: &RawRow) -> bool {
             row.completed_ms,
             row.output_tokens,
             row.ended_ms,
+            row.first_answer_ms,
+            row.reasoning_tokens,
         ]
         .iter()
         .any(|slot| slot.is_bad())
@@ -708,7 +802,8 @@ fn time_reasons(row: &RawRow, set: &mut InvalidSet) {
     let first = row.first_token_ms.value();
     let completed = row.completed_ms.value();
     let ended = row.ended_ms.value();
-    if [arrival, first, completed, ended]
+    let answer = row.first_answer_ms.value();
+    if [arrival, first, completed, ended, answer]
         .iter()
         .flatten()
         .any(|t| t.abs() > MAX_ABS_TIMESTAMP_MS)
@@ -725,7 +820,7 @@ fn time_reasons(row: &RawRow, set: &mut InvalidSet) {
         if ended.is_some_and(|e| e < a) {
             set.insert(R::EndedBeforeArrival);
         }
-        if [first, completed, ended]
+        if [first, completed, ended, answer]
             .iter()
             .flatten()
             .any(|t| t - a > MAX_SPAN_MS)
@@ -743,15 +838,20 @@ fn time_reasons(row: &RawRow, set: &mut InvalidSet) {
 /// What each status requires: a completed row its first token, completion
 /// and tokens (at least one); a failed row its reason; an unfinished row no
 /// completion.
-fn status_reasons(row: &RawRow, strings: &Interner, set: &mut InvalidSet) {
+fn status_reasons(row: &RawRow, strings: &Interner, streamed: bool, set: &mut InvalidSet) {
     use InvalidReason as R;
     match row.status {
         Slot::Set(RawStatus::Completed) => {
-            if !row.first_token_ms.is_present() {
-                set.insert(R::MissingFirstToken);
-            }
             if !row.completed_ms.is_present() {
                 set.insert(R::MissingCompletion);
+            }
+            if !streamed {
+                // An unstreamed response (embeddings) has no first token
+                // and may have no output tokens at all.
+                return;
+            }
+            if !row.first_token_ms.is_present() {
+                set.insert(R::MissingFirstToken);
             }
             if !row.output_tokens.is_present() {
                 set.insert(R::MissingOutputTokens);

@@ -45,6 +45,11 @@ pub struct TraceDoc {
     pub default_class: String,
     /// What `outputTokens` counts.
     pub tokens: TokenCount,
+    /// `false` for responses that are not streamed (embeddings): no first
+    /// token exists, so TTFT, TPOT, TTFA and stall gates do not apply
+    /// (docs/contract.md §10.16). Left out (true) for streamed responses.
+    #[serde(skip_serializing_if = "is_true")]
+    pub streamed: bool,
     /// Where the measurements were taken.
     pub boundary: Labels,
     /// How the load was generated (never the API key, never the prompts).
@@ -58,6 +63,10 @@ pub struct TraceDoc {
     /// Exactly one row per scheduled request, ids `r0`, `r1`, … in schedule
     /// order (`r<i>-s<K>` when recorded by shard K of a split schedule).
     pub rows: Vec<TraceRow>,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A row's status.
@@ -104,6 +113,14 @@ pub struct TraceRow {
     /// order (docs/contract.md §10.15); left out when not recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gaps_ms: Option<Vec<f64>>,
+    /// The first answer (content) token, ms since t0, as distinct from
+    /// `firstTokenMs`, the first model token of any kind (a reasoning token
+    /// counts); docs/contract.md §10.16.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_answer_ms: Option<f64>,
+    /// The reasoning tokens inside `outputTokens`, when the server reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
     /// `sendLagMs`, `promptTokens` or `promptChars`, `promptHash`, `notSent`.
     pub labels: Labels,
 }
@@ -124,6 +141,8 @@ impl TraceRow {
             reason: None,
             ended_ms: None,
             gaps_ms: None,
+            first_answer_ms: None,
+            reasoning_tokens: None,
             labels,
         }
     }

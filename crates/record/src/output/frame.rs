@@ -256,6 +256,7 @@ impl Frame {
             classes: self.classes.clone(),
             default_class: self.default_class.clone(),
             tokens,
+            streamed: true,
             boundary: self.boundary(stop),
             workload: self.stopped_workload(stop, rows),
             phases: self.phases.clone(),

@@ -522,6 +522,7 @@ mod tests {
                 e2e_ms: None,
                 stall_ms: None,
                 token_deadline_ms: None,
+                ttfa_ms: None,
             },
             goodput_core::trace::Gates {
                 ttft_ms: None,
@@ -529,6 +530,7 @@ mod tests {
                 e2e_ms: Some(300.0),
                 stall_ms: None,
                 token_deadline_ms: None,
+                ttfa_ms: None,
             },
         ];
         // TPOT gates (50, 20) do not count: send lag never shifts TPOT.

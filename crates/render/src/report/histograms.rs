@@ -82,7 +82,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
                 .filter(|j| j.class == Some(c))
                 .filter_map(|j| j.verdict.measured())
                 .filter_map(|m| match metric.key {
-                    "ttft" => Some(m.ttft_ms),
+                    "ttft" => m.ttft_ms,
                     "tpot" => m.tpot_ms,
                     _ => Some(m.e2e_ms),
                 })

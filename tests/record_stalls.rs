@@ -37,7 +37,8 @@ fn stalling_sim() -> SimServer {
 
 /// Tokens 0..12 make 11 gaps; gap j lies between tokens j and j + 1, so
 /// the pauses before tokens 4 and 9 (the 5th and the 10th) are gaps 3 and
-/// 8: each at least the 200 ms pause. Every other gap is one 10 ms step or
+/// 8: each the 200 ms pause (less what a loaded client takes to read the
+/// frame before it), past the 150 ms gate. Every other gap is one 10 ms step or
 /// less (tokens made during a pause arrive together after it), far under
 /// 100 ms even on a loaded machine.
 #[test]
@@ -76,7 +77,11 @@ fn the_sims_stalls_are_found_at_the_right_rows_and_positions() {
         assert_eq!(gaps.len(), 11, "{row}");
         for (j, g) in gaps.iter().enumerate() {
             if j == 3 || j == 8 {
-                assert!(*g >= 200.0, "gap {j} of {row}");
+                // The sim pauses 200 ms once the tokens before it are
+                // written; the client may read those late on a loaded
+                // machine, which shortens the gap it sees by that delay,
+                // so the bound is the 150 ms gate the test judges by.
+                assert!(*g > 150.0, "gap {j} of {row}");
             } else {
                 assert!(*g < 100.0, "gap {j} of {row}");
             }
@@ -94,8 +99,8 @@ fn the_sims_stalls_are_found_at_the_right_rows_and_positions() {
     // 44 gaps, 8 of them stalls: p50 is a short gap, p99 (rank 44) a stall.
     assert_eq!(gaps["gapMs"]["n"], 44);
     assert!(gaps["gapMs"]["p50"].as_f64().unwrap() < 100.0);
-    assert!(gaps["gapMs"]["p99"].as_f64().unwrap() >= 200.0);
-    assert!(gaps["largestGapMs"]["p50"].as_f64().unwrap() >= 200.0);
+    assert!(gaps["gapMs"]["p99"].as_f64().unwrap() > 150.0);
+    assert!(gaps["largestGapMs"]["p50"].as_f64().unwrap() > 150.0);
 }
 
 /// `--no-gaps` leaves `gapsMs` out of every row; `--token-deadline-ms`

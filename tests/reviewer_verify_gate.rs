@@ -217,6 +217,7 @@ fn criteria(min: &str) -> Criteria {
         max_censored_share: dec("0.1"),
         max_p95_ttft_ms: None,
         max_p95_e2e_ms: None,
+        max_p95_ttfa_ms: None,
         class: None,
         max_p95_tpot_ms: None,
         p99: Default::default(),

@@ -29,6 +29,10 @@ pub struct TailArgs {
     /// Most nearest-rank p95 TPOT allowed, ms.
     #[arg(long, value_name = "X")]
     pub max_p95_tpot_ms: Option<f64>,
+    /// Most nearest-rank p95 TTFA (time to first answer, after any
+    /// reasoning) allowed, ms; a run without answer instants fails it.
+    #[arg(long, value_name = "X")]
+    pub max_p95_ttfa_ms: Option<Decimal>,
 }
 
 /// What a rate must hold, besides the pass-share target, to count toward
@@ -58,6 +62,7 @@ impl HoldArgs {
             max_p95_ttft_ms: self.tails.max_p95_ttft_ms.clone(),
             max_p95_e2e_ms: self.tails.max_p95_e2e_ms.clone(),
             max_p95_tpot_ms: self.tails.max_p95_tpot_ms,
+            max_p95_ttfa_ms: self.tails.max_p95_ttfa_ms.clone(),
             ..BlockLimits::default()
         };
         limits.check().map_err(usage)?;

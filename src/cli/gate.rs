@@ -112,6 +112,7 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         max_censored_share: args.max_censored_share,
         max_p95_ttft_ms: args.tails.max_p95_ttft_ms,
         max_p95_e2e_ms: args.tails.max_p95_e2e_ms,
+        max_p95_ttfa_ms: args.tails.max_p95_ttfa_ms,
         class: args.class,
         max_p95_tpot_ms: args.tails.max_p95_tpot_ms,
         p99: P99Limits {

@@ -48,8 +48,23 @@ pub fn counts(d: &ClassDiagnosis) -> String {
     let mut parts = Vec::new();
     let missed = d.not_passed.saturating_sub(d.failed + d.unfinished);
     if missed > 0 {
+        let mut later = String::new();
+        if let Some(n) = d.stall_misses {
+            let _ = write!(later, ", stall {n}");
+        }
+        if let (Some(thinking), Some(waiting)) = (d.thinking_misses, d.waiting_misses) {
+            let _ = write!(
+                later,
+                ", TTFA {} ({thinking} after a fast first token, {waiting} after a slow one)",
+                thinking + waiting
+            );
+        }
+        if let Some(n) = d.no_answer {
+            let _ = write!(later, ", no answer {n}");
+        }
         let mut part = format!(
-            "{missed} missed a gate (TTFT {}, TPOT {}, E2E {}; a row counts under each gate it missed",
+            "{missed} missed a gate (TTFT {}, TPOT {}, E2E {}{later}; a row counts under each gate \
+             it missed",
             d.ttft_misses, d.tpot_misses, d.e2e_misses
         );
         if d.e2e_only_at_least > 0 {
@@ -93,10 +108,15 @@ fn unfinished(d: &ClassDiagnosis) -> String {
         (0, _) => format!("{all}ended only after it"),
         (running, after) => format!("{running} still running, {after} ended only after it"),
     };
+    let gates = if d.thinking_misses.is_some() {
+        "a TTFT, TTFA or E2E gate"
+    } else {
+        "a TTFT or E2E gate"
+    };
     let late = match d.known_late {
         0 => String::new(),
-        late if late == n => format!("; {all}already past a TTFT or E2E gate"),
-        late => format!("; {late} of these {n} already past a TTFT or E2E gate"),
+        late if late == n => format!("; {all}already past {gates}"),
+        late => format!("; {late} of these {n} already past {gates}"),
     };
     format!("unfinished {n} at the horizon ({split}{late})")
 }
@@ -291,6 +311,10 @@ mod tests {
             ttft_misses: 0,
             tpot_misses: 0,
             e2e_misses: 0,
+            stall_misses: None,
+            thinking_misses: None,
+            waiting_misses: None,
+            no_answer: None,
             e2e_only_at_least: 0,
             failed: 0,
             failure_reasons: Default::default(),

@@ -2,6 +2,7 @@
 //! tool's report) and return bytes, so tests compare bytes and the CLI decides
 //! where they go.
 
+pub mod answers;
 pub mod capacity;
 mod cells;
 pub mod compare;

@@ -93,6 +93,7 @@ mod tests {
             labels: None,
             max_gap_ms: None,
             max_gap_index: None,
+            ttfa_ms: None,
         }
     }
 

@@ -104,7 +104,16 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     write_counts(&mut o, &table);
     write_rates(&mut o, &table, c.window.duration_ms);
     write_latency(&mut o, &table);
+    if !c.streamed {
+        let _ = writeln!(
+            o,
+            "(streamed: false — the responses were not streamed (embeddings): ttft and {} are \
+             not applicable, only e2e is judged)",
+            table.tpot_name
+        );
+    }
     crate::stalls::write_gaps(&mut o, receipt);
+    crate::answers::write_answers(&mut o, receipt);
     write_littles_law(&mut o, &table);
     write_saturation(&mut o, &table);
     write_reasons(&mut o, &table);
@@ -230,9 +239,21 @@ fn write_gates(o: &mut String, c: &ContractInfo, tpot_name: &str) {
         } else {
             ""
         };
+        // The later gates are named only when declared, so a contract
+        // without them reads as before.
+        let mut later = String::new();
+        for (key, value) in [
+            ("stall", g.stall_ms),
+            ("ttfa", g.ttfa_ms),
+            ("token deadline", g.token_deadline_ms),
+        ] {
+            if value.is_some() {
+                let _ = write!(later, ", {key} {}", gate(value, rule));
+            }
+        }
         let _ = writeln!(
             o,
-            "{head:<9} {}{default}: ttft {}, {tpot_name} {}, e2e {} (ms)",
+            "{head:<9} {}{default}: ttft {}, {tpot_name} {}, e2e {}{later} (ms)",
             terminal(name),
             gate(g.ttft_ms, rule),
             gate(g.tpot_ms, rule),
@@ -406,9 +427,19 @@ fn write_reasons(o: &mut String, t: &Table) {
     let _ = writeln!(o, "\nREASONS");
     for (name, b) in &t.blocks {
         let r = &b.reasons;
+        let mut later = String::new();
+        for (key, count) in [
+            ("stall", r.miss.stall),
+            ("ttfa", r.miss.ttfa),
+            ("no_answer", r.miss.no_answer),
+        ] {
+            if let Some(n) = count {
+                let _ = write!(later, ", {key} {n}");
+            }
+        }
         let _ = writeln!(
             o,
-            "{name:<w$} miss: ttft {}, {tpot_name} {}, e2e {}",
+            "{name:<w$} miss: ttft {}, {tpot_name} {}, e2e {}{later}",
             r.miss.ttft, r.miss.tpot, r.miss.e2e
         );
         let _ = writeln!(o, "{:<w$} failure: {}", "", top(&r.failure, 3));

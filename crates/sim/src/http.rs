@@ -624,6 +624,16 @@ impl SimStream {
         let mut buf = BytesMut::new();
         self.push_role(&mut buf);
         loop {
+            if self.held.is_some() && self.pause.is_none() {
+                // What was made before the stall goes out first, and the
+                // pause starts only once it has: a pause started while a
+                // backlog was still being written would look shorter.
+                if !buf.is_empty() {
+                    return Polled::Frame(buf.freeze());
+                }
+                let pause = std::time::Duration::from_millis(self.quirks.stall_ms);
+                self.pause = Some(Box::pin(tokio::time::sleep(pause)));
+            }
             if let Some(pause) = self.pause.as_mut() {
                 if std::future::Future::poll(pause.as_mut(), cx).is_pending() {
                     // What was made before the stall goes out first.
@@ -644,8 +654,6 @@ impl SimStream {
             match self.tokens.poll_recv(cx) {
                 Poll::Ready(Some(token)) if self.stalls_before(token.index) => {
                     self.held = Some(token);
-                    let pause = std::time::Duration::from_millis(self.quirks.stall_ms);
-                    self.pause = Some(Box::pin(tokio::time::sleep(pause)));
                 }
                 Poll::Ready(Some(token)) => {
                     if self.take_token(&mut buf, token) {

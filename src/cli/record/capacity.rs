@@ -208,6 +208,10 @@ fn judged_by(args: &RecordArgs) -> String {
             "--max-p95-tpot-ms",
             t.max_p95_tpot_ms.map(|x| x.to_string()),
         ),
+        (
+            "--max-p95-ttfa-ms",
+            t.max_p95_ttfa_ms.as_ref().map(ToString::to_string),
+        ),
     ];
     let flags: String = given
         .iter()

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::intervals::{quantile_interval, Confidence};
 use crate::receipt::{LatencySummary, PercentileIntervals, Results};
 use crate::stats::summarize;
-use crate::trace::{Gates, RawRow, Trace};
-use crate::verdict::{Judgement, Verdict};
+use crate::trace::{Equality, Gates, RawRow, Trace};
+use crate::verdict::{Judgement, Measured, Verdict};
 
 /// The answer figures of one block's completed cohort rows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -35,6 +35,24 @@ pub struct AnswerBlock {
     /// The reasoning tokens the server reported; null when no completed
     /// cohort row of the block carries `reasoningTokens`.
     pub reasoning: Option<Reasoning>,
+    /// The TTFA misses split by where the wait went; null when no class of
+    /// the block declares `ttfaMs`.
+    pub ttfa_misses: Option<TtfaMisses>,
+}
+
+/// Where a TTFA miss's wait went (docs/contract.md §10.16): before the
+/// first token of any kind (the server's queue and prefill), or after it
+/// (the model's reasoning). A miss is `thinking` when its first token was
+/// fast — within the class's TTFT gate under the equality rule, or, for a
+/// class without one, when the thinking time is at least the TTFT (most of
+/// the wait came after the first token) — and `waiting` otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TtfaMisses {
+    /// TTFA misses after a fast first token: the reasoning budget.
+    pub thinking: u64,
+    /// TTFA misses whose first token was already slow: queueing, prefill.
+    pub waiting: u64,
 }
 
 /// The percentile intervals of the two answer distributions.
@@ -72,6 +90,7 @@ struct AnswerTally {
     thinking: Vec<f64>,
     no_answer: u64,
     ttfa_misses: u64,
+    ttfa_thinking: u64,
     no_answer_misses: u64,
     reasoning_rows: u64,
     reasoning_tokens: u64,
@@ -84,13 +103,16 @@ impl AnswerTally {
         self.shown |= self.gated;
     }
 
-    fn add(&mut self, row: &RawRow, verdict: &Verdict) {
+    fn add(&mut self, row: &RawRow, verdict: &Verdict, gates: &Gates, equality: Equality) {
         let Some(m) = verdict.measured() else {
             return;
         };
         if let Verdict::Miss(_, missed) = verdict {
             self.ttfa_misses += u64::from(missed.ttfa);
             self.no_answer_misses += u64::from(missed.no_answer);
+            if missed.ttfa {
+                self.ttfa_thinking += u64::from(fast_first_token(m, gates, equality));
+            }
         }
         self.shown |= row.first_answer_ms.is_present() || row.reasoning_tokens.is_present();
         match (m.ttfa_ms, m.ttft_ms) {
@@ -114,6 +136,7 @@ impl AnswerTally {
         self.thinking.extend_from_slice(&other.thinking);
         self.no_answer += other.no_answer;
         self.ttfa_misses += other.ttfa_misses;
+        self.ttfa_thinking += other.ttfa_thinking;
         self.no_answer_misses += other.no_answer_misses;
         self.reasoning_rows += other.reasoning_rows;
         self.reasoning_tokens += other.reasoning_tokens;
@@ -145,7 +168,22 @@ impl AnswerTally {
                 thinking_ms: thinking_intervals,
             },
             reasoning,
+            ttfa_misses: self.gated.then_some(TtfaMisses {
+                thinking: self.ttfa_thinking,
+                waiting: self.ttfa_misses - self.ttfa_thinking,
+            }),
         })
+    }
+}
+
+/// Whether a row's first token was fast, in the sense of [`TtfaMisses`].
+fn fast_first_token(m: &Measured, gates: &Gates, equality: Equality) -> bool {
+    match (m.ttft_ms, m.ttfa_ms) {
+        (Some(ttft), Some(ttfa)) => match gates.ttft_ms {
+            Some(gate) => equality.meets(ttft, gate),
+            None => ttfa - ttft >= ttft,
+        },
+        _ => false,
     }
 }
 
@@ -192,9 +230,10 @@ pub fn attach(
             tally
         })
         .collect();
+    let equality = trace.contract.equality;
     for (row, j) in trace.rows.iter().zip(judgements) {
-        if let Some(tally) = j.class.and_then(|c| per_class.get_mut(c)) {
-            tally.add(row, &j.verdict);
+        if let Some((tally, g)) = j.class.and_then(|c| per_class.get_mut(c).zip(gates.get(c))) {
+            tally.add(row, &j.verdict, g, equality);
         }
     }
     let mut all = AnswerTally::default();

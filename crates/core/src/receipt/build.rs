@@ -758,6 +758,7 @@ pub fn row_verdicts(trace: &Trace, judgements: &[Judgement]) -> Vec<RowVerdict> 
                 },
                 max_gap_ms: largest.map(|(g, _)| g),
                 max_gap_index: largest.map(|(_, i)| i as u64),
+                ttfa_ms: measured.and_then(|m| m.ttfa_ms),
             }
         })
         .collect()

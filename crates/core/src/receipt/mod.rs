@@ -581,4 +581,8 @@ pub struct RowVerdict {
     /// The 0-based position of that gap in `gapsMs` (the first, when equal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_gap_index: Option<u64>,
+    /// Time to first answer in ms (pass and miss rows with a first answer
+    /// token; absent otherwise; docs/contract.md §10.16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfa_ms: Option<f64>,
 }

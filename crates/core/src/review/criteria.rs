@@ -26,6 +26,8 @@ pub struct Criteria {
     pub max_p95_ttft_ms: Option<Decimal>,
     /// Most p95 E2E allowed, ms.
     pub max_p95_e2e_ms: Option<Decimal>,
+    /// Most p95 TTFA (time to first answer) allowed, ms (`--max-p95-ttfa-ms`).
+    pub max_p95_ttfa_ms: Option<Decimal>,
     /// Judge this class's block instead of all rows.
     pub class: Option<String>,
     /// Most p95 TPOT allowed, ms (a release criterion: `release_gate`).
@@ -107,6 +109,7 @@ impl Criteria {
             max_p95_ttft_ms: self.max_p95_ttft_ms.clone(),
             max_p95_e2e_ms: self.max_p95_e2e_ms.clone(),
             max_p95_tpot_ms: self.max_p95_tpot_ms,
+            max_p95_ttfa_ms: self.max_p95_ttfa_ms.clone(),
             p99: self.p99.clone(),
         }
     }
@@ -141,6 +144,9 @@ pub struct BlockLimits {
     pub max_p95_e2e_ms: Option<Decimal>,
     /// Most nearest-rank p95 TPOT, ms (`--max-p95-tpot-ms`).
     pub max_p95_tpot_ms: Option<f64>,
+    /// Most nearest-rank p95 TTFA, ms (`--max-p95-ttfa-ms`): the receipt's
+    /// `answer.ttfaMs.p95`; a block without an answer block fails it.
+    pub max_p95_ttfa_ms: Option<Decimal>,
     /// The p99 limits (`gate --max-p99-*-ms`).
     pub p99: P99Limits,
 }
@@ -169,6 +175,7 @@ impl BlockLimits {
         for (flag, v) in [
             ("--max-p95-ttft-ms", &self.max_p95_ttft_ms),
             ("--max-p95-e2e-ms", &self.max_p95_e2e_ms),
+            ("--max-p95-ttfa-ms", &self.max_p95_ttfa_ms),
             ("--max-p99-ttft-ms", &self.p99.ttft_ms),
             ("--max-p99-tpot-ms", &self.p99.tpot_ms),
             ("--max-p99-e2e-ms", &self.p99.e2e_ms),

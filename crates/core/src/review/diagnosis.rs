@@ -11,14 +11,21 @@
 //! |---|---|
 //! | TTFT misses | queueing, prefill, cold starts or admission |
 //! | TPOT misses | decode contention or streaming |
+//! | stall misses | the stream froze mid-answer: preemption, interleaved prefill, the network |
+//! | TTFA misses after a fast first token | the model's reasoning budget, not the server's queue |
+//! | TTFA misses after a slow first token | queueing, prefill, cold starts or admission (as TTFT) |
+//! | rows that never answered | the output budget went to reasoning: raise max_tokens or bound reasoning |
 //! | E2E-only misses | long outputs, or an E2E promise the workload cannot meet |
 //! | failures | their own investigation, by reason |
 //! | unfinished rows | requests still open when observation stopped: overload or stalls |
 //!
 //! A row counts under every metric it missed, so the counts of the receipt
 //! cannot say exactly how many rows missed E2E alone. The diagnosis uses the
-//! smallest number the counts prove: `miss − ttft − tpot` (every missing row
-//! that missed neither TTFT nor TPOT missed E2E alone), never more. The
+//! smallest number the counts prove: `miss − ttft − tpot − stall − ttfa −
+//! no_answer` (every missing row that missed none of the others missed E2E
+//! alone), never more. A TTFA miss is split by the receipt's `answer` block
+//! (`ttfaMisses`: thinking when the first token was fast, waiting when it
+//! was not), so a reasoning model's long thinking is never read as a queue. The
 //! reading names where to look; it never claims a mechanism the counts do not
 //! show.
 
@@ -36,6 +43,14 @@ pub enum Cause {
     TtftMisses,
     /// Completed rows over their TPOT gate.
     TpotMisses,
+    /// Completed rows over their stall gate.
+    StallMisses,
+    /// TTFA misses after a fast first token (the reasoning budget).
+    ThinkingMisses,
+    /// TTFA misses after a slow first token (the queue, as TTFT).
+    WaitingMisses,
+    /// Rows of a TTFA-gated class that never answered.
+    NoAnswer,
     /// Completed rows over their E2E gate only (at least this many).
     E2eOnlyMisses,
     /// Failed rows.
@@ -50,6 +65,10 @@ impl Cause {
         match self {
             Cause::TtftMisses => "TTFT misses",
             Cause::TpotMisses => "TPOT misses",
+            Cause::StallMisses => "stall misses",
+            Cause::ThinkingMisses => "TTFA misses after a fast first token",
+            Cause::WaitingMisses => "TTFA misses after a slow first token",
+            Cause::NoAnswer => "rows that never answered",
             Cause::E2eOnlyMisses => "E2E-only misses",
             Cause::Failures => "failures",
             Cause::Unfinished => "unfinished rows",
@@ -61,6 +80,22 @@ impl Cause {
         match self {
             Cause::TtftMisses => "look at queueing, prefill, cold starts or admission",
             Cause::TpotMisses => "look at decode contention or streaming",
+            Cause::StallMisses => {
+                "streams froze mid-answer: look at preemption, prefill interleaved with decode \
+                 (chunked prefill) or the network"
+            }
+            Cause::ThinkingMisses => {
+                "the model thought too long: its reasoning budget, not the server's queue (bound \
+                 the reasoning, or declare a TTFA gate the model can meet)"
+            }
+            Cause::WaitingMisses => {
+                "the first token was already late: look at queueing, prefill, cold starts or \
+                 admission"
+            }
+            Cause::NoAnswer => {
+                "the whole output budget went to reasoning: raise max_tokens or bound the \
+                 reasoning (thinking budget)"
+            }
             Cause::E2eOnlyMisses => "long outputs, or an E2E promise this workload cannot meet",
             Cause::Failures => "investigate the failures on their own, by reason",
             Cause::Unfinished => {
@@ -87,7 +122,20 @@ pub struct ClassDiagnosis {
     pub tpot_misses: u64,
     /// Completed rows over the E2E gate.
     pub e2e_misses: u64,
-    /// Rows that missed E2E alone: at least this many (miss − ttft − tpot, or 0).
+    /// Completed rows over the stall gate (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall_misses: Option<u64>,
+    /// TTFA misses after a fast first token (absent without a TTFA gate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_misses: Option<u64>,
+    /// TTFA misses after a slow first token (absent without a TTFA gate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_misses: Option<u64>,
+    /// Rows that never answered (absent without a TTFA gate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_answer: Option<u64>,
+    /// Rows that missed E2E alone: at least this many (miss − every other
+    /// gate's misses, or 0).
     pub e2e_only_at_least: u64,
     /// Failed rows, and by reason.
     pub failed: u64,
@@ -129,10 +177,20 @@ pub fn diagnose_block(class: &str, block: &Block) -> Option<ClassDiagnosis> {
     if c.miss + c.failed + c.censored == 0 {
         return None;
     }
-    let e2e_only = c.miss.saturating_sub(m.ttft + m.tpot);
+    let split = block.answer.as_ref().and_then(|a| a.ttfa_misses);
+    let (stall, no_answer) = (m.stall.unwrap_or(0), m.no_answer.unwrap_or(0));
+    let ttfa = m.ttfa.unwrap_or(0);
+    let (thinking, waiting) = split.map_or((0, ttfa), |s| (s.thinking, s.waiting));
+    let e2e_only = c
+        .miss
+        .saturating_sub(m.ttft + m.tpot + stall + ttfa + no_answer);
     let candidates = [
         (Cause::TtftMisses, m.ttft),
         (Cause::TpotMisses, m.tpot),
+        (Cause::StallMisses, stall),
+        (Cause::ThinkingMisses, thinking),
+        (Cause::WaitingMisses, waiting),
+        (Cause::NoAnswer, no_answer),
         (Cause::E2eOnlyMisses, e2e_only),
         (Cause::Failures, c.failed),
         (Cause::Unfinished, c.censored),
@@ -150,6 +208,10 @@ pub fn diagnose_block(class: &str, block: &Block) -> Option<ClassDiagnosis> {
         ttft_misses: m.ttft,
         tpot_misses: m.tpot,
         e2e_misses: m.e2e,
+        stall_misses: m.stall,
+        thinking_misses: m.ttfa.map(|_| thinking),
+        waiting_misses: m.ttfa.map(|_| waiting),
+        no_answer: m.no_answer,
         e2e_only_at_least: e2e_only,
         failed: c.failed,
         failure_reasons: block.reasons.failure.clone(),

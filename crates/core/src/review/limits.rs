@@ -25,13 +25,15 @@ enum Bound<'l> {
     P95Ttft(&'l Decimal),
     P95E2e(&'l Decimal),
     P95Tpot(f64),
+    P95Ttfa(&'l Decimal),
     P99Ttft(&'l Decimal),
     P99E2e(&'l Decimal),
     P99Tpot(&'l Decimal),
 }
 
 /// The limits given, in the fixed order of every view: failure share,
-/// censored share, p95 TTFT, p95 E2E, p95 TPOT, p99 TTFT, p99 E2E, p99 TPOT.
+/// censored share, p95 TTFT, p95 E2E, p95 TPOT, p95 TTFA, p99 TTFT, p99 E2E, p99
+/// TPOT.
 fn bounds(limits: &BlockLimits) -> Vec<Bound<'_>> {
     let l = limits;
     [
@@ -40,6 +42,7 @@ fn bounds(limits: &BlockLimits) -> Vec<Bound<'_>> {
         l.max_p95_ttft_ms.as_ref().map(Bound::P95Ttft),
         l.max_p95_e2e_ms.as_ref().map(Bound::P95E2e),
         l.max_p95_tpot_ms.map(Bound::P95Tpot),
+        l.max_p95_ttfa_ms.as_ref().map(Bound::P95Ttfa),
         l.p99.ttft_ms.as_ref().map(Bound::P99Ttft),
         l.p99.e2e_ms.as_ref().map(Bound::P99E2e),
         l.p99.tpot_ms.as_ref().map(Bound::P99Tpot),
@@ -58,6 +61,7 @@ impl Bound<'_> {
             Bound::P95Ttft(_) => "p95 ttft ms",
             Bound::P95E2e(_) => "p95 e2e ms",
             Bound::P95Tpot(_) => "p95 tpot ms",
+            Bound::P95Ttfa(_) => "p95 ttfa ms",
             Bound::P99Ttft(_) => "p99 ttft ms",
             Bound::P99E2e(_) => "p99 e2e ms",
             Bound::P99Tpot(_) => "p99 tpot ms",
@@ -71,6 +75,7 @@ impl Bound<'_> {
             | Bound::CensoredShare(d)
             | Bound::P95Ttft(d)
             | Bound::P95E2e(d)
+            | Bound::P95Ttfa(d)
             | Bound::P99Ttft(d)
             | Bound::P99E2e(d)
             | Bound::P99Tpot(d) => d.to_f64(),
@@ -89,6 +94,10 @@ impl Bound<'_> {
             Bound::P95Ttft(l) => (lat.ttft_ms.p95, latency(lat.ttft_ms.p95, l)),
             Bound::P95E2e(l) => (lat.e2e_ms.p95, latency(lat.e2e_ms.p95, l)),
             Bound::P95Tpot(l) => (lat.tpot_ms.p95, lat.tpot_ms.p95.is_some_and(|m| m <= *l)),
+            Bound::P95Ttfa(l) => {
+                let p95 = block.answer.as_ref().and_then(|a| a.ttfa_ms.p95);
+                (p95, latency(p95, l))
+            }
             Bound::P99Ttft(l) => (lat.ttft_ms.p99, latency(lat.ttft_ms.p99, l)),
             Bound::P99E2e(l) => (lat.e2e_ms.p99, latency(lat.e2e_ms.p99, l)),
             Bound::P99Tpot(l) => (lat.tpot_ms.p99, latency(lat.tpot_ms.p99, l)),
@@ -106,7 +115,8 @@ pub fn limit_names(limits: &BlockLimits) -> Vec<(&'static str, f64)> {
 }
 
 /// The check line of every limit given, in a fixed order: failure share,
-/// censored share, p95 TTFT, p95 E2E, p95 TPOT, p99 TTFT, p99 E2E, p99 TPOT.
+/// censored share, p95 TTFT, p95 E2E, p95 TPOT, p95 TTFA, p99 TTFT, p99 E2E, p99
+/// TPOT.
 /// Their names are the gate's
 /// (`failure share`, `p95 ttft ms`, …), so every view words them alike.
 pub fn limit_checks(block: &Block, limits: &BlockLimits) -> Vec<Check> {

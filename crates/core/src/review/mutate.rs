@@ -28,6 +28,7 @@ use crate::review::verify::diff_values;
 use crate::trace::model::{MAX_ABS_TIMESTAMP_MS, MAX_SPAN_MS};
 use crate::trace::{Equality, Limits, Rejection};
 
+mod answer;
 mod stall;
 
 /// Anything that turns trace bytes into a receipt. The receipt must carry
@@ -243,6 +244,15 @@ enum NotApplicable {
          after the horizon"
     )]
     NoRoomPastStall,
+    /// No passing row with a first answer has a TTFA gate to push it past.
+    #[error("no passing row with firstAnswerMs belongs to a class with a TTFA gate")]
+    NoTtfaGate,
+    /// Every push past the TTFA gate would complete after the horizon.
+    #[error(
+        "no passing row's first answer can be moved past its TTFA gate without completing \
+         after the horizon"
+    )]
+    NoRoomPastTtfa,
     /// No passing row sits on a gate.
     #[error("no passing row sits exactly on a gate, so strict and inclusive agree here")]
     NothingOnGate,
@@ -307,6 +317,7 @@ pub fn check(trace_bytes: &[u8], calc: &dyn Calculator) -> Result<MutationReport
         drop_invalid(&subject),
         push_past_ttft(&subject),
         stall::push_past_stall(&subject),
+        answer::push_past_ttfa(&subject),
         flip_equality(&subject),
         duplicate_id(&subject),
     ];
@@ -614,6 +625,7 @@ fn flip_equality(s: &Subject) -> MutationOutcome {
                 || on(r.tpot_ms, g.tpot_ms)
                 || on(r.e2e_ms, g.e2e_ms)
                 || on(r.max_gap_ms, g.stall_ms)
+                || on(r.ttfa_ms, g.ttfa_ms)
         })
         .collect();
     let k = on_gate.len() as u64;

@@ -335,6 +335,15 @@ impl Slos {
         };
         for text in &slos {
             let (name, mut gates) = parse_slo(text).map_err(usage)?;
+            if gates.ttfa_ms.is_some() {
+                // Until the recorder stamps firstAnswerMs, a TTFA gate would
+                // count every completed row as no_answer: refuse it.
+                return Err(usage(format!(
+                    "--slo `{text}`: the recorder does not record firstAnswerMs yet, so a \
+                     ttfa gate cannot be judged on its traces (declare it in a trace that \
+                     carries answer instants)"
+                )));
+            }
             gates.token_deadline_ms = token_deadline(args)?;
             if classes.insert(name.clone(), gates).is_some() {
                 return Err(usage(format!("--slo: class `{name}` is declared twice")));

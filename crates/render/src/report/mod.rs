@@ -31,6 +31,7 @@
 //! helpers the sections share.
 
 pub mod analysis_page;
+mod gap_histogram;
 mod header;
 pub mod headline;
 mod histograms;

@@ -3,7 +3,9 @@
 //! (queue and running counts, no KV-cache series) at 1,280 × 900 px and
 //! checks that the page is no wider than the window, that no table needs
 //! its own scroll bar, that the browser logs no console error, and saves a
-//! screenshot of the first screen to `target/tmp/report-browser/`.
+//! screenshot of the first screen to `target/tmp/report-browser/`. The page
+//! of the same trace with gaps and stall gates added (gap histograms, stall
+//! bars on the lanes) is measured the same way.
 //!
 //! The measurement runs on a copy of the page with one inline script added
 //! (the page itself allows none): it writes `document.documentElement
@@ -260,6 +262,82 @@ fn the_report_fits_1280_px_with_no_console_error_in_chromium() {
     let png = std::fs::read(&shot).expect("a screenshot");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000);
     println!("screenshot: {}", shot.display());
+}
+
+/// `mixed_120.json` with streams that stall: every completed row gets
+/// `outputTokens − 1` gaps filling its stream, equal but for every fourth
+/// row, where the middle gap is a stall of 40 % of the stream (at most
+/// 1.5 s) and the others share the rest; `interactive` gates stalls at
+/// 200 ms with a 50 ms token deadline, `batch` at 1000 ms. So both classes
+/// have a gap histogram and the lanes stall bars.
+fn stalled_trace(dir: &Path) -> PathBuf {
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(common::fixture("mixed_120.json")).unwrap()).unwrap();
+    doc["classes"]["interactive"]["stallMs"] = 200.into();
+    doc["classes"]["interactive"]["tokenDeadlineMs"] = 50.into();
+    doc["classes"]["batch"]["stallMs"] = 1000.into();
+    // Rounded down to the µs, so the gaps never sum past the stream.
+    let floor_us = |x: f64| (x * 1000.0).floor() / 1000.0;
+    let mut completed = 0usize;
+    for row in doc["rows"].as_array_mut().unwrap() {
+        if row["status"] != "completed" {
+            continue;
+        }
+        let k = row["outputTokens"].as_u64().unwrap() as usize - 1;
+        let span = row["completedMs"].as_f64().unwrap() - row["firstTokenMs"].as_f64().unwrap();
+        let mut gaps = vec![floor_us(span / k.max(1) as f64); k];
+        if completed % 4 == 0 && k >= 2 {
+            let stall = floor_us((span * 0.4).min(1500.0));
+            gaps = vec![floor_us((span - stall) / (k - 1) as f64); k];
+            gaps[k / 2] = stall;
+        }
+        row["gapsMs"] = gaps.into();
+        completed += 1;
+    }
+    let trace = dir.join("stalled.json");
+    std::fs::write(&trace, serde_json::to_vec(&doc).unwrap()).unwrap();
+    trace
+}
+
+#[test]
+fn the_report_of_a_stalled_run_fits_1280_px_in_chromium() {
+    let Some(browser) = chromium() else {
+        println!("skipped: no Chromium found; .ci/run installs it");
+        return;
+    };
+    let dir = out_dir();
+    let trace = stalled_trace(&dir);
+    let html_path = dir.join("stalled.html");
+    let out = common::goodput()
+        .args([
+            "report",
+            trace.to_str().unwrap(),
+            "--max-bytes",
+            "1000000",
+            "--out",
+        ])
+        .arg(&html_path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    // What this page is for: both gap histograms and some stall bars.
+    assert_eq!(html.matches("data-metric=\"gap\"").count(), 2);
+    assert!(html.contains("class=\"stall-mark\""));
+    let m = measure(&browser, &dir, "stalled", &html);
+    println!("chromium {}: {m:?}", browser.display());
+    assert!(m.client_width > 0 && m.client_width <= WIDTH, "{m:?}");
+    assert!(
+        m.scroll_width <= m.client_width,
+        "the page is wider than the {WIDTH} px window: {m:?}"
+    );
+    assert!(m.scrolling.is_empty(), "a table is cut off: {m:?}");
+    assert!(m.errors.is_empty(), "script errors: {m:?}");
 }
 
 #[test]

@@ -85,10 +85,16 @@ fn gates_table(o: &mut String, r: &Receipt) {
     let c = &r.contract;
     let rule = if c.equality == "strict" { "<" } else { "≤" };
     let tp = tpot_name(r);
+    let stall_gated = c.classes.values().any(|g| g.stall_ms.is_some());
     let _ = writeln!(
         o,
         "<div class=\"scroll\">\n<table id=\"gates\">\n<thead><tr><th class=\"name\">class</th>\
-         <th class=\"name\">judged by (a request passes when it meets all three)</th><th>pass share</th><th>goodput/s</th></tr></thead>\n<tbody>"
+         <th class=\"name\">judged by (a request passes when it meets {})</th><th>pass share</th><th>goodput/s</th></tr></thead>\n<tbody>",
+        if stall_gated {
+            "every gate listed"
+        } else {
+            "all three"
+        }
     );
     for (name, g) in &c.classes {
         let default = if c.default_class.as_deref() == Some(name.as_str()) {
@@ -105,13 +111,19 @@ fn gates_table(o: &mut String, r: &Receipt) {
                 )
             },
         );
+        // A stall gate only where a class declares one (never "stall: no
+        // gate": traces without gaps read as before).
+        let stall = g.stall_ms.map_or_else(String::new, |v| {
+            format!(" · {}", gate("stall", rule, Some(v)))
+        });
         let _ = writeln!(
             o,
-            "<tr data-class=\"{n}\"><td class=\"name\"><b>{n}</b>{default}</td><td class=\"name\">{} · {} · {}</td>\
+            "<tr data-class=\"{n}\"><td class=\"name\"><b>{n}</b>{default}</td><td class=\"name\">{} · {} · {}{}</td>\
              <td data-col=\"passShare\">{}</td><td data-col=\"goodputPerS\">{goodput}</td></tr>",
             escape(&gate("TTFT", rule, g.ttft_ms)),
             escape(&gate(tp, rule, g.tpot_ms)),
             escape(&gate("E2E", rule, g.e2e_ms)),
+            escape(&stall),
             escape(&share),
             n = escape(name),
         );

@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use crate::report::gap_histogram::{self, MIN_GAP_BAR_PX};
 use crate::report::html::{escape, tpot_name};
 use crate::report::svg::{nice_step, px, ticks};
 use crate::sensitivity::short;
@@ -42,6 +43,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
         escape(contract.equality.as_str()),
         tpot_name(r)
     );
+    gap_note(o, a);
     for (c, (name, gates)) in contract.classes.iter().enumerate() {
         let Some(block) = r.results.classes.get(name) else {
             continue;
@@ -89,9 +91,28 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
                 .collect();
             histogram(o, name, &metric, rule, &values);
         }
+        gap_histogram::figure(o, a, (c, name), gates, block, rule);
         let _ = writeln!(o, "</div>");
     }
     let _ = writeln!(o, "</section>");
+}
+
+/// How to read the gap histograms, when some class has one (none otherwise,
+/// so a page without gaps keeps its bytes).
+fn gap_note(o: &mut String, a: &Analysis) {
+    let classes = &a.receipt.results.classes;
+    if classes.values().all(|b| b.gaps.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<p class=\"note\" id=\"gaps-note\">A class whose rows carry <code>gapsMs</code> (or that declares a stall gate) \
+         has a fourth histogram: <b>inter-token latency</b>, or <b>inter-event latency</b> when a stream event may carry \
+         several tokens or is a chunk. It pools every gap between consecutive token-carrying stream events of the class's \
+         completed cohort rows; its black line is the class's stall gate, which each row's <em>largest</em> gap must meet. \
+         A bar holding any gap is at least {} px tall, so a lone stall among thousands of steady gaps still shows.</p>",
+        crate::sensitivity::short(MIN_GAP_BAR_PX)
+    );
 }
 
 /// One metric of one class: what its histogram shows and says.
@@ -144,7 +165,42 @@ impl Scale {
 
 /// One histogram figure: bars, axes, the gate line and the caption.
 fn histogram(o: &mut String, class: &str, metric: &Metric, rule: &str, values: &[f64]) {
-    let scale = Scale::of(values, metric.gate);
+    let empty = if metric.key == "tpot" {
+        "no completed rows with more than one output token"
+    } else {
+        "no completed rows"
+    };
+    let look = Chart {
+        key: metric.key,
+        label: metric.label,
+        gate: metric.gate,
+        gate_word: "gate",
+        empty,
+        bars: Bars::ROWS,
+    };
+    chart(o, class, &look, rule, values);
+    caption(o, metric);
+}
+
+/// What one histogram's chart shows, beside its values: the figure's
+/// `data-metric`, its title, its gate and how the gate and bars are named.
+pub(super) struct Chart<'a> {
+    /// The figure's `data-metric` (`ttft`, `tpot`, `e2e`, `gap`).
+    pub(super) key: &'a str,
+    /// The title, before ` (ms)`.
+    pub(super) label: &'a str,
+    pub(super) gate: Option<f64>,
+    /// The gate's name on its label (`gate ≤ 100`, `no gate`).
+    pub(super) gate_word: &'a str,
+    /// Said in the middle of the plot when there are no values.
+    pub(super) empty: &'a str,
+    pub(super) bars: Bars,
+}
+
+/// Opens a histogram's `<figure>` and draws its SVG: title, bars, axes and
+/// the gate. The caller writes the `<figcaption>` and closes the figure.
+pub(super) fn chart(o: &mut String, class: &str, look: &Chart, rule: &str, values: &[f64]) {
+    let scale = Scale::of(values, look.gate);
     let (x0, x1) = (scale.x0, scale.x1);
     let _ = writeln!(
         o,
@@ -152,8 +208,8 @@ fn histogram(o: &mut String, class: &str, metric: &Metric, rule: &str, values: &
          <svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" \
          aria-label=\"{} histogram\" data-ms0=\"0\" data-ms1=\"{}\" data-x0=\"{}\" data-x1=\"{}\">",
         escape(class),
-        metric.key,
-        metric.label,
+        look.key,
+        look.label,
         short(scale.top),
         px(x0),
         px(x1),
@@ -164,36 +220,50 @@ fn histogram(o: &mut String, class: &str, metric: &Metric, rule: &str, values: &
         o,
         "<text x=\"{}\" y=\"14\" font-weight=\"600\">{} (ms)</text>",
         px(x0),
-        metric.label
+        look.label
     );
     if values.is_empty() {
-        let why = if metric.key == "tpot" {
-            "no completed rows with more than one output token"
-        } else {
-            "no completed rows"
-        };
         let _ = writeln!(
             o,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"no-gate\">{why}</text>",
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"no-gate\">{}</text>",
             px((x0 + x1) / 2.0),
-            px((HIST_TOP + scale.y0) / 2.0)
+            px((HIST_TOP + scale.y0) / 2.0),
+            look.empty
         );
     }
-    let cmax = bars(o, &scale, values);
+    let cmax = bars(o, &scale, values, &look.bars);
     axes(o, &scale, cmax);
-    gate_line(o, &scale, metric.gate, rule);
+    gate_line(o, &scale, look.gate, rule, look.gate_word);
     let _ = writeln!(
         o,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">ms</text>\n</svg>",
         px((x0 + x1) / 2.0),
         px(HIST_H - 4.0)
     );
-    caption(o, metric);
+}
+
+/// How the bars of one histogram read: what a count counts, and the least
+/// height of a non-empty bar.
+pub(super) struct Bars {
+    /// The noun of a bar's tooltip (`12 rows`, `12 gaps`).
+    pub(super) noun: &'static str,
+    /// A non-empty bar is at least this tall, so a single value among
+    /// thousands (one stall among a run's gaps) still shows; 0 for the
+    /// latency histograms, whose bars are exactly proportional.
+    pub(super) min_height: f64,
+}
+
+impl Bars {
+    /// The latency histograms: rows, heights exactly proportional.
+    const ROWS: Bars = Bars {
+        noun: "rows",
+        min_height: 0.0,
+    };
 }
 
 /// The bars: `values` counted into [`HISTOGRAM_BINS`] equal bins from 0 ms
 /// (a value past the top goes into the last). Returns the tallest count.
-fn bars(o: &mut String, scale: &Scale, values: &[f64]) -> u64 {
+fn bars(o: &mut String, scale: &Scale, values: &[f64], look: &Bars) -> u64 {
     let bins = HISTOGRAM_BINS;
     let width = scale.top / bins as f64;
     let mut counts = vec![0u64; bins];
@@ -207,17 +277,18 @@ fn bars(o: &mut String, scale: &Scale, values: &[f64]) -> u64 {
         if n == 0 {
             continue;
         }
-        let h = n as f64 / cmax.max(1) as f64 * plot_h;
+        let h = (n as f64 / cmax.max(1) as f64 * plot_h).max(look.min_height);
         let (lo, hi) = (b as f64 * width, (b + 1) as f64 * width);
         let _ = writeln!(
             o,
-            "<rect class=\"bar\" data-count=\"{n}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>[{}, {}) ms: {n} rows</title></rect>",
+            "<rect class=\"bar\" data-count=\"{n}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"><title>[{}, {}) ms: {n} {}</title></rect>",
             px(scale.x_of(lo) + 0.5),
             px(scale.y0 - h),
             px((scale.x_of(hi) - scale.x_of(lo) - 1.0).max(0.5)),
             px(h),
             short(lo),
-            short(hi)
+            short(hi),
+            look.noun
         );
     }
     cmax
@@ -254,9 +325,10 @@ fn axes(o: &mut String, scale: &Scale, cmax: u64) {
     }
 }
 
-/// The gate as a black line with its value, or "no gate"; the label sits in
-/// its own row above the plot area, beside the line's top, never on a bar.
-fn gate_line(o: &mut String, scale: &Scale, gate: Option<f64>, rule: &str) {
+/// The gate as a black line with its value, or "no {word}"; the label
+/// (`{word} ≤ 100`) sits in its own row above the plot area, beside the
+/// line's top, never on a bar.
+fn gate_line(o: &mut String, scale: &Scale, gate: Option<f64>, rule: &str, word: &str) {
     let (x0, x1, y0) = (scale.x0, scale.x1, scale.y0);
     match gate {
         Some(g) => {
@@ -265,7 +337,7 @@ fn gate_line(o: &mut String, scale: &Scale, gate: Option<f64>, rule: &str) {
             let _ = writeln!(
                 o,
                 "<line class=\"gate\" data-gate-ms=\"{}\" x1=\"{x:.2}\" y1=\"{}\" x2=\"{x:.2}\" y2=\"{}\"/>\
-                 <text class=\"gate-label\" x=\"{}\" y=\"{}\" text-anchor=\"{}\">gate {rule} {}</text>",
+                 <text class=\"gate-label\" x=\"{}\" y=\"{}\" text-anchor=\"{}\">{word} {rule} {}</text>",
                 short(g),
                 px(GATE_LABEL_Y - 8.0),
                 px(y0),
@@ -278,7 +350,7 @@ fn gate_line(o: &mut String, scale: &Scale, gate: Option<f64>, rule: &str) {
         None => {
             let _ = writeln!(
                 o,
-                "<text class=\"no-gate\" x=\"{}\" y=\"{}\" text-anchor=\"end\">no gate</text>",
+                "<text class=\"no-gate\" x=\"{}\" y=\"{}\" text-anchor=\"end\">no {word}</text>",
                 px(x1),
                 px(GATE_LABEL_Y)
             );
@@ -302,4 +374,45 @@ fn caption(o: &mut String, metric: &Metric) {
         opt(summary.p99, 1),
         opt(summary.max, 1)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 1000 values of 1 ms and one of 100 ms: the axis runs to 100 ms
+    /// (step nice_step(20) = 20), bins 2.5 ms wide; the lone value is bin 39,
+    /// 1/1000 of the tallest bar: 0.132 px of the 132 px plot (168 − 36).
+    /// The latency look keeps that exactly (0.1 tall, top 167.9); the gap look
+    /// lifts it to its floor of 2 px (top 166).
+    #[test]
+    fn a_lone_value_gets_the_least_bar_height_only_where_asked() {
+        let mut values = vec![1.0; 1000];
+        values.push(100.0);
+        let scale = Scale::of(&values, None);
+        assert_eq!(scale.top, 100.0);
+        let lone = |look: &Bars| {
+            let mut o = String::new();
+            assert_eq!(bars(&mut o, &scale, &values, look), 1000);
+            o.lines()
+                .find(|l| l.contains("data-count=\"1\""))
+                .map(str::to_owned)
+                .expect("the lone bar")
+        };
+        let exact = lone(&Bars::ROWS);
+        assert!(
+            exact.contains("y=\"167.9\"") && exact.contains("height=\"0.1\""),
+            "{exact}"
+        );
+        assert!(exact.contains(": 1 rows</title>"), "{exact}");
+        let floored = lone(&Bars {
+            noun: "gaps",
+            min_height: 2.0,
+        });
+        assert!(
+            floored.contains("y=\"166.0\"") && floored.contains("height=\"2.0\""),
+            "{floored}"
+        );
+        assert!(floored.contains(": 1 gaps</title>"), "{floored}");
+    }
 }

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use crate::report::html::escape;
+use crate::report::lane_stalls::Stalls;
 use crate::report::svg::{clip, px, ticks};
 use crate::sensitivity::short;
 use goodput_core::analyze::Analysis;
@@ -45,11 +46,14 @@ pub const LANES: [(&str, &str, &str); 6] = [
     ),
 ];
 
+/// The miss lane (index into [`LANES`]), where the stall bars go.
+const MISS_LANE: usize = 1;
+
 /// The lane of a verdict (index into [`LANES`]).
 fn lane_of(v: &Verdict) -> usize {
     match v {
         Verdict::Pass(_) => 0,
-        Verdict::Miss(..) => 1,
+        Verdict::Miss(..) => MISS_LANE,
         Verdict::Failed { .. } => 2,
         Verdict::Censored { .. } => 3,
         Verdict::Excluded(_) => 4,
@@ -85,6 +89,8 @@ const LANES_LEFT: f64 = 230.0;
 const LANES_RIGHT: f64 = 16.0;
 const LANES_TOP: f64 = 40.0;
 const SUBLANE_PX: f64 = 14.0;
+/// Height of one row's mark in its sub-lane.
+const MARK_PX: f64 = SUBLANE_PX - 2.0;
 /// Room at the left of the plot for rows without a usable arrival time.
 const NO_TIME_PX: f64 = 46.0;
 
@@ -104,7 +110,8 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
         return;
     }
     let chart = Chart::of(a);
-    intro(o, a, &chart);
+    let stalls = Stalls::of(a);
+    intro(o, a, &chart, &stalls);
     bands(o, &chart);
     boundaries(o, &chart);
     lane_labels(o, &chart);
@@ -113,8 +120,16 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
     } else {
         row_marks(o, a, &chart);
     }
+    stalls.marks(
+        o,
+        a,
+        |t| chart.x_of(t),
+        |class| chart.mark_y(MISS_LANE, chart.sub_of(class)),
+        MARK_PX,
+    );
     time_axis(o, &chart);
     edge_note(o, &chart);
+    stalls.cap_note(o);
     let _ = writeln!(o, "</section>");
 }
 
@@ -302,13 +317,13 @@ pub(super) const CHART_WIDTH: f64 = LANES_WIDTH;
 
 /// The section heading, the note on how to read the chart, the legend and
 /// the opening `<svg>`.
-fn intro(o: &mut String, a: &Analysis, chart: &Chart) {
+fn intro(o: &mut String, a: &Analysis, chart: &Chart, stalls: &Stalls) {
     let _ = writeln!(
         o,
         "<section id=\"lanes-section\">\n<h2>Verdict lanes</h2>\n\
          <p class=\"note\">Every row is a mark at its arrival time, in the lane of its verdict{}. \
          The x axis is seconds from the window start; the shaded bands are the warm-up (left) and the time between the window end and the horizon (right), \
-         where cohort rows still running are censored. {}</p>",
+         where cohort rows still running are censored. {}{}</p>",
         if chart.split {
             "; inside each lane, one sub-lane per class (labelled on the left)"
         } else {
@@ -323,7 +338,8 @@ fn intro(o: &mut String, a: &Analysis, chart: &Chart) {
             )
         } else {
             "Hover a mark for its id, class, verdict and reasons.".to_owned()
-        }
+        },
+        stalls.note()
     );
     let _ = write!(o, "<div class=\"legend\" id=\"lanes-legend\">");
     for (i, (name, colour, meaning)) in LANES.iter().enumerate() {
@@ -333,6 +349,7 @@ fn intro(o: &mut String, a: &Analysis, chart: &Chart) {
             chart.lane_counts[i]
         );
     }
+    stalls.legend(o);
     let _ = writeln!(o, "</div>");
     let _ = writeln!(
         o,
@@ -503,7 +520,7 @@ fn column_marks(o: &mut String, a: &Analysis, chart: &Chart) {
                     px(col as f64 * LANE_COLUMN_PX),
                     px(chart.mark_y(lane, sub)),
                     px(LANE_COLUMN_PX),
-                    px(SUBLANE_PX - 2.0),
+                    px(MARK_PX),
                     opacity
                 );
             }
@@ -536,7 +553,7 @@ fn row_marks(o: &mut String, a: &Analysis, chart: &Chart) {
             "<rect class=\"mark v-{name}\" data-verdict=\"{name}\" x=\"{}\" y=\"{}\" width=\"2\" height=\"{}\" fill-opacity=\"0.8\"><title>{} · {} · {name}{}{} · {when}</title></rect>",
             px(chart.x_mark(i) - 1.0),
             px(chart.mark_y(lane, chart.sub_of(j.class))),
-            px(SUBLANE_PX - 2.0),
+            px(MARK_PX),
             escape(&id),
             escape(class),
             if reasons.is_empty() { "" } else { ": " },

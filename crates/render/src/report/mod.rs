@@ -14,6 +14,8 @@
 //!   above it, rows are counted into columns [`LANE_COLUMN_PX`] pixels wide per
 //!   lane and class, and each non-empty column is one mark carrying its count
 //!   (at most 6 lanes × sub-lanes × 530 columns, whatever the row count);
+//! - the stall bars on the lanes are at most [`STALL_MARK_LIMIT`] (the
+//!   largest stalls);
 //! - a histogram has at most [`HISTOGRAM_BINS`] bars;
 //! - the invalid-row list shows the first [`MAX_LISTED_INVALID_ROWS`] rows.
 //!
@@ -22,8 +24,10 @@
 //!
 //! One file per section of the page, in page order: [`page`] (the document
 //! head, style sheet and footer), [`header`] (the contract), [`summary`]
-//! (counts, rates, latency tables), [`lanes`] (verdicts over arrival time),
-//! [`histograms`] (latency distributions with the gates), [`reasons`] (why
+//! (counts, rates, latency tables), [`lanes`] (verdicts over arrival time,
+//! with [`lane_stalls`]: where rows that missed their stall gate stalled),
+//! [`histograms`] (latency distributions with the gates, and
+//! [`gap_histogram`]: the gaps between stream events), [`reasons`] (why
 //! rows did not pass), `server` (the server's own metrics, when a sidecar
 //! exists, under the lanes on their time axis), [`release`] (diagnosis, recovery after a burst,
 //! per-GPU and cost figures, when they apply), [`sweep`] (the sensitivity table and fragility) and
@@ -31,12 +35,14 @@
 //! helpers the sections share.
 
 pub mod analysis_page;
+mod gap_histogram;
 mod header;
 pub mod headline;
 mod histograms;
 mod html;
 mod intervals;
 mod invalid;
+mod lane_stalls;
 mod lanes;
 mod page;
 mod reasons;
@@ -52,6 +58,7 @@ use goodput_core::review::sensitivity::SweepEntry;
 pub use histograms::HISTOGRAM_BINS;
 pub use html::escape;
 pub use invalid::MAX_LISTED_INVALID_ROWS;
+pub use lane_stalls::STALL_MARK_LIMIT;
 pub use lanes::{LANES, LANE_COLUMN_PX, LANE_MARK_LIMIT, MAX_CLASS_SUBLANES};
 pub use server::{peak_clause, peak_text};
 

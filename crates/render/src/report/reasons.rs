@@ -22,18 +22,31 @@ fn reason_list(map: &std::collections::BTreeMap<String, u64>) -> String {
 /// The reasons section.
 pub(super) fn section(o: &mut String, r: &Receipt) {
     let tp = tpot_name(r);
+    // A stall column only when some class declares a stall gate, so a page
+    // without one keeps its bytes.
+    let stall_gated = r.results.all.reasons.miss.stall.is_some();
+    let stall_head = if stall_gated {
+        "<th>miss: stall</th>"
+    } else {
+        ""
+    };
     let _ = writeln!(
         o,
         "<section id=\"reasons-section\">\n<h2>Why rows did not pass</h2>\n<div class=\"scroll\">\n<table id=\"reasons\">\n<thead><tr>\
-         <th class=\"name\">block</th><th>miss: TTFT</th><th>miss: {tp}</th><th>miss: E2E</th><th class=\"name\">failures</th>\
+         <th class=\"name\">block</th><th>miss: TTFT</th><th>miss: {tp}</th><th>miss: E2E</th>{stall_head}<th class=\"name\">failures</th>\
          <th>in flight</th><th>done after horizon</th><th>failed after horizon</th><th>known late</th>\
          <th>warm-up</th><th>outside window</th><th class=\"name\">invalid</th></tr></thead>\n<tbody>"
     );
     for (name, b) in blocks(r) {
         let s = &b.reasons;
+        let stall = match (stall_gated, s.miss.stall) {
+            (false, _) => String::new(),
+            (true, Some(n)) => format!("<td data-col=\"stall\">{n}</td>"),
+            (true, None) => "<td data-col=\"stall\">—</td>".to_owned(),
+        };
         let _ = writeln!(
             o,
-            "{}<td>{}</td><td>{}</td><td>{}</td><td class=\"name\">{}</td>\
+            "{}<td>{}</td><td>{}</td><td>{}</td>{stall}<td class=\"name\">{}</td>\
              <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"name\">{}</td></tr>",
             block_row_start(name),
             s.miss.ttft,

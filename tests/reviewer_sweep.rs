@@ -212,20 +212,27 @@ fn tie_prone() -> impl Strategy<Value = u32> {
 }
 
 /// A random trace: one or two classes, gates on a coarse grid (ties with row
-/// values are common), every status, small integral times.
+/// values are common), every status, small integral times; some classes
+/// declare a stall and a TTFA gate, some rows carry gaps and a first answer.
 fn trace_strategy() -> impl Strategy<Value = Value> {
     let gate = prop_oneof![
         Just(None),
         (0u32..=8).prop_map(|g| Some(f64::from(g) * 50.0))
     ];
-    let gates = (gate.clone(), gate.clone(), gate);
+    let small_gate = prop_oneof![
+        Just(None),
+        (0u32..=8).prop_map(|g| Some(f64::from(g) * 10.0))
+    ];
+    let gates = (gate.clone(), gate.clone(), gate.clone(), small_gate, gate);
     let row = (
-        0u8..4,        // status: 0, 1 completed; 2 failed; 3 in flight
-        0u32..1000,    // arrival
-        tie_prone(),   // ttft
-        tie_prone(),   // completion after first token
-        1u32..=5,      // output tokens
-        any::<bool>(), // class b (when there are two)
+        0u8..4,                                 // status: 0, 1 completed; 2 failed; 3 in flight
+        0u32..1000,                             // arrival
+        tie_prone(),                            // ttft
+        tie_prone(),                            // completion after first token
+        1u32..=5,                               // output tokens
+        any::<bool>(),                          // class b (when there are two)
+        prop::collection::vec(0u32..=8, 0..=4), // gaps, tens of ms, cut to fit
+        prop::option::of(0u32..=8), // first answer: eighths of the span after the first token
     );
     (
         prop::collection::vec(gates, 1..=2),
@@ -235,30 +242,36 @@ fn trace_strategy() -> impl Strategy<Value = Value> {
         .prop_map(|(classes, strict, rows)| {
             let names = ["a", "b"];
             let mut class_map = serde_json::Map::new();
-            for (i, (t, p, e)) in classes.iter().enumerate() {
-                class_map.insert(
-                    names[i].to_owned(),
-                    json!({"ttftMs": t, "tpotMs": p, "e2eMs": e}),
-                );
+            for (i, (t, p, e, stall, ttfa)) in classes.iter().enumerate() {
+                let mut g = json!({"ttftMs": t, "tpotMs": p, "e2eMs": e});
+                if let Some(stall) = stall {
+                    g["stallMs"] = json!(stall);
+                }
+                if let Some(ttfa) = ttfa {
+                    g["ttfaMs"] = json!(ttfa);
+                }
+                class_map.insert(names[i].to_owned(), g);
             }
             let two = classes.len() == 2;
             let rows: Vec<Value> = rows
                 .iter()
                 .enumerate()
-                .map(|(i, &(status, arrival, ttft, rest, tokens, b))| {
-                    let mut row = match status {
-                        0 | 1 => json!({"status": "completed", "firstTokenMs": arrival + ttft,
-                                        "completedMs": arrival + ttft + rest, "outputTokens": tokens}),
-                        2 => json!({"status": "failed", "reason": "timeout"}),
-                        _ => json!({"status": "in_flight"}),
-                    };
-                    row["id"] = json!(format!("r{i}"));
-                    row["arrivalMs"] = json!(arrival);
-                    if two && b {
-                        row["class"] = json!("b");
-                    }
-                    row
-                })
+                .map(
+                    |(i, (status, arrival, ttft, rest, tokens, b, gaps, answer))| {
+                        let (arrival, ttft, rest, tokens) = (*arrival, *ttft, *rest, *tokens);
+                        let mut row = match status {
+                            0 | 1 => completed_row(arrival + ttft, rest, tokens, gaps, *answer),
+                            2 => json!({"status": "failed", "reason": "timeout"}),
+                            _ => json!({"status": "in_flight"}),
+                        };
+                        row["id"] = json!(format!("r{i}"));
+                        row["arrivalMs"] = json!(arrival);
+                        if two && *b {
+                            row["class"] = json!("b");
+                        }
+                        row
+                    },
+                )
                 .collect();
             let mut doc = json!({
                 "schema": "goodput-trace/1",
@@ -272,6 +285,29 @@ fn trace_strategy() -> impl Strategy<Value = Value> {
             }
             doc
         })
+}
+
+/// A completed row whose gaps (tens of ms) are cut to at most
+/// `outputTokens − 1` and to the span, and whose first answer, when drawn,
+/// lies within the span, so every drawn row is valid.
+fn completed_row(first: u32, span: u32, tokens: u32, gaps: &[u32], answer: Option<u32>) -> Value {
+    let mut row = json!({"status": "completed", "firstTokenMs": first,
+                         "completedMs": first + span, "outputTokens": tokens});
+    let mut kept = Vec::new();
+    let mut sum = 0;
+    for g in gaps.iter().map(|g| g * 10).take(tokens as usize - 1) {
+        if sum + g <= span {
+            sum += g;
+            kept.push(g);
+        }
+    }
+    if !gaps.is_empty() {
+        row["gapsMs"] = json!(kept);
+    }
+    if let Some(eighths) = answer {
+        row["firstAnswerMs"] = json!(f64::from(first) + f64::from(span) * f64::from(eighths) / 8.0);
+    }
+    row
 }
 
 fn factors_strategy() -> impl Strategy<Value = Vec<f64>> {
@@ -353,4 +389,186 @@ proptest! {
             prop_assert_eq!(e.pass_share, block.rates.pass_share);
         }
     }
+}
+
+// ------------------------------------------------------- stall and TTFA gates
+
+fn sweep_of(trace: &str, factors: &[f64]) -> Vec<SweepEntry> {
+    let a = analysis(trace.as_bytes());
+    let plan = SweepPlan::one_at_a_time(None, factors).expect("plan");
+    sweep(&a.trace, &a.judgements, &plan).expect("sweep")
+}
+
+/// Class `s`: TTFT 1000, TPOT null, E2E 5000, stall 100; window [0, 1000).
+/// Largest gaps: a 100 (on the gate), b 150, c no gaps (not judged on
+/// stall), d 40. All meet TTFT and E2E.
+fn stall_trace(equality: &str) -> String {
+    format!(
+        r#"{{"schema": "goodput-trace/1", "window": {{"startMs": 0, "endMs": 1000, "horizonMs": 1000}},
+  "equality": "{equality}",
+  "classes": {{"s": {{"ttftMs": 1000, "tpotMs": null, "e2eMs": 5000, "stallMs": 100}}}},
+  "rows": [
+    {{"id": "a", "arrivalMs": 0, "status": "completed", "firstTokenMs": 100, "completedMs": 400, "outputTokens": 4, "gapsMs": [100, 100, 100]}},
+    {{"id": "b", "arrivalMs": 0, "status": "completed", "firstTokenMs": 100, "completedMs": 400, "outputTokens": 4, "gapsMs": [150, 50, 50]}},
+    {{"id": "c", "arrivalMs": 0, "status": "completed", "firstTokenMs": 100, "completedMs": 400, "outputTokens": 4}},
+    {{"id": "d", "arrivalMs": 0, "status": "completed", "firstTokenMs": 100, "completedMs": 400, "outputTokens": 4, "gapsMs": [40, 40, 40]}}
+  ]}}"#
+    )
+}
+
+#[test]
+fn neighbouring_stall_gates_count_by_hand_under_both_rules() {
+    let factors = [0.5, 1.1, 1.5, 2.0];
+    // Inclusive, declared 100: a (100 ≤ 100), c, d pass = 3.
+    // Stall alternatives: 50 → c, d = 2; 110 → 3; 150 → a, b (150 ≤ 150), c, d = 4; 200 → 4.
+    let inclusive = sweep_of(&stall_trace("inclusive"), &factors);
+    let stall: Vec<&SweepEntry> = inclusive
+        .iter()
+        .filter(|e| e.factors.stall != 1.0)
+        .collect();
+    assert_eq!(inclusive[0].pass, 3);
+    assert_eq!(
+        stall.iter().map(|e| e.pass).collect::<Vec<_>>(),
+        [2, 3, 4, 4]
+    );
+    assert_eq!(stall[0].classes["s"].stall_ms, Some(50.0));
+    // Strict, declared 100: a misses (100 is not < 100): c, d = 2.
+    // 50 → 2; 110 → a, c, d = 3; 150 → b still misses (150 is not < 150) = 3; 200 → 4.
+    let strict = sweep_of(&stall_trace("strict"), &factors);
+    let stall: Vec<u64> = strict
+        .iter()
+        .filter(|e| e.factors.stall != 1.0)
+        .map(|e| e.pass)
+        .collect();
+    assert_eq!(strict[0].pass, 2);
+    assert_eq!(stall, [2, 3, 3, 4]);
+    // Fragility: the largest passing gap is a's 100 (down: factor 1), the
+    // smallest gap of a row missing on stall alone is b's 150 (up: factor 1.5).
+    let tipping = inclusive[0]
+        .fragility
+        .as_ref()
+        .expect("declared")
+        .tipping
+        .clone();
+    let stall = tipping.stall.expect("a stall gate is declared");
+    assert_eq!(
+        stall.down.map(|p| (p.threshold_ms, p.row_id)),
+        Some((100.0, Some("a".into())))
+    );
+    assert_eq!(
+        stall.up.map(|p| (p.factor, p.row_id)),
+        Some((1.5, Some("b".into())))
+    );
+    assert!(tipping.ttfa.is_none(), "no class declares a TTFA gate");
+}
+
+/// The TTFA trace of tests/answers.rs, completed rows only (class `think`:
+/// TTFT 1000, E2E 20000, TTFA 5000; window 10 s): a TTFA 5000, b no answer,
+/// c TTFA 300, d TTFA 9000; all meet TTFT and E2E.
+const THINK: &str = r#"{"schema": "goodput-trace/1",
+  "window": {"startMs": 0, "endMs": 10000, "horizonMs": 10000}, "equality": "inclusive",
+  "classes": {"think": {"ttftMs": 1000, "tpotMs": null, "e2eMs": 20000, "ttfaMs": 5000}},
+  "rows": [
+    {"id": "a", "arrivalMs": 0, "status": "completed", "firstTokenMs": 200, "firstAnswerMs": 5000, "completedMs": 6000, "outputTokens": 50, "reasoningTokens": 30},
+    {"id": "b", "arrivalMs": 0, "status": "completed", "firstTokenMs": 200, "completedMs": 8000, "outputTokens": 100, "reasoningTokens": 100},
+    {"id": "c", "arrivalMs": 0, "status": "completed", "firstTokenMs": 300, "firstAnswerMs": 300, "completedMs": 300, "outputTokens": 1},
+    {"id": "d", "arrivalMs": 0, "status": "completed", "firstTokenMs": 100, "firstAnswerMs": 9000, "completedMs": 9500, "outputTokens": 60, "reasoningTokens": 40}
+  ]}"#;
+
+#[test]
+fn neighbouring_ttfa_gates_count_by_hand_and_a_row_without_answer_never_passes() {
+    let entries = sweep_of(THINK, &DEFAULT_FACTORS);
+    // Declared: a and c pass; b misses no_answer, d misses ttfa. (A sweep
+    // once counted b and d as passes: it looked at TTFT/TPOT/E2E only.)
+    assert_eq!(entries[0].pass, 2);
+    let ttfa: Vec<(f64, u64)> = entries
+        .iter()
+        .filter(|e| e.factors.ttfa != 1.0)
+        .map(|e| (e.factors.ttfa, e.pass))
+        .collect();
+    // 2500, 4000, 4500: only c; 5500, 6250, 7500: a, c; 10000: a, c, d (b never).
+    assert_eq!(
+        ttfa,
+        [
+            (0.5, 1),
+            (0.8, 1),
+            (0.9, 1),
+            (1.1, 2),
+            (1.25, 2),
+            (1.5, 2),
+            (2.0, 3)
+        ]
+    );
+    // TTFT and E2E lines keep the TTFA gate: 2 everywhere (c's TTFT 300 at
+    // 0.5 × 1000 still passes). TPOT lines stay (null gates stay null).
+    // 1 declared + 3 × 7 latency lines + 7 TTFA lines; no stall line (none declared).
+    assert_eq!(entries.len(), 1 + 21 + 7);
+    assert!(entries.iter().all(|e| e.factors.stall == 1.0));
+    let fragility = entries[0].fragility.as_ref().expect("declared");
+    assert_eq!(fragility.near_gate.ttfa, Some(1), "a sits on its TTFA gate");
+    assert_eq!(fragility.near_gate.stall, None);
+    let up = fragility.tipping.ttfa.as_ref().and_then(|t| t.up.clone());
+    assert_eq!(
+        up.map(|p| (p.threshold_ms, p.row_id)),
+        Some((9000.0, Some("d".into())))
+    );
+}
+
+#[test]
+fn factors_of_gates_a_line_does_not_move_are_not_written() {
+    let entries = sweep_of(THINK, &[2.0]);
+    let json = serde_json::to_value(&entries).expect("json");
+    // The TTFT line moves only TTFT: three factors, as before stall and TTFA existed.
+    assert_eq!(
+        json[1]["factors"],
+        json!({"ttft": 2.0, "tpot": 1.0, "e2e": 1.0})
+    );
+    assert_eq!(
+        json[4]["factors"],
+        json!({"ttft": 1.0, "tpot": 1.0, "e2e": 1.0, "ttfa": 2.0})
+    );
+    // And a receipt written before the two factors existed still reads.
+    let old: SweepEntry = serde_json::from_value(json[1].clone()).expect("reads");
+    assert_eq!((old.factors.stall, old.factors.ttfa), (1.0, 1.0));
+}
+
+#[test]
+fn a_grid_moves_only_the_three_latency_gates() {
+    let a = analysis(THINK.as_bytes());
+    let plan = SweepPlan::grid(None, &[0.5, 2.0]).expect("plan");
+    let entries = sweep(&a.trace, &a.judgements, &plan).expect("sweep");
+    // The grid takes the given factors only: 2 × 2 × 2 = 8 triples (none
+    // is 1, 1, 1), after the declared line.
+    assert_eq!(entries.len(), 9);
+    assert!(entries
+        .iter()
+        .all(|e| e.factors.ttfa == 1.0 && e.factors.stall == 1.0));
+}
+
+#[test]
+fn the_table_names_a_moved_ttfa_gate_and_its_fragility() {
+    let entries = sweep_of(THINK, &[2.0]);
+    let text = goodput_render::sensitivity::render(&entries);
+    // The TTFA line: factor 2 → gate 10000 ms, pass 3 (a, c, d), +1 from 2.
+    let line = text
+        .lines()
+        .find(|l| l.contains("· ttfa 2"))
+        .expect("a TTFA line");
+    assert!(
+        line.starts_with("hypothetical  1 / 1 / 1 · ttfa 2"),
+        "{line}"
+    );
+    assert!(line.contains("think 1000/-/20000 ttfa 10000"), "{line}");
+    assert!(line.split_whitespace().any(|w| w == "+1"), "{line}");
+    // a's TTFA 5000 is the largest passing one (down at factor 1), d's
+    // 9000 the smallest among rows missing on TTFA alone (up at 1.8).
+    assert!(
+        text.contains("ttfa         down: pass falls once the gate is below 5000 ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("up:   pass rises once the gate is at or above 9000 ms (+80.0 %"),
+        "{text}"
+    );
+    assert!(text.contains("(ttft 0, tpot 0, e2e 0, ttfa 1)"), "{text}");
 }

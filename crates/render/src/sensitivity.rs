@@ -4,7 +4,9 @@
 
 use std::fmt::Write;
 
-use goodput_core::review::sensitivity::{Fragility, SweepEntry, TippingMetric, TippingPoint};
+use goodput_core::review::sensitivity::{
+    Factors, Fragility, SweepEntry, TippingMetric, TippingPoint,
+};
 use goodput_core::trace::{Equality, Gates};
 
 /// Formats a number for people: integers plainly, others with `decimals`
@@ -62,8 +64,28 @@ fn gate(g: Option<f64>) -> String {
     g.map_or_else(|| "-".to_owned(), short)
 }
 
-fn gates(g: &Gates) -> String {
-    format!("{}/{}/{}", gate(g.ttft_ms), gate(g.tpot_ms), gate(g.e2e_ms))
+/// The gates in force: `ttft/tpot/e2e`, then ` stall S` and ` ttfa A`
+/// where the class declares them.
+pub(crate) fn gates(g: &Gates) -> String {
+    let mut out = format!("{}/{}/{}", gate(g.ttft_ms), gate(g.tpot_ms), gate(g.e2e_ms));
+    for (name, v) in [("stall", g.stall_ms), ("ttfa", g.ttfa_ms)] {
+        if let Some(v) = v {
+            let _ = write!(out, " {name} {}", short(v));
+        }
+    }
+    out
+}
+
+/// The factors of a line: `t / p / e`, then ` · stall x` and ` · ttfa x`
+/// when the line moves those gates.
+pub(crate) fn factor_label(f: &Factors) -> String {
+    let mut out = format!("{} / {} / {}", short(f.ttft), short(f.tpot), short(f.e2e));
+    for (name, x) in [("stall", f.stall), ("ttfa", f.ttfa)] {
+        if x != 1.0 {
+            let _ = write!(out, " · {name} {}", short(x));
+        }
+    }
+    out
 }
 
 /// Renders a sweep (declared entry first, as [`goodput_core::review::sensitivity::sweep`] returns it).
@@ -83,9 +105,25 @@ pub fn render(entries: &[SweepEntry]) -> String {
          only the first line is the declared result",
         first.cohort
     );
+    let width = entries
+        .iter()
+        .map(|e| factor_label(&e.factors).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(17);
+    let extra = entries.iter().any(|e| {
+        e.classes
+            .values()
+            .any(|g| g.stall_ms.is_some() || g.ttfa_ms.is_some())
+    });
+    let in_force_head = if extra {
+        "gates in force (ttft/tpot/e2e, stall, ttfa ms)"
+    } else {
+        "gates in force (ttft/tpot/e2e ms)"
+    };
     let _ = writeln!(
         o,
-        "\n{:<13} {:<17} {:>7} {:>10} {:>10} {:>7} {:>11} {:>9}  gates in force (ttft/tpot/e2e ms)",
+        "\n{:<13} {:<width$} {:>7} {:>10} {:>10} {:>7} {:>11} {:>9}  {in_force_head}",
         "", "factors t/p/e", "pass", "goodput/s", "pass share", "Δpass", "Δgoodput/s", "Δshare"
     );
     for e in entries {
@@ -94,8 +132,7 @@ pub fn render(entries: &[SweepEntry]) -> String {
         } else {
             "declared"
         };
-        let f = &e.factors;
-        let factors = format!("{} / {} / {}", short(f.ttft), short(f.tpot), short(f.e2e));
+        let factors = factor_label(&e.factors);
         let (dp, dg, ds) = delta_cells(e);
         let in_force: Vec<String> = e
             .classes
@@ -104,7 +141,7 @@ pub fn render(entries: &[SweepEntry]) -> String {
             .collect();
         let _ = writeln!(
             o,
-            "{label:<13} {factors:<17} {:>7} {:>10} {:>10} {dp:>7} {dg:>11} {ds:>9}  {}",
+            "{label:<13} {factors:<width$} {:>7} {:>10} {:>10} {dp:>7} {dg:>11} {ds:>9}  {}",
             e.pass,
             format!("{:.3}", e.goodput_per_s),
             share(e.pass_share),
@@ -121,23 +158,30 @@ pub fn render(entries: &[SweepEntry]) -> String {
 fn render_fragility(o: &mut String, f: &Fragility, pass: u64) {
     let n = &f.near_gate;
     let _ = writeln!(o, "\nFRAGILITY of the declared result");
+    let mut per_gate = format!("ttft {}, tpot {}, e2e {}", n.ttft, n.tpot, n.e2e);
+    for (name, count) in [("stall", n.stall), ("ttfa", n.ttfa)] {
+        if let Some(count) = count {
+            let _ = write!(per_gate, ", {name} {count}");
+        }
+    }
     let _ = writeln!(
         o,
-        "near a gate  {} of {pass} passing rows sit within {} % below a gate \
-         (ttft {}, tpot {}, e2e {})",
+        "near a gate  {} of {pass} passing rows sit within {} % below a gate ({per_gate})",
         n.rows,
         num(n.share * 100.0, 1),
-        n.ttft,
-        n.tpot,
-        n.e2e
     );
     let strict = f.equality == Equality::Strict;
+    let t = &f.tipping;
     for (name, t) in [
-        ("ttft", &f.tipping.ttft),
-        ("tpot", &f.tipping.tpot),
-        ("e2e", &f.tipping.e2e),
+        ("ttft", Some(&t.ttft)),
+        ("tpot", Some(&t.tpot)),
+        ("e2e", Some(&t.e2e)),
+        ("stall", t.stall.as_ref()),
+        ("ttfa", t.ttfa.as_ref()),
     ] {
-        render_tipping(o, name, t, strict);
+        if let Some(t) = t {
+            render_tipping(o, name, t, strict);
+        }
     }
 }
 

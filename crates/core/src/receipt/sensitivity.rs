@@ -10,7 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::trace::{Equality, Gates};
 
-/// The multipliers applied to the three gates of every class in scope.
+/// The multipliers applied to the gates of every class in scope.
+///
+/// `stall` and `ttfa` are written only when an alternative moves them (a
+/// factor other than 1): traces that declare neither gate keep the
+/// three-factor form, and a receipt written before they existed still reads.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Factors {
@@ -20,6 +24,20 @@ pub struct Factors {
     pub tpot: f64,
     /// Multiplier of the E2E gate.
     pub e2e: f64,
+    /// Multiplier of the stall gate (largest gap, docs/contract.md §10.15); 1 when absent.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub stall: f64,
+    /// Multiplier of the time-to-first-answer gate (§10.16); 1 when absent.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub ttfa: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 impl Factors {
@@ -28,18 +46,22 @@ impl Factors {
         ttft: 1.0,
         tpot: 1.0,
         e2e: 1.0,
+        stall: 1.0,
+        ttfa: 1.0,
     };
 
     /// `gates` with each non-null gate multiplied by its factor (plain
     /// multiplication, so anyone can reproduce the hypothetical contract).
+    /// The per-token deadline is a rate, not a gate on a row's value, and
+    /// stays as declared.
     pub fn scale(&self, gates: &Gates) -> Gates {
         Gates {
             ttft_ms: gates.ttft_ms.map(|g| g * self.ttft),
             tpot_ms: gates.tpot_ms.map(|g| g * self.tpot),
             e2e_ms: gates.e2e_ms.map(|g| g * self.e2e),
-            stall_ms: gates.stall_ms,
+            stall_ms: gates.stall_ms.map(|g| g * self.stall),
             token_deadline_ms: gates.token_deadline_ms,
-            ttfa_ms: gates.ttfa_ms,
+            ttfa_ms: gates.ttfa_ms.map(|g| g * self.ttfa),
         }
     }
 
@@ -49,7 +71,14 @@ impl Factors {
             ttft: f,
             tpot: f,
             e2e: f,
+            stall: f,
+            ttfa: f,
         }
+    }
+
+    /// The five factors in the sweep's metric order: TTFT, TPOT, E2E, stall, TTFA.
+    pub fn as_array(&self) -> [f64; 5] {
+        [self.ttft, self.tpot, self.e2e, self.stall, self.ttfa]
     }
 }
 
@@ -110,9 +139,17 @@ pub struct NearGate {
     pub tpot: u64,
     /// Passing rows near their E2E gate.
     pub e2e: u64,
+    /// Passing rows whose largest gap is near their stall gate; absent when
+    /// no class in scope declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<u64>,
+    /// Passing rows near their TTFA gate; absent when no class in scope declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfa: Option<u64>,
 }
 
-/// The tipping points of the three gates.
+/// The tipping points of each gate (stall and TTFA only where some class in
+/// scope declares them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Tipping {
@@ -122,6 +159,12 @@ pub struct Tipping {
     pub tpot: TippingMetric,
     /// E2E gate.
     pub e2e: TippingMetric,
+    /// Stall gate (largest gap); absent when no class in scope declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<TippingMetric>,
+    /// TTFA gate; absent when no class in scope declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfa: Option<TippingMetric>,
 }
 
 /// The nearest change of one gate, downward and upward, that moves the pass count.

@@ -13,12 +13,20 @@
 //!
 //! **Cost.** Only completed cohort rows (pass or miss) can change verdict when
 //! gates move; cohort, window and therefore every denominator stay fixed. Each
-//! such row is put, per metric, into the bucket of the smallest factor whose
-//! scaled gate it meets (factors are sorted; meeting is monotone in the gate
-//! because gates are ≥ 0 and factors > 0). A 3-D histogram of those bucket
-//! triples with prefix sums answers "how many rows meet all three scaled gates"
-//! for any factor triple in O(1): the whole sweep costs O(rows × factors) plus
-//! O(factors³), never a re-parse or a re-validation.
+//! such row is put, per gate (TTFT, TPOT, E2E, stall, TTFA), into the bucket
+//! of the smallest factor whose scaled gate it meets (factors are sorted;
+//! meeting is monotone in the gate because gates are ≥ 0 and factors > 0). A
+//! histogram of those bucket tuples with prefix sums answers "how many rows
+//! meet every scaled gate" for any factor tuple in O(1). A gate no
+//! alternative moves is held at its declared value and costs the table no
+//! axis, so the usual sweep is 3-D and the whole sweep costs
+//! O(rows × factors) plus O(factors^axes), never a re-parse or a
+//! re-validation.
+//!
+//! **Stall and TTFA** (docs/contract.md §10.15, §10.16) scale like the
+//! others in one-at-a-time sweeps; a row with no gaps is not judged on stall
+//! at any factor, and a row with no answer under a TTFA gate misses it at
+//! every factor. A grid moves only the three latency gates.
 
 pub use crate::receipt::sensitivity::{
     Factors, Fragility, NearGate, SweepEntry, Tipping, TippingMetric, TippingPoint,
@@ -89,20 +97,16 @@ pub fn check_factors(factors: &[f64]) -> Result<Vec<f64>, SweepError> {
 
 impl SweepPlan {
     /// Each gate scaled by each factor, one gate at a time (the others as
-    /// declared): TTFT alternatives first, then TPOT, then E2E. A factor of 1
-    /// would repeat the declared entry and is skipped.
+    /// declared): TTFT alternatives first, then TPOT, E2E, stall and TTFA.
+    /// A factor of 1 would repeat the declared entry and is skipped; the
+    /// stall and TTFA alternatives are dropped by [`sweep`] when no class in
+    /// scope declares that gate (they would repeat it too).
     pub fn one_at_a_time(class: Option<String>, factors: &[f64]) -> Result<SweepPlan, SweepError> {
         let factors = check_factors(factors)?;
-        let mut alternatives = Vec::with_capacity(3 * factors.len());
-        for metric in 0..3 {
+        let mut alternatives = Vec::with_capacity(METRICS.len() * factors.len());
+        for metric in METRICS {
             for &f in factors.iter().filter(|&&f| f != 1.0) {
-                let mut x = Factors::DECLARED;
-                match metric {
-                    0 => x.ttft = f,
-                    1 => x.tpot = f,
-                    _ => x.e2e = f,
-                }
-                alternatives.push(x);
+                alternatives.push(metric.moved(f));
             }
         }
         Ok(SweepPlan {
@@ -111,15 +115,22 @@ impl SweepPlan {
         })
     }
 
-    /// Every combination of the factors across the three gates (TTFT
+    /// Every combination of the factors across the three latency gates (TTFT
     /// outermost, E2E innermost); the all-ones triple is the declared entry.
+    /// Stall and TTFA gates stay as declared in a grid: five axes of 16
+    /// factors would be a million lines, and one-at-a-time covers them.
     pub fn grid(class: Option<String>, factors: &[f64]) -> Result<SweepPlan, SweepError> {
         let factors = check_factors(factors)?;
         let mut alternatives = Vec::with_capacity(factors.len().pow(3));
         for &ttft in &factors {
             for &tpot in &factors {
                 for &e2e in &factors {
-                    let x = Factors { ttft, tpot, e2e };
+                    let x = Factors {
+                        ttft,
+                        tpot,
+                        e2e,
+                        ..Factors::DECLARED
+                    };
                     if x != Factors::DECLARED {
                         alternatives.push(x);
                     }
@@ -133,22 +144,50 @@ impl SweepPlan {
     }
 }
 
-/// The metrics in their fixed order.
-const METRICS: [Metric; 3] = [Metric::Ttft, Metric::Tpot, Metric::E2e];
+/// The gates a sweep can move, in their fixed order (the order of
+/// [`Factors::as_array`]).
+const METRICS: [Metric; 5] = [
+    Metric::Ttft,
+    Metric::Tpot,
+    Metric::E2e,
+    Metric::Stall,
+    Metric::Ttfa,
+];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Metric {
     Ttft,
     Tpot,
     E2e,
+    Stall,
+    Ttfa,
 }
 
 impl Metric {
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The declared factors with this gate's factor set to `f`.
+    fn moved(self, f: f64) -> Factors {
+        let mut x = Factors::DECLARED;
+        *match self {
+            Metric::Ttft => &mut x.ttft,
+            Metric::Tpot => &mut x.tpot,
+            Metric::E2e => &mut x.e2e,
+            Metric::Stall => &mut x.stall,
+            Metric::Ttfa => &mut x.ttfa,
+        } = f;
+        x
+    }
+
     fn value(self, m: &Measured) -> Option<f64> {
         match self {
             Metric::Ttft => m.ttft_ms,
             Metric::Tpot => m.tpot_ms,
             Metric::E2e => Some(m.e2e_ms),
+            Metric::Stall => m.max_gap_ms,
+            Metric::Ttfa => m.ttfa_ms,
         }
     }
 
@@ -157,19 +196,27 @@ impl Metric {
             Metric::Ttft => g.ttft_ms,
             Metric::Tpot => g.tpot_ms,
             Metric::E2e => g.e2e_ms,
+            Metric::Stall => g.stall_ms,
+            Metric::Ttfa => g.ttfa_ms,
         }
     }
 
-    fn only_miss(self, m: MissSet) -> bool {
-        let (a, b, c) = (m.ttft, m.tpot, m.e2e);
-        if m.stall {
-            return false;
-        }
+    /// Whether `m` holds a miss on this gate. A row with no answer under a
+    /// TTFA gate misses it at every factor (no scaling gives it an answer).
+    fn hit(self, m: MissSet) -> bool {
         match self {
-            Metric::Ttft => a && !b && !c,
-            Metric::Tpot => !a && b && !c,
-            Metric::E2e => !a && !b && c,
+            Metric::Ttft => m.ttft,
+            Metric::Tpot => m.tpot,
+            Metric::E2e => m.e2e,
+            Metric::Stall => m.stall,
+            Metric::Ttfa => m.ttfa || m.no_answer,
         }
+    }
+
+    /// Whether this gate is the only one `m` misses (so moving it alone can
+    /// turn the row into a pass).
+    fn only_miss(self, m: MissSet) -> bool {
+        !m.no_answer && METRICS.iter().all(|&o| o.hit(m) == (o == self))
     }
 }
 
@@ -210,25 +257,42 @@ fn note_extreme(slot: &mut Option<Extreme>, value: f64, row: usize, larger_wins:
 /// One pass over the rows ([`scan_rows`]) fills the bucket histogram and
 /// notes what fragility needs; prefix sums then turn the histogram into a
 /// table of pass counts ([`PassTable`]); every entry is read from that table.
+/// Alternatives that move only gates no class in scope declares are left
+/// out: they would repeat the declared line.
 pub fn sweep(
     trace: &Trace,
     judgements: &[Judgement],
     plan: &SweepPlan,
 ) -> Result<Vec<SweepEntry>, SweepError> {
     let scope = Scope::of(&trace.contract, plan.class.as_deref())?;
-    let mut scan = scan_rows(trace, judgements, scope, factor_axis(plan));
+    let declared_gates = scope.declared_gates(&trace.contract);
+    let alternatives: Vec<Factors> = plan
+        .alternatives
+        .iter()
+        .filter(|f| moves_declared(f, declared_gates))
+        .copied()
+        .collect();
+    let axes = Axes::of(&alternatives);
+    let mut scan = scan_rows(trace, judgements, scope, axes);
     scan.table.accumulate();
     let mut declared = entry(trace, plan, scope, &scan, &Factors::DECLARED, None);
-    declared.fragility = Some(fragility(trace, &scan));
-    let alternatives: Vec<SweepEntry> = plan
-        .alternatives
+    declared.fragility = Some(fragility(trace, &scan, declared_gates));
+    let mut entries = Vec::with_capacity(alternatives.len() + 1);
+    let rest: Vec<SweepEntry> = alternatives
         .iter()
         .map(|f| entry(trace, plan, scope, &scan, f, Some(&declared)))
         .collect();
-    let mut entries = Vec::with_capacity(plan.alternatives.len() + 1);
     entries.push(declared);
-    entries.extend(alternatives);
+    entries.extend(rest);
     Ok(entries)
+}
+
+/// Whether `f` is kept: it moves a latency gate (TTFT, TPOT, E2E: kept even
+/// when null everywhere, as sweeps always showed them), a declared stall or
+/// TTFA gate, or nothing at all (what the caller asked for).
+fn moves_declared(f: &Factors, declared: [bool; 5]) -> bool {
+    let moved: Vec<usize> = (0..5).filter(|&i| f.as_array()[i] != 1.0).collect();
+    moved.is_empty() || moved.iter().any(|&i| i < 3 || declared[i])
 }
 
 /// Which rows a sweep counts and whose gates it moves: every class, or one.
@@ -262,80 +326,130 @@ impl Scope {
             Some(s) => class == Some(s),
         }
     }
+
+    /// Per metric, whether some class in scope declares that gate.
+    fn declared_gates(self, contract: &Contract) -> [bool; 5] {
+        let mut out = [false; 5];
+        for (c, g) in contract.classes.values().enumerate() {
+            if self.contains(Some(c)) {
+                for m in METRICS {
+                    out[m.index()] |= m.gate(g).is_some();
+                }
+            }
+        }
+        out
+    }
 }
 
-/// The factor axis: every factor the plan uses, plus 1 (the declared gates),
-/// sorted and without repeats.
-fn factor_axis(plan: &SweepPlan) -> Vec<f64> {
-    let mut axis: Vec<f64> = plan
-        .alternatives
-        .iter()
-        .flat_map(|f| [f.ttft, f.tpot, f.e2e])
-        .chain([1.0])
-        .collect();
-    axis.sort_by(f64::total_cmp);
-    axis.dedup();
-    axis
+/// The factor axis shared by every metric (every factor the plan uses, plus 1
+/// for the declared gates, sorted, without repeats) and which metrics the
+/// alternatives move. A metric no alternative moves is held at its declared
+/// gate: its table axis has one cell, which saves `k` times the cells.
+#[derive(Clone, Debug)]
+struct Axes {
+    factors: Vec<f64>,
+    moving: [bool; 5],
 }
 
-/// The 3-D table over the factor axis. While rows are added, cell
-/// `(t, p, e)` counts the rows whose TTFT, TPOT and E2E buckets are `t`, `p`,
-/// `e`; after [`PassTable::accumulate`], it counts the rows whose buckets are
-/// all at or below `(t, p, e)`: the rows that meet all three gates scaled by
-/// `axis[t]`, `axis[p]`, `axis[e]`.
+impl Axes {
+    fn of(alternatives: &[Factors]) -> Axes {
+        let mut factors: Vec<f64> = alternatives
+            .iter()
+            .flat_map(|f| f.as_array())
+            .chain([1.0])
+            .collect();
+        factors.sort_by(f64::total_cmp);
+        factors.dedup();
+        let mut moving = [false; 5];
+        for f in alternatives {
+            for (i, x) in f.as_array().into_iter().enumerate() {
+                moving[i] |= x != 1.0;
+            }
+        }
+        Axes { factors, moving }
+    }
+
+    /// Where the declared gate (factor 1) sits on the factor axis.
+    fn declared(&self) -> usize {
+        self.factors.iter().position(|&x| x == 1.0).unwrap_or(0)
+    }
+
+    /// The table cell along metric `i` of factor `f`.
+    fn cell(&self, i: usize, f: f64) -> usize {
+        if self.moving[i] {
+            self.factors.iter().position(|&x| x == f).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// The table cell along metric `i` of a row whose smallest met factor is
+    /// at axis index `bucket`; `None` when it meets no gate the table holds.
+    fn row_cell(&self, i: usize, bucket: usize) -> Option<usize> {
+        if self.moving[i] {
+            (bucket < self.factors.len()).then_some(bucket)
+        } else {
+            (bucket <= self.declared()).then_some(0)
+        }
+    }
+
+    fn size(&self, i: usize) -> usize {
+        if self.moving[i] {
+            self.factors.len()
+        } else {
+            1
+        }
+    }
+}
+
+/// The table over the axes. While rows are added, a cell counts the rows
+/// whose buckets are exactly its coordinates; after
+/// [`PassTable::accumulate`], it counts the rows whose buckets are all at or
+/// below them: the rows that meet every gate scaled by the cell's factors.
 struct PassTable {
-    axis: Vec<f64>,
+    axes: Axes,
+    strides: [usize; 5],
     cells: Vec<u64>,
 }
 
 impl PassTable {
-    fn new(axis: Vec<f64>) -> PassTable {
-        let k = axis.len();
-        PassTable {
-            axis,
-            cells: vec![0u64; k * k * k],
+    fn new(axes: Axes) -> PassTable {
+        let mut strides = [0usize; 5];
+        let mut n = 1usize;
+        for i in (0..5).rev() {
+            strides[i] = n;
+            n *= axes.size(i);
         }
-    }
-
-    fn at(&self, a: usize, b: usize, c: usize) -> usize {
-        let k = self.axis.len();
-        (a * k + b) * k + c
+        PassTable {
+            axes,
+            strides,
+            cells: vec![0u64; n],
+        }
     }
 
     /// Counts a row by its buckets; a row above a gate even at the largest
-    /// factor (bucket `k`) passes no alternative and is not counted.
-    fn add(&mut self, [t, p, e]: [usize; 3]) {
-        let k = self.axis.len();
-        if t < k && p < k && e < k {
-            let i = self.at(t, p, e);
-            self.cells[i] += 1;
+    /// factor (or above a gate the table holds at its declared value) passes
+    /// no alternative and is not counted.
+    fn add(&mut self, buckets: [usize; 5]) {
+        let mut at = 0;
+        for (i, &b) in buckets.iter().enumerate() {
+            match self.axes.row_cell(i, b) {
+                Some(c) => at += c * self.strides[i],
+                None => return,
+            }
         }
+        self.cells[at] += 1;
     }
 
-    /// Prefix sums along each axis in turn.
+    /// Prefix sums along each moving axis in turn: visiting cells in
+    /// increasing order, the cell one step back along the axis is already
+    /// summed along it.
     fn accumulate(&mut self) {
-        let k = self.axis.len();
-        for a in 0..k {
-            for b in 0..k {
-                for c in 1..k {
-                    let (to, from) = (self.at(a, b, c), self.at(a, b, c - 1));
-                    self.cells[to] += self.cells[from];
-                }
-            }
-        }
-        for a in 0..k {
-            for b in 1..k {
-                for c in 0..k {
-                    let (to, from) = (self.at(a, b, c), self.at(a, b - 1, c));
-                    self.cells[to] += self.cells[from];
-                }
-            }
-        }
-        for a in 1..k {
-            for b in 0..k {
-                for c in 0..k {
-                    let (to, from) = (self.at(a, b, c), self.at(a - 1, b, c));
-                    self.cells[to] += self.cells[from];
+        for i in (0..5).filter(|&i| self.axes.moving[i]) {
+            let (stride, size) = (self.strides[i], self.axes.size(i));
+            for at in 0..self.cells.len() {
+                if (at / stride) % size > 0 {
+                    self.cells[at] += self.cells[at - stride];
                 }
             }
         }
@@ -343,21 +457,33 @@ impl PassTable {
 
     /// Rows that pass under `f` (after [`PassTable::accumulate`]).
     fn pass(&self, f: &Factors) -> u64 {
-        let index = |f: f64| self.axis.iter().position(|&x| x == f).unwrap_or(0);
-        self.cells[self.at(index(f.ttft), index(f.tpot), index(f.e2e))]
+        let at: usize = f
+            .as_array()
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| self.axes.cell(i, x) * self.strides[i])
+            .sum();
+        self.cells[at]
     }
 }
 
 /// Per class and metric: (largest passing value, smallest value among rows
 /// that miss on this metric alone).
-type ClassExtremes = [(Option<Extreme>, Option<Extreme>); 3];
+type ClassExtremes = [(Option<Extreme>, Option<Extreme>); 5];
+
+/// Passing rows near each gate, counted as the scan goes.
+#[derive(Default)]
+struct NearCounts {
+    rows: u64,
+    by_metric: [u64; 5],
+}
 
 /// What one pass over the rows collects.
 struct RowScan {
     table: PassTable,
     /// Cohort rows in scope: the denominator, the same under every gate.
     cohort: u64,
-    near: NearGate,
+    near: NearCounts,
     /// Indexed by class.
     extremes: Vec<ClassExtremes>,
 }
@@ -365,26 +491,25 @@ struct RowScan {
 /// The one pass over the judged rows: counts the cohort, puts every completed
 /// cohort row into the histogram by its buckets, and notes near-gate rows
 /// and extremes for fragility.
-fn scan_rows(trace: &Trace, judgements: &[Judgement], scope: Scope, axis: Vec<f64>) -> RowScan {
+fn scan_rows(trace: &Trace, judgements: &[Judgement], scope: Scope, axes: Axes) -> RowScan {
     let contract = &trace.contract;
     let equality = contract.equality;
     let class_gates: Vec<&Gates> = contract.classes.values().collect();
     // scaled[class][i]: the class's gates with every gate times axis[i].
     let scaled: Vec<Vec<Gates>> = class_gates
         .iter()
-        .map(|g| axis.iter().map(|&f| Factors::all(f).scale(g)).collect())
+        .map(|g| {
+            axes.factors
+                .iter()
+                .map(|&f| Factors::all(f).scale(g))
+                .collect()
+        })
         .collect();
     let mut scan = RowScan {
-        table: PassTable::new(axis),
+        table: PassTable::new(axes),
         cohort: 0,
-        near: NearGate {
-            share: NEAR_GATE_SHARE,
-            rows: 0,
-            ttft: 0,
-            tpot: 0,
-            e2e: 0,
-        },
-        extremes: vec![[(None, None); 3]; class_gates.len()],
+        near: NearCounts::default(),
+        extremes: vec![[(None, None); 5]; class_gates.len()],
     };
     for (row, j) in judgements.iter().enumerate() {
         if !scope.contains(j.class) {
@@ -404,11 +529,7 @@ fn scan_rows(trace: &Trace, judgements: &[Judgement], scope: Scope, axis: Vec<f6
         let (Some(gates), Some(scaled)) = (class_gates.get(c), scaled.get(c)) else {
             continue;
         };
-        // The stall gate does not scale with the factors: a row over it
-        // passes under no set of scaled gates, so it enters no bucket.
-        if !declared_miss.is_some_and(|set| set.stall) {
-            scan.table.add(buckets(m, scaled, equality));
-        }
+        scan.table.add(buckets(m, scaled, equality));
         let ex = &mut scan.extremes[c];
         match declared_miss {
             None => note_passing(m, gates, row, ex, &mut scan.near),
@@ -420,13 +541,14 @@ fn scan_rows(trace: &Trace, judgements: &[Judgement], scope: Scope, axis: Vec<f6
 
 /// Per metric, the smallest axis index whose scaled gate the row meets
 /// (`scaled.len()` when it meets none).
-fn buckets(m: &Measured, scaled: &[Gates], equality: Equality) -> [usize; 3] {
+fn buckets(m: &Measured, scaled: &[Gates], equality: Equality) -> [usize; 5] {
     let k = scaled.len();
-    let mut bucket = [k; 3];
+    let mut bucket = [k; 5];
     for (i, g) in scaled.iter().enumerate() {
         let miss = missed(m, g, equality);
-        for (b, hit) in bucket.iter_mut().zip([miss.ttft, miss.tpot, miss.e2e]) {
-            if *b == k && !hit {
+        for metric in METRICS {
+            let b = &mut bucket[metric.index()];
+            if *b == k && !metric.hit(miss) {
                 *b = i;
             }
         }
@@ -444,19 +566,16 @@ fn note_passing(
     gates: &Gates,
     row: usize,
     ex: &mut ClassExtremes,
-    near: &mut NearGate,
+    near: &mut NearCounts,
 ) {
     let mut any = false;
-    for (mi, metric) in METRICS.iter().enumerate() {
+    for metric in METRICS {
+        let mi = metric.index();
         if let (Some(v), Some(g)) = (metric.value(m), metric.gate(gates)) {
             note_extreme(&mut ex[mi].0, v, row, true);
             if v >= g * (1.0 - NEAR_GATE_SHARE) {
                 any = true;
-                match metric {
-                    Metric::Ttft => near.ttft += 1,
-                    Metric::Tpot => near.tpot += 1,
-                    Metric::E2e => near.e2e += 1,
-                }
+                near.by_metric[mi] += 1;
             }
         }
     }
@@ -466,15 +585,14 @@ fn note_passing(
 /// A row that misses: a candidate for the smallest value of the one metric
 /// it misses on, when it misses on one metric alone.
 fn note_missing(m: &Measured, set: MissSet, row: usize, ex: &mut ClassExtremes) {
-    for (mi, metric) in METRICS.iter().enumerate() {
+    for metric in METRICS {
         if metric.only_miss(set) {
             if let Some(v) = metric.value(m) {
-                note_extreme(&mut ex[mi].1, v, row, false);
+                note_extreme(&mut ex[metric.index()].1, v, row, false);
             }
         }
     }
 }
-
 /// One sweep line: the figures of the scope under the gates scaled by `f`,
 /// with deltas against `declared` (none for the declared line itself).
 fn entry(
@@ -528,8 +646,9 @@ fn entry(
 }
 
 /// The declared result's fragility: near-gate rows and, per metric, the
-/// nearest tipping points down and up across the classes.
-fn fragility(trace: &Trace, scan: &RowScan) -> Fragility {
+/// nearest tipping points down and up across the classes (stall and TTFA
+/// only where some class in scope declares them).
+fn fragility(trace: &Trace, scan: &RowScan, declared_gates: [bool; 5]) -> Fragility {
     let tipping_metric = |mi: usize| {
         let mut down: Option<TippingPoint> = None;
         let mut up: Option<TippingPoint> = None;
@@ -548,13 +667,25 @@ fn fragility(trace: &Trace, scan: &RowScan) -> Fragility {
         }
         TippingMetric { down, up }
     };
+    let near = &scan.near.by_metric;
+    let if_declared = |mi: usize| declared_gates[mi].then_some(mi);
     Fragility {
         equality: trace.contract.equality,
-        near_gate: scan.near,
+        near_gate: NearGate {
+            share: NEAR_GATE_SHARE,
+            rows: scan.near.rows,
+            ttft: near[0],
+            tpot: near[1],
+            e2e: near[2],
+            stall: if_declared(3).map(|i| near[i]),
+            ttfa: if_declared(4).map(|i| near[i]),
+        },
         tipping: Tipping {
             ttft: tipping_metric(0),
             tpot: tipping_metric(1),
             e2e: tipping_metric(2),
+            stall: if_declared(3).map(tipping_metric),
+            ttfa: if_declared(4).map(tipping_metric),
         },
     }
 }

@@ -11,7 +11,13 @@ use goodput_core::trace::Gates;
 
 fn gates_text(g: &Gates) -> String {
     let one = |x: Option<f64>| x.map_or_else(|| "–".to_owned(), short);
-    format!("{}/{}/{}", one(g.ttft_ms), one(g.tpot_ms), one(g.e2e_ms))
+    let mut out = format!("{}/{}/{}", one(g.ttft_ms), one(g.tpot_ms), one(g.e2e_ms));
+    for (name, v) in [("stall", g.stall_ms), ("TTFA", g.ttfa_ms)] {
+        if let Some(v) = v {
+            let _ = write!(out, " {name} {}", short(v));
+        }
+    }
+    out
 }
 
 /// The sweep section.
@@ -36,7 +42,7 @@ pub(super) fn section(o: &mut String, entries: &[SweepEntry]) {
         "<p class=\"note\">Scope: {scope}. Each gate multiplied by a factor, one gate at a time (null gates stay null); \
          cohort {} rows under every line. Only the first, highlighted line is the declared result; every other line is hypothetical.</p>\n\
          <div class=\"scroll\">\n<table id=\"sweep\">\n<thead><tr><th class=\"name\"></th><th>factors TTFT/TPOT/E2E</th><th>pass</th><th>goodput/s</th>\
-         <th>pass share</th><th>Δpass</th><th>Δgoodput/s</th><th>Δshare</th><th class=\"name\">gates in force, ms (TTFT/TPOT/E2E)</th></tr></thead>\n<tbody>",
+         <th>pass share</th><th>Δpass</th><th>Δgoodput/s</th><th>Δshare</th><th class=\"name\">gates in force, ms (TTFT/TPOT/E2E, stall, TTFA)</th></tr></thead>\n<tbody>",
         first.cohort
     );
     for e in entries {
@@ -45,7 +51,7 @@ pub(super) fn section(o: &mut String, entries: &[SweepEntry]) {
         } else {
             ("declared", "declared")
         };
-        let f = &e.factors;
+        let factors = escape(&crate::sensitivity::factor_label(&e.factors));
         let (dp, dg, ds) = crate::sensitivity::delta_cells(e);
         let in_force: Vec<String> = e
             .classes
@@ -54,12 +60,9 @@ pub(super) fn section(o: &mut String, entries: &[SweepEntry]) {
             .collect();
         let _ = writeln!(
             o,
-            "<tr class=\"{cls}\" data-hypothetical=\"{}\"><td class=\"name\">{label}</td><td>{} / {} / {}</td><td data-col=\"pass\">{}</td>\
+            "<tr class=\"{cls}\" data-hypothetical=\"{}\"><td class=\"name\">{label}</td><td>{factors}</td><td data-col=\"pass\">{}</td>\
              <td data-col=\"goodputPerS\">{}</td><td>{}</td><td>{dp}</td><td>{dg}</td><td>{ds}</td><td class=\"name\">{}</td></tr>",
             e.hypothetical,
-            short(f.ttft),
-            short(f.tpot),
-            short(f.e2e),
             e.pass,
             fixed(e.goodput_per_s, 3),
             share(e.pass_share),
@@ -77,22 +80,29 @@ pub(super) fn section(o: &mut String, entries: &[SweepEntry]) {
 /// nearest tightening and loosening that change the pass count.
 fn fragility(o: &mut String, fr: &Fragility, declared_pass: u64) {
     let n = &fr.near_gate;
+    let mut per_gate = format!("TTFT {}, TPOT {}, E2E {}", n.ttft, n.tpot, n.e2e);
+    for (name, count) in [("stall", n.stall), ("TTFA", n.ttfa)] {
+        if let Some(count) = count {
+            let _ = write!(per_gate, ", {name} {count}");
+        }
+    }
     let _ = writeln!(
         o,
-        "<p class=\"note\" id=\"fragility\">Fragility: {} of {} passing rows sit within {} % below a gate (TTFT {}, TPOT {}, E2E {}).</p>\n<ul class=\"notes\">",
+        "<p class=\"note\" id=\"fragility\">Fragility: {} of {} passing rows sit within {} % below a gate ({per_gate}).</p>\n<ul class=\"notes\">",
         n.rows,
         declared_pass,
         short(n.share * 100.0),
-        n.ttft,
-        n.tpot,
-        n.e2e
     );
     let strict = fr.equality == goodput_core::trace::Equality::Strict;
-    for (name, t) in [
-        ("TTFT", &fr.tipping.ttft),
-        ("TPOT", &fr.tipping.tpot),
-        ("E2E", &fr.tipping.e2e),
-    ] {
+    let tip = &fr.tipping;
+    let named = [
+        ("TTFT", Some(&tip.ttft)),
+        ("TPOT", Some(&tip.tpot)),
+        ("E2E", Some(&tip.e2e)),
+        ("stall", tip.stall.as_ref()),
+        ("TTFA", tip.ttfa.as_ref()),
+    ];
+    for (name, t) in named.into_iter().filter_map(|(n, t)| t.map(|t| (n, t))) {
         let point = |p: &TippingPoint, verb: &str, when: &str| {
             format!(
                 "pass {verb} once the gate is {when} {} ms ({:+.1} % from {} ms, class {}, {} row(s))",

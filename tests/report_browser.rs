@@ -269,13 +269,17 @@ fn the_report_fits_1280_px_with_no_console_error_in_chromium() {
 /// row, where the middle gap is a stall of 40 % of the stream (at most
 /// 1.5 s) and the others share the rest; `interactive` gates stalls at
 /// 200 ms with a 50 ms token deadline, `batch` at 1000 ms. So both classes
-/// have a gap histogram and the lanes stall bars.
+/// have a gap histogram and the lanes stall bars. Every completed row but
+/// each seventh also answers a tenth of its stream after its first token,
+/// and `interactive` declares a 2 s TTFA gate: the widest gates, reasons and
+/// intervals tables the page draws, and a TTFA histogram per class.
 fn stalled_trace(dir: &Path) -> PathBuf {
     let mut doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(common::fixture("mixed_120.json")).unwrap()).unwrap();
     doc["classes"]["interactive"]["stallMs"] = 200.into();
     doc["classes"]["interactive"]["tokenDeadlineMs"] = 50.into();
     doc["classes"]["batch"]["stallMs"] = 1000.into();
+    doc["classes"]["interactive"]["ttfaMs"] = 2000.into();
     // Rounded down to the µs, so the gaps never sum past the stream.
     let floor_us = |x: f64| (x * 1000.0).floor() / 1000.0;
     let mut completed = 0usize;
@@ -292,6 +296,10 @@ fn stalled_trace(dir: &Path) -> PathBuf {
             gaps[k / 2] = stall;
         }
         row["gapsMs"] = gaps.into();
+        if completed % 7 != 6 {
+            let first = row["firstTokenMs"].as_f64().unwrap();
+            row["firstAnswerMs"] = floor_us(first + span / 10.0).into();
+        }
         completed += 1;
     }
     let trace = dir.join("stalled.json");
@@ -329,6 +337,8 @@ fn the_report_of_a_stalled_run_fits_1280_px_in_chromium() {
     // What this page is for: both gap histograms and some stall bars.
     assert_eq!(html.matches("data-metric=\"gap\"").count(), 2);
     assert!(html.contains("class=\"stall-mark\""));
+    assert_eq!(html.matches("data-metric=\"ttfa\"").count(), 2);
+    assert!(html.contains("<th>miss: TTFA</th><th>miss: no answer</th>"));
     let m = measure(&browser, &dir, "stalled", &html);
     println!("chromium {}: {m:?}", browser.display());
     assert!(m.client_width > 0 && m.client_width <= WIDTH, "{m:?}");

@@ -97,11 +97,11 @@ fn the_gap_histogram_holds_the_bins_counted_by_hand_with_the_stall_gate() {
         })
         .collect();
     let want = [
-        ("1", "[6.25, 12.5) ms: 1 gaps"),
+        ("1", "[6.25, 12.5) ms: 1 gap"),
         ("7", "[18.75, 25) ms: 7 gaps"),
         ("2", "[25, 31.25) ms: 2 gaps"),
-        ("1", "[37.5, 43.75) ms: 1 gaps"),
-        ("1", "[243.75, 250) ms: 1 gaps"),
+        ("1", "[37.5, 43.75) ms: 1 gap"),
+        ("1", "[243.75, 250) ms: 1 gap"),
     ];
     let want: Vec<(String, String)> = want
         .iter()

@@ -85,7 +85,10 @@ fn gates_table(o: &mut String, r: &Receipt) {
     let c = &r.contract;
     let rule = if c.equality == "strict" { "<" } else { "≤" };
     let tp = tpot_name(r);
-    let stall_gated = c.classes.values().any(|g| g.stall_ms.is_some());
+    let stall_gated = c
+        .classes
+        .values()
+        .any(|g| g.stall_ms.is_some() || g.ttfa_ms.is_some());
     let _ = writeln!(
         o,
         "<div class=\"scroll\">\n<table id=\"gates\">\n<thead><tr><th class=\"name\">class</th>\
@@ -113,9 +116,12 @@ fn gates_table(o: &mut String, r: &Receipt) {
         );
         // A stall gate only where a class declares one (never "stall: no
         // gate": traces without gaps read as before).
-        let stall = g.stall_ms.map_or_else(String::new, |v| {
+        let mut stall = g.stall_ms.map_or_else(String::new, |v| {
             format!(" · {}", gate("stall", rule, Some(v)))
         });
+        if let Some(v) = g.ttfa_ms {
+            stall.push_str(&format!(" · {}", gate("TTFA", rule, Some(v))));
+        }
         let _ = writeln!(
             o,
             "<tr data-class=\"{n}\"><td class=\"name\"><b>{n}</b>{default}</td><td class=\"name\">{} · {} · {}{}</td>\

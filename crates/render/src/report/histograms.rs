@@ -44,6 +44,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
         tpot_name(r)
     );
     gap_note(o, a);
+    ttfa_note(o, a);
     for (c, (name, gates)) in contract.classes.iter().enumerate() {
         let Some(block) = r.results.classes.get(name) else {
             continue;
@@ -61,6 +62,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
                 gate: gates.ttft_ms,
                 summary: &block.latency.ttft_ms,
                 missed: block.reasons.miss.ttft,
+                no_answer: None,
             },
             Metric {
                 key: "tpot",
@@ -68,6 +70,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
                 gate: gates.tpot_ms,
                 summary: &block.latency.tpot_ms,
                 missed: block.reasons.miss.tpot,
+                no_answer: None,
             },
             Metric {
                 key: "e2e",
@@ -75,9 +78,20 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
                 gate: gates.e2e_ms,
                 summary: &block.latency.e2e_ms,
                 missed: block.reasons.miss.e2e,
+                no_answer: None,
             },
         ];
-        for metric in metrics {
+        // A TTFA histogram only where the class has answer figures
+        // (docs/contract.md §10.16), so a page without them keeps its bytes.
+        let ttfa = block.answer.as_ref().map(|answer| Metric {
+            key: "ttfa",
+            label: "TTFA",
+            gate: gates.ttfa_ms,
+            summary: &answer.ttfa_ms,
+            missed: block.reasons.miss.ttfa.unwrap_or(0),
+            no_answer: Some(answer.no_answer),
+        });
+        for metric in metrics.into_iter().chain(ttfa) {
             let values: Vec<f64> = a
                 .judgements
                 .iter()
@@ -86,6 +100,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
                 .filter_map(|m| match metric.key {
                     "ttft" => m.ttft_ms,
                     "tpot" => m.tpot_ms,
+                    "ttfa" => m.ttfa_ms,
                     _ => Some(m.e2e_ms),
                 })
                 .collect();
@@ -115,9 +130,23 @@ fn gap_note(o: &mut String, a: &Analysis) {
     );
 }
 
+/// How to read the TTFA histograms, when some class has one.
+fn ttfa_note(o: &mut String, a: &Analysis) {
+    let classes = &a.receipt.results.classes;
+    if classes.values().all(|b| b.answer.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<p class=\"note\" id=\"ttfa-note\">A class whose rows carry <code>firstAnswerMs</code> (or that declares a TTFA gate) \
+         has a <b>TTFA</b> histogram: arrival to the first <em>answer</em> token, after any reasoning. A row that answered \
+         nothing is not in it; its caption counts those rows as <b>no answer</b>.</p>"
+    );
+}
+
 /// One metric of one class: what its histogram shows and says.
 struct Metric<'a> {
-    /// `ttft`, `tpot` or `e2e` (the figure's `data-metric`).
+    /// `ttft`, `tpot`, `e2e` or `ttfa` (the figure's `data-metric`).
     key: &'a str,
     /// The name shown.
     label: &'a str,
@@ -126,6 +155,9 @@ struct Metric<'a> {
     summary: &'a LatencySummary,
     /// Rows of the class that missed this gate.
     missed: u64,
+    /// TTFA only: completed cohort rows that never answered (not in the
+    /// histogram, said in its caption).
+    no_answer: Option<u64>,
 }
 
 /// The x scale of one histogram: 0 ms to `top` ms (a round number at or
@@ -165,10 +197,10 @@ impl Scale {
 
 /// One histogram figure: bars, axes, the gate line and the caption.
 fn histogram(o: &mut String, class: &str, metric: &Metric, rule: &str, values: &[f64]) {
-    let empty = if metric.key == "tpot" {
-        "no completed rows with more than one output token"
-    } else {
-        "no completed rows"
+    let empty = match metric.key {
+        "tpot" => "no completed rows with more than one output token",
+        "ttfa" => "no completed row answered",
+        _ => "no completed rows",
     };
     let look = Chart {
         key: metric.key,
@@ -245,7 +277,7 @@ pub(super) fn chart(o: &mut String, class: &str, look: &Chart, rule: &str, value
 /// How the bars of one histogram read: what a count counts, and the least
 /// height of a non-empty bar.
 pub(super) struct Bars {
-    /// The noun of a bar's tooltip (`12 rows`, `12 gaps`).
+    /// The plural noun of a bar's tooltip (`12 rows`, `12 gaps`; `1 row`).
     pub(super) noun: &'static str,
     /// A non-empty bar is at least this tall, so a single value among
     /// thousands (one stall among a run's gaps) still shows; 0 for the
@@ -288,7 +320,11 @@ fn bars(o: &mut String, scale: &Scale, values: &[f64], look: &Bars) -> u64 {
             px(h),
             short(lo),
             short(hi),
-            look.noun
+            if n == 1 {
+                look.noun.trim_end_matches('s')
+            } else {
+                look.noun
+            }
         );
     }
     cmax
@@ -365,9 +401,12 @@ fn caption(o: &mut String, metric: &Metric) {
         Some(_) => format!(" · over the gate: {}", metric.missed),
         None => " · no gate".to_owned(),
     };
+    let no_answer = metric
+        .no_answer
+        .map_or_else(String::new, |n| format!(" · no answer: {n}"));
     let _ = writeln!(
         o,
-        "<figcaption>n {} · p50 {} · p95 {} · p99 {} · max {} ms{gate_part}</figcaption>\n</figure>",
+        "<figcaption>n {} · p50 {} · p95 {} · p99 {} · max {} ms{gate_part}{no_answer}</figcaption>\n</figure>",
         summary.n,
         opt(summary.p50, 1),
         opt(summary.p95, 1),

@@ -48,6 +48,13 @@ pub fn report_section(r: &Receipt) -> String {
     } else {
         "chunk cadence"
     };
+    // A TTFA column only when some block has answer figures (§10.16).
+    let with_ttfa = r.results.all.answer.is_some();
+    let ttfa_head = if with_ttfa {
+        "<th>p95 TTFA ms</th>"
+    } else {
+        ""
+    };
     let _ = writeln!(
         o,
         "<section id=\"intervals-section\">\n<h2>How sure: {level} % intervals</h2>\n\
@@ -57,18 +64,18 @@ pub fn report_section(r: &Receipt) -> String {
          for one). <code>goodput compare A B</code> says whether two runs differ beyond this noise.</p>\n\
          <div class=\"scroll\">\n<table id=\"intervals\">\n<thead>\n<tr><th class=\"name\">block</th>\
          <th class=\"first\">goodput/s</th><th>pass share</th><th>failure share</th><th>censored share</th>\
-         <th class=\"first\">p95 TTFT ms</th><th>p95 {tp} ms</th><th>p95 E2E ms</th><th>p99 E2E ms</th></tr>\n</thead>\n<tbody>"
+         <th class=\"first\">p95 TTFT ms</th><th>p95 {tp} ms</th><th>p95 E2E ms</th><th>p99 E2E ms</th>{ttfa_head}</tr>\n</thead>\n<tbody>"
     );
     let blocks = std::iter::once((None, &r.results.all))
         .chain(r.results.classes.iter().map(|(k, b)| (Some(k.as_str()), b)));
     for (name, b) in blocks {
-        row(&mut o, name, b);
+        row(&mut o, name, b, with_ttfa);
     }
     let _ = writeln!(o, "</tbody>\n</table>\n</div>\n</section>");
     o
 }
 
-fn row(o: &mut String, name: Option<&str>, b: &Block) {
+fn row(o: &mut String, name: Option<&str>, b: &Block, with_ttfa: bool) {
     let i = &b.intervals;
     let rt = &b.rates;
     let l = &b.latency;
@@ -106,18 +113,25 @@ fn row(o: &mut String, name: Option<&str>, b: &Block) {
             percentile_with_interval(l.e2e_ms.p99, &i.e2e_ms.p99),
         ),
     ];
+    let ttfa = with_ttfa.then(|| {
+        let text = b.answer.as_ref().map_or_else(
+            || "—".to_owned(),
+            |a| percentile_with_interval(a.ttfa_ms.p95, &a.intervals.ttfa_ms.p95),
+        );
+        ("ttfa-p95", text)
+    });
     let _ = write!(
         o,
         "<tr><td class=\"name\">{}</td>",
         escape(name.unwrap_or("all rows"))
     );
-    for (k, (col, text)) in cells.iter().enumerate() {
+    for (k, (col, text)) in cells.into_iter().chain(ttfa).enumerate() {
         let cls = if k == 0 || k == 4 {
             " class=\"first\""
         } else {
             ""
         };
-        let _ = write!(o, "<td{cls} data-col=\"{col}\">{}</td>", two_lines(text));
+        let _ = write!(o, "<td{cls} data-col=\"{col}\">{}</td>", two_lines(&text));
     }
     let _ = writeln!(o, "</tr>");
 }

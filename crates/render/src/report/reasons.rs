@@ -30,10 +30,17 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
     } else {
         ""
     };
+    // TTFA and no-answer columns only when some class declares a TTFA gate.
+    let ttfa_gated = r.results.all.reasons.miss.ttfa.is_some();
+    let ttfa_head = if ttfa_gated {
+        "<th>miss: TTFA</th><th>miss: no answer</th>"
+    } else {
+        ""
+    };
     let _ = writeln!(
         o,
         "<section id=\"reasons-section\">\n<h2>Why rows did not pass</h2>\n<div class=\"scroll\">\n<table id=\"reasons\">\n<thead><tr>\
-         <th class=\"name\">block</th><th>miss: TTFT</th><th>miss: {tp}</th><th>miss: E2E</th>{stall_head}<th class=\"name\">failures</th>\
+         <th class=\"name\">block</th><th>miss: TTFT</th><th>miss: {tp}</th><th>miss: E2E</th>{stall_head}{ttfa_head}<th class=\"name\">failures</th>\
          <th>in flight</th><th>done after horizon</th><th>failed after horizon</th><th>known late</th>\
          <th>warm-up</th><th>outside window</th><th class=\"name\">invalid</th></tr></thead>\n<tbody>"
     );
@@ -44,9 +51,20 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
             (true, Some(n)) => format!("<td data-col=\"stall\">{n}</td>"),
             (true, None) => "<td data-col=\"stall\">—</td>".to_owned(),
         };
+        let ttfa = if ttfa_gated {
+            let cell = |col: &str, n: Option<u64>| {
+                n.map_or_else(
+                    || format!("<td data-col=\"{col}\">—</td>"),
+                    |n| format!("<td data-col=\"{col}\">{n}</td>"),
+                )
+            };
+            cell("ttfa", s.miss.ttfa) + &cell("noAnswer", s.miss.no_answer)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            "{}<td>{}</td><td>{}</td><td>{}</td>{stall}<td class=\"name\">{}</td>\
+            "{}<td>{}</td><td>{}</td><td>{}</td>{stall}{ttfa}<td class=\"name\">{}</td>\
              <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"name\">{}</td></tr>",
             block_row_start(name),
             s.miss.ttft,

@@ -37,12 +37,23 @@ pub(super) fn section(o: &mut String, entries: &[SweepEntry]) {
         None => "all rows; every class's gates move together".to_owned(),
         Some(c) => format!("class {} alone", escape(c)),
     };
+    // Stall and TTFA in the heading only where some class declares them.
+    let extra = entries.iter().any(|e| {
+        e.classes
+            .values()
+            .any(|g| g.stall_ms.is_some() || g.ttfa_ms.is_some())
+    });
+    let in_force = if extra {
+        "TTFT/TPOT/E2E, stall, TTFA"
+    } else {
+        "TTFT/TPOT/E2E"
+    };
     let _ = writeln!(
         o,
         "<p class=\"note\">Scope: {scope}. Each gate multiplied by a factor, one gate at a time (null gates stay null); \
          cohort {} rows under every line. Only the first, highlighted line is the declared result; every other line is hypothetical.</p>\n\
          <div class=\"scroll\">\n<table id=\"sweep\">\n<thead><tr><th class=\"name\"></th><th>factors TTFT/TPOT/E2E</th><th>pass</th><th>goodput/s</th>\
-         <th>pass share</th><th>Δpass</th><th>Δgoodput/s</th><th>Δshare</th><th class=\"name\">gates in force, ms (TTFT/TPOT/E2E, stall, TTFA)</th></tr></thead>\n<tbody>",
+         <th>pass share</th><th>Δpass</th><th>Δgoodput/s</th><th>Δshare</th><th class=\"name\">gates in force, ms ({in_force})</th></tr></thead>\n<tbody>",
         first.cohort
     );
     for e in entries {

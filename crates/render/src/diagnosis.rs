@@ -322,6 +322,7 @@ mod tests {
             in_flight: 0,
             known_late: 0,
             dominant: vec![Cause::E2eOnlyMisses],
+            ttft_miss_split: None,
         }
     }
 

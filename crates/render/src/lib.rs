@@ -17,6 +17,7 @@ pub mod record;
 pub mod report;
 pub mod rows;
 pub mod sensitivity;
+pub mod server_timing;
 pub mod stalls;
 pub mod text;
 pub mod verify;

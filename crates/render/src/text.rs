@@ -114,6 +114,7 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     }
     crate::stalls::write_gaps(&mut o, receipt);
     crate::answers::write_answers(&mut o, receipt);
+    crate::server_timing::write_server_timing(&mut o, receipt);
     write_littles_law(&mut o, &table);
     write_saturation(&mut o, &table);
     write_reasons(&mut o, &table);

@@ -352,6 +352,7 @@ impl Tally {
             percentiles: None,
             gaps: None,
             answer: None,
+            server_timing: None,
         }
     }
 }
@@ -619,6 +620,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
     };
     crate::receipt::gaps::attach(trace, judgements, &mut results, confidence);
     crate::receipt::answer::attach(trace, judgements, &mut results, confidence);
+    crate::receipt::server_timing::attach(trace, judgements, &mut results, confidence);
     Receipt {
         schema: RECEIPT_SCHEMA.to_owned(),
         generator: Generator {

@@ -15,6 +15,7 @@ pub mod recovery;
 pub mod release;
 pub mod saturation;
 pub mod sensitivity;
+pub mod server_timing;
 pub mod tokenizer;
 
 use std::collections::BTreeMap;
@@ -256,6 +257,11 @@ pub struct Block {
     /// `firstAnswerMs` or `reasoningTokens` and no class declares `ttfaMs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<answer::AnswerBlock>,
+    /// Where the TTFT went by the server's own timing (docs/contract.md
+    /// §10.17); absent when no completed cohort row of the block carries
+    /// `server.queueMs` or `server.prefillMs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timing: Option<server_timing::ServerTimingBlock>,
 }
 
 /// The requested percentiles of one block's latency metrics (`--percentiles`).

@@ -9,7 +9,7 @@
 //!
 //! | dominant | reading |
 //! |---|---|
-//! | TTFT misses | queueing, prefill, cold starts or admission |
+//! | TTFT misses | queueing, prefill, cold starts or admission; with the server's own timing (§10.17), whichever of queue, prefill or outside the engine took most of the misses' TTFT |
 //! | TPOT misses | decode contention or streaming |
 //! | stall misses | the stream froze mid-answer: preemption, interleaved prefill, the network |
 //! | TTFA misses after a fast first token | the model's reasoning budget, not the server's queue |
@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::receipt::server_timing::TimeSplit;
 use crate::receipt::{Block, Receipt};
 
 /// What lost the most requests of a class.
@@ -149,6 +150,10 @@ pub struct ClassDiagnosis {
     pub known_late: u64,
     /// The largest of the counts above (several on a tie).
     pub dominant: Vec<Cause>,
+    /// Where the TTFT of the rows that missed it went, by the server's own
+    /// timing (the receipt's `serverTiming.ttftMisses`); absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_miss_split: Option<TimeSplit>,
 }
 
 impl ClassDiagnosis {
@@ -156,17 +161,48 @@ impl ClassDiagnosis {
     /// …`, or on a tie `TTFT misses and failures tie: TTFT misses: look at
     /// …; failures: investigate …`.
     pub fn reading(&self) -> String {
+        let reading = |c: &Cause| match (c, self.ttft_split_reading()) {
+            (Cause::TtftMisses, Some(split)) => split,
+            _ => c.reading().to_owned(),
+        };
         match self.dominant.as_slice() {
-            [one] => format!("{} dominate: {}", one.label(), one.reading()),
+            [one] => format!("{} dominate: {}", one.label(), reading(one)),
             several => {
                 let names: Vec<&str> = several.iter().map(|c| c.label()).collect();
                 let each: Vec<String> = several
                     .iter()
-                    .map(|c| format!("{}: {}", c.label(), c.reading()))
+                    .map(|c| format!("{}: {}", c.label(), reading(c)))
                     .collect();
                 format!("{} tie: {}", names.join(" and "), each.join("; "))
             }
         }
+    }
+}
+
+impl ClassDiagnosis {
+    /// Where the TTFT misses' time went, when the server said: the largest
+    /// share of their summed TTFT names where to look (§10.17).
+    fn ttft_split_reading(&self) -> Option<String> {
+        let s = self.ttft_miss_split.filter(|s| s.rows > 0)?;
+        let (q, p, o) = (s.queue_share?, s.prefill_share?, s.outside_share?);
+        let pct = |x: f64| format!("{:.0} %", x * 100.0);
+        let shares = format!(
+            "of their TTFT, {} was queueing in the engine, {} prefill, {} outside the engine",
+            pct(q),
+            pct(p),
+            pct(o)
+        );
+        let look = if o >= q && o >= p {
+            "the time went outside the engine: look at the client, a proxy or gateway, or the \
+             network, not the server"
+        } else if q >= p {
+            "the time went waiting in the engine's queue: the server is short of capacity for \
+             this load (batch limits, admission)"
+        } else {
+            "the time went to prefill: long prompts, no prefix caching, or prefill starved by \
+             decode (chunked prefill settings)"
+        };
+        Some(format!("{shares} ({} rows): {look}", s.rows))
     }
 }
 
@@ -219,6 +255,7 @@ pub fn diagnose_block(class: &str, block: &Block) -> Option<ClassDiagnosis> {
         in_flight: block.reasons.censored.in_flight,
         known_late: block.reasons.censored.known_late,
         dominant,
+        ttft_miss_split: block.server_timing.as_ref().and_then(|t| t.ttft_misses),
     })
 }
 

@@ -226,6 +226,7 @@ fn criteria(min: &str) -> Criteria {
         allow_closed_loop: false,
         allow_overload: false,
         gaps: Default::default(),
+        energy: Default::default(),
     }
 }
 

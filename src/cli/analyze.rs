@@ -75,6 +75,13 @@ pub struct AnalyzeArgs {
     /// GPUs and price for the per-GPU and cost figures (recorded in the receipt's contract).
     #[command(flatten)]
     pub cost: CostArgs,
+    /// The power series (watts, summed over its series) integrated from the
+    /// trace's metrics sidecar into the receipt's `energy` block.
+    #[arg(long, value_name = "NAME", default_value = goodput_core::energy::DEFAULT_POWER_METRIC)]
+    pub power_metric: String,
+    /// Leave the `record --metrics` sidecar out (no `energy` block).
+    #[arg(long)]
+    pub no_sidecar: bool,
 }
 
 /// `goodput analyze`.
@@ -106,6 +113,13 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         &release,
     )
     .map_err(|e| Error::Usage(e.to_string()))?;
+    let workload = &analysis.trace.contract.workload;
+    if let Some(lines) =
+        crate::cli::sidecar::power_readings(&args.trace, workload, args.no_sidecar)?
+    {
+        analysis.receipt.energy =
+            goodput_core::energy::energy(&analysis.receipt, &lines, &args.power_metric);
+    }
     if args.sweep {
         let factors = args.sweep_factors.as_deref().unwrap_or(&DEFAULT_FACTORS);
         let entries = run_sweep(

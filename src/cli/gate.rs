@@ -15,6 +15,7 @@ use crate::cli::output::{emit, json_bytes};
 use crate::cli::release::{release_options, RecoveryArgs};
 use goodput_core::receipt::release::attach;
 use goodput_core::review::criteria::P99Limits;
+use goodput_core::review::energy_gate::EnergyLimits;
 use goodput_core::review::release_gate::{parse_class_limits, ClassLimits};
 
 /// Exit statuses of `goodput gate`, shown in `--help`.
@@ -95,6 +96,13 @@ pub struct GateArgs {
     /// completions can exceed what the server sustains.
     #[arg(long)]
     pub allow_overload: bool,
+    /// Most joules per good request (from the power series in the trace's
+    /// metrics sidecar; fails when there is none).
+    #[arg(long, value_name = "J")]
+    pub max_joules_per_good_request: Option<f64>,
+    /// The power series integrated for --max-joules-per-good-request.
+    #[arg(long, value_name = "NAME", default_value = goodput_core::energy::DEFAULT_POWER_METRIC)]
+    pub power_metric: String,
     /// Print the decision as JSON.
     #[arg(long)]
     pub json: bool,
@@ -125,6 +133,9 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         allow_closed_loop: args.allow_closed_loop,
         allow_overload: args.allow_overload,
         gaps: args.gaps.limits(),
+        energy: EnergyLimits {
+            max_joules_per_good_request: args.max_joules_per_good_request,
+        },
     };
     // Flags first: a bad flag is exit 2 before any work.
     criteria.check().map_err(|e| Error::Usage(e.to_string()))?;
@@ -137,6 +148,13 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         &release,
     )
     .map_err(|e| Error::Usage(e.to_string()))?;
+    if criteria.energy.max_joules_per_good_request.is_some() {
+        let workload = &analysis.trace.contract.workload;
+        if let Some(lines) = crate::cli::sidecar::power_readings(&args.trace, workload, false)? {
+            analysis.receipt.energy =
+                goodput_core::energy::energy(&analysis.receipt, &lines, &args.power_metric);
+        }
+    }
     let decision =
         gate::decide(&analysis.receipt, &criteria).map_err(|e| Error::Usage(e.to_string()))?;
     if args.json {

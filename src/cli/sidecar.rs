@@ -76,3 +76,17 @@ pub fn load(trace_path: &str, workload: &Labels, skip: bool) -> Result<Sidecar, 
         .map(Sidecar::Loaded)
         .map_err(|e| problem(e.to_string()))
 }
+
+/// The sidecar's readings of a trace, or none (no sidecar named, not
+/// beside the trace, or `skip`): what `analyze`, `report` and `verify`
+/// integrate the power series of (`--power-metric`, docs/contract.md §10.18).
+pub fn power_readings(
+    trace_path: &str,
+    workload: &Labels,
+    skip: bool,
+) -> Result<Option<Vec<MetricsLine>>, Error> {
+    Ok(match load(trace_path, workload, skip)? {
+        Sidecar::Loaded(lines) => Some(lines),
+        Sidecar::None | Sidecar::Missing(_) | Sidecar::Skipped => None,
+    })
+}

@@ -36,7 +36,10 @@ pub fn run(args: VerifyArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let receipt_bytes = read_limited(&args.receipt, MAX_RECEIPT_BYTES)?;
     let claimed = verify::read_receipt(&receipt_bytes).map_err(Error::Receipt)?;
     let report = match read_limited(&args.trace, claimed.limits.max_bytes) {
-        Ok(trace) => verify::verify(&claimed, &trace),
+        Ok(trace) => {
+            let power = power_of(&args.trace, &trace, claimed.tree.get("energy").is_some())?;
+            verify::verify_with_power(&claimed, &trace, power.as_deref())
+        }
         Err(ReadError::TooLarge { size, .. }) => verify::verify_oversized(&claimed, size),
         Err(e) => return Err(e.into()),
     };
@@ -51,3 +54,23 @@ pub fn run(args: VerifyArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
 /// The largest receipt `verify` reads (a receipt with per-row verdicts of a
 /// million-row trace is a few hundred MB).
 pub const MAX_RECEIPT_BYTES: u64 = 1 << 30;
+
+/// The trace's sidecar readings when the receipt claims an `energy` block
+/// (the trace's workload names the sidecar; a trace that does not parse
+/// has none, and verify reports the trace's own problem).
+fn power_of(
+    path: &str,
+    trace: &[u8],
+    wanted: bool,
+) -> Result<Option<Vec<goodput_core::server_metrics::MetricsLine>>, Error> {
+    if !wanted {
+        return Ok(None);
+    }
+    let workload = serde_json::from_slice::<serde_json::Value>(trace)
+        .ok()
+        .and_then(|doc| serde_json::from_value(doc.get("workload")?.clone()).ok());
+    match workload {
+        Some(workload) => crate::cli::sidecar::power_readings(path, &workload, false),
+        None => Ok(None),
+    }
+}

@@ -29,6 +29,7 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod energy;
 pub mod frontier;
 pub mod intervals;
 pub mod merge;

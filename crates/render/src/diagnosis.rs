@@ -5,10 +5,12 @@
 
 use std::fmt::Write;
 
+use goodput_core::energy::EnergyBlock;
 use goodput_core::receipt::cost::{Cost, ResourcesInfo};
 use goodput_core::receipt::recovery::{ClassRecovery, Recovery};
 use goodput_core::receipt::Receipt;
 use goodput_core::review::diagnosis::{diagnose, ClassDiagnosis};
+use goodput_util::escape::terminal;
 
 /// Formats a number for people: integers plainly, others with `decimals`.
 fn num(x: f64, decimals: usize) -> String {
@@ -294,6 +296,36 @@ pub fn sections(receipt: &Receipt) -> String {
     if let Some(c) = &receipt.cost {
         let _ = writeln!(o);
         o.push_str(&wrapped(&cost(c, receipt.contract.resources.as_ref())));
+    }
+    if let Some(e) = &receipt.energy {
+        let _ = writeln!(o);
+        o.push_str(&wrapped(&energy(e)));
+    }
+    o
+}
+
+/// The energy figures (docs/contract.md §10.18).
+pub fn energy(e: &EnergyBlock) -> String {
+    let mut o = String::new();
+    let opt = |x: Option<f64>| x.map_or_else(|| "—".to_owned(), figure);
+    let _ = writeln!(
+        o,
+        "energy    {} J over {} of {} ms ({}, {} series, {} readings, {} gaps, mean {} W): \
+         {} J per good request, {} J per good output token, {} good requests per kJ",
+        figure(e.joules),
+        num(e.covered_ms, 0),
+        num(e.window_ms, 0),
+        terminal(&e.metric),
+        e.series,
+        e.readings,
+        e.gaps,
+        opt(e.mean_watts),
+        opt(e.joules_per_good_request),
+        opt(e.joules_per_good_output_token),
+        opt(e.good_requests_per_kj),
+    );
+    if let Some(note) = &e.note {
+        let _ = writeln!(o, "          ({note})");
     }
     o
 }

@@ -643,6 +643,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         recovery: None,
         cost: None,
         tokenizer_mismatch: crate::receipt::tokenizer::mismatch(trace),
+        energy: None,
     }
 }
 

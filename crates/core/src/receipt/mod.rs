@@ -71,6 +71,12 @@ pub struct Receipt {
     /// within schema major version 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer_mismatch: Option<tokenizer::TokenizerMismatch>,
+    /// Energy over the window and per good request, from a power series in
+    /// the trace's metrics sidecar (docs/contract.md §10.18); absent when no
+    /// sidecar reading carries the power metric. Added within schema major
+    /// version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::energy::EnergyBlock>,
 }
 
 /// The tool that produced a receipt.

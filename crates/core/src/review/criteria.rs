@@ -46,6 +46,8 @@ pub struct Criteria {
     pub allow_overload: bool,
     /// The stall limits (`--max-stall-ms`, `--max-p99-gap-ms`).
     pub gaps: crate::review::gap_gate::GapLimits,
+    /// The energy limit (`--max-joules-per-good-request`).
+    pub energy: crate::review::energy_gate::EnergyLimits,
 }
 
 /// Why the criteria cannot be applied (a usage error, exit status 2).
@@ -93,6 +95,13 @@ impl Criteria {
                 flag,
                 value: v.to_string(),
                 rule: "a number of ms >= 0",
+            });
+        }
+        if let Some((flag, v)) = crate::review::energy_gate::bad_limit(&self.energy) {
+            return Err(GateError::BadFlag {
+                flag,
+                value: v.to_string(),
+                rule: "a number of joules >= 0",
             });
         }
         check_release_flags(self)

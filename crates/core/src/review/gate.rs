@@ -90,6 +90,10 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     let block = judged_block(receipt, criteria)?;
     let mut checks = block_checks(receipt, block, criteria);
     checks.extend(crate::review::gap_gate::gap_checks(block, &criteria.gaps));
+    checks.extend(crate::review::energy_gate::energy_checks(
+        receipt,
+        &criteria.energy,
+    ));
     let mode = receipt.contract.arrival_mode;
     let arrival = ArrivalCheck {
         mode,

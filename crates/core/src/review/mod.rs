@@ -22,6 +22,7 @@
 pub mod check;
 pub mod criteria;
 pub mod diagnosis;
+pub mod energy_gate;
 pub mod exact;
 pub mod gap_gate;
 pub mod gate;

@@ -16,11 +16,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::analyze::{analyze_bytes_at, AnalyzeOptions};
+use crate::energy::energy;
 use crate::intervals::Confidence;
 use crate::receipt::recovery::{RecoveryOptions, DEFAULT_TOLERANCE};
 use crate::receipt::release::{attach, ReleaseOptions};
-use crate::receipt::{attach_percentiles, RECEIPT_SCHEMA};
+use crate::receipt::{attach_percentiles, Receipt, RECEIPT_SCHEMA};
 use crate::review::sensitivity::{plan_of, sweep, SweepEntry};
+use crate::server_metrics::MetricsLine;
 use crate::stats::{Percentile, PercentileSet};
 use crate::trace::Resources;
 use crate::trace::{sha256_hex, Limits};
@@ -275,6 +277,18 @@ pub fn verify_oversized(claimed: &ClaimedReceipt, size: Option<u64>) -> VerifyRe
 /// parse) and the report takes that hash. A rejection carries no hash, so a
 /// rejected trace is hashed here (the error path, where the cost is moot).
 pub fn verify(claimed: &ClaimedReceipt, trace_bytes: &[u8]) -> VerifyReport {
+    verify_with_power(claimed, trace_bytes, None)
+}
+
+/// [`verify`], with the trace's metrics sidecar when one was found, so a
+/// receipt's `energy` block is recomputed from the same power readings
+/// (docs/contract.md §10.18). Without the sidecar, a claimed `energy` is
+/// not compared, and a note says so.
+pub fn verify_with_power(
+    claimed: &ClaimedReceipt,
+    trace_bytes: &[u8],
+    power: Option<&[MetricsLine]>,
+) -> VerifyReport {
     let has = |key: &str| claimed.tree.get(key).is_some_and(|v| !v.is_null());
     let options = AnalyzeOptions {
         limits: claimed.limits,
@@ -322,6 +336,9 @@ pub fn verify(claimed: &ClaimedReceipt, trace_bytes: &[u8]) -> VerifyReport {
                 .notes
                 .push(format!("/sweep cannot be read as a sweep: {e}")),
         }
+    }
+    if has("energy") {
+        recompute_energy(claimed, &mut receipt, power, &mut report);
     }
     let mut recomputed = match serde_json::to_value(&receipt) {
         Ok(v) => v,
@@ -437,6 +454,30 @@ fn diff_at(path: &mut String, a: &Value, b: &Value, tolerate: bool, walk: &mut W
             if a != b {
                 differ(walk, path, Some(a), Some(b));
             }
+        }
+    }
+}
+
+/// Recomputes a claimed `energy` block from the sidecar's readings of the
+/// same metric; without the sidecar, copies the claim so it is not reported
+/// as a difference, and notes that it was not compared.
+fn recompute_energy(
+    claimed: &ClaimedReceipt,
+    receipt: &mut Receipt,
+    power: Option<&[MetricsLine]>,
+    report: &mut VerifyReport,
+) {
+    let claim = claimed.tree.get("energy").cloned().unwrap_or(Value::Null);
+    let metric = claim.get("metric").and_then(Value::as_str);
+    match (power, metric) {
+        (Some(lines), Some(metric)) => receipt.energy = energy(receipt, lines, metric),
+        _ => {
+            receipt.energy = serde_json::from_value(claim).ok();
+            report.notes.push(
+                "/energy not compared: the metrics sidecar with its power readings is not \
+                 beside the trace"
+                    .to_owned(),
+            );
         }
     }
 }

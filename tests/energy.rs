@@ -150,3 +150,71 @@ fn the_gate_refuses_above_the_limit_and_without_power_readings() {
     ]);
     assert_eq!(code, Some(2), "{err}");
 }
+
+/// The sim draws 60 W idle plus 5 W per running sequence. At a constant 5
+/// requests/s, each in the system for W (its E2E; the batch of 64 never
+/// fills, so no queue), Little's law gives a mean of 5 × W sequences running,
+/// so the mean power over the window is 60 + 5 × 5 × W watts. The recorder
+/// scrapes every 100 ms, so the curve is sampled, not known exactly: the
+/// test allows 4 W.
+#[test]
+fn a_sim_run_with_metrics_gets_the_energy_of_its_power_curve() {
+    use goodput_sim::engine::EngineParams;
+    use goodput_sim::{SimConfig, SimServer};
+    let config = SimConfig {
+        engine: EngineParams {
+            max_batch: 64,
+            prefill_ms_per_1k_tokens: 50.0,
+            decode_step_ms: 20.0,
+            decode_ms_per_seq: 0.0,
+        },
+        output_tokens: (16.0, 0.0),
+        faults: vec![],
+        seed: 1,
+        model_name: "sim".into(),
+        also_served: vec![],
+        quirks: Default::default(),
+        tokenizer: None,
+    };
+    let server = SimServer::start(config, 1).expect("sim");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let (code, stdout, _) = common::recording::record(
+        &server.url(),
+        &out,
+        &[
+            "--request-rate",
+            "5",
+            "--arrival",
+            "constant",
+            "--duration",
+            "3s",
+            "--grace",
+            "2s",
+            "--metrics",
+            "--metrics-interval",
+            "100ms",
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    let (code, json, err) = run(&["analyze", out.to_str().unwrap(), "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let r: Value = serde_json::from_str(&json).unwrap();
+    let e = &r["energy"];
+    let w_s = r["results"]["all"]["latency"]["e2eMs"]["mean"]
+        .as_f64()
+        .unwrap()
+        / 1000.0;
+    let expected = 60.0 + 5.0 * 5.0 * w_s;
+    let mean = e["meanWatts"].as_f64().expect("power readings");
+    eprintln!("energy {e}\nexpected mean {expected} W");
+    assert!(
+        (mean - expected).abs() <= 4.0,
+        "mean {mean} W, expected {expected} W"
+    );
+    assert_eq!(e["series"], 1);
+    assert!(e["readings"].as_u64().unwrap() >= 20, "{e}");
+    let per = e["joulesPerGoodRequest"].as_f64().unwrap();
+    let joules = e["joules"].as_f64().unwrap();
+    assert_eq!(per, joules / e["goodRequests"].as_f64().unwrap());
+}

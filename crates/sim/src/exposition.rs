@@ -8,12 +8,21 @@
 //!   vLLM's is;
 //! - `vllm:num_preemptions_total`: always 0 (the sim never preempts);
 //! - `vllm:request_success_total` and `vllm:generation_tokens_total`:
-//!   sequences finished and tokens made so far.
+//!   sequences finished and tokens made so far;
+//! - `DCGM_FI_DEV_POWER_USAGE{gpu="0"}`: a power gauge as NVIDIA's DCGM
+//!   exporter names it, in watts, following the batch:
+//!   [`IDLE_WATTS`] + [`WATTS_PER_SEQUENCE`] × running, so energy per good
+//!   request can be tested against a known curve.
 //!
 //! The engine task updates the gauges after every step ([`EngineGauges`]).
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The sim's power draw with an empty batch, W.
+pub const IDLE_WATTS: f64 = 60.0;
+/// What each running sequence adds to the sim's power draw, W.
+pub const WATTS_PER_SEQUENCE: f64 = 5.0;
 
 /// The engine's state as the metrics page shows it; updated by the engine
 /// task, read by the HTTP handler.
@@ -80,6 +89,13 @@ impl EngineGauges {
             "Output tokens made.",
             get(&self.tokens).to_string(),
         );
+        let watts = IDLE_WATTS + WATTS_PER_SEQUENCE * running as f64;
+        let _ = writeln!(
+            s,
+            "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n\
+             # TYPE DCGM_FI_DEV_POWER_USAGE gauge\n\
+             DCGM_FI_DEV_POWER_USAGE{{gpu=\"0\",modelName=\"goodput sim\"}} {watts}"
+        );
         s
     }
 }
@@ -96,7 +112,10 @@ mod tests {
         g.running.store(3, Ordering::Relaxed);
         g.max_batch.store(4, Ordering::Relaxed);
         let samples = parse_exposition(&g.render("sim")).unwrap();
-        assert_eq!(samples.len(), 6);
+        assert_eq!(samples.len(), 7);
+        // 60 W idle + 5 W for each of the 3 running sequences.
+        assert_eq!(samples[6].name, "DCGM_FI_DEV_POWER_USAGE");
+        assert_eq!(samples[6].value, 75.0);
         assert_eq!(samples[0].labels["model_name"], "sim");
         assert_eq!(
             Mapped::from_samples(&samples),

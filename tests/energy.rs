@@ -218,3 +218,27 @@ fn a_sim_run_with_metrics_gets_the_energy_of_its_power_curve() {
     let joules = e["joules"].as_f64().unwrap();
     assert_eq!(per, joules / e["goodRequests"].as_f64().unwrap());
 }
+
+#[test]
+fn the_report_draws_the_power_series_and_prints_the_energy() {
+    let (dir, path) = setup(Some(SIDECAR));
+    let html_path = dir.path().join("r.html");
+    let (code, out, err) = run(&[
+        "report",
+        path.to_str().unwrap(),
+        "--out",
+        html_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.contains(">power (W)</text>"), "a fourth server panel");
+    // Readings at 0 and 5000 ms make one line; the failed scrape at 7500
+    // breaks it, and 10000 starts a second: two polylines in the power panel
+    // (the other three panels have no series: "not reported").
+    let power = html.split(">power (W)</text>").nth(1).unwrap();
+    assert_eq!(power.matches("<polyline").count(), 2);
+    assert!(
+        html.contains("<pre id=\"energy\">energy    2750 J over 10000 of 10000 ms"),
+        "{html}"
+    );
+}

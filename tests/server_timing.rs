@@ -137,3 +137,40 @@ fn a_trace_without_server_labels_has_no_server_timing() {
     let text = goodput_render::text::render(&a.receipt, &[]);
     assert!(!text.contains("WHERE THE TIME WENT"));
 }
+
+#[test]
+fn the_report_draws_the_split_as_stacked_bars_with_the_shares_by_hand() {
+    let a = analyze(&trace(500.0));
+    let html = goodput_render::report::analysis_page::page(&a).expect("page");
+    let doc = scraper::Html::parse_document(&html);
+    let sel = |s: &str| scraper::Selector::parse(s).unwrap();
+    let bars: Vec<(String, String)> = doc
+        .select(&sel("svg.time-split[data-class=\"chat\"] rect[data-part]"))
+        .map(|r| {
+            (
+                r.value().attr("width").unwrap().to_owned(),
+                r.text().collect::<String>(),
+            )
+        })
+        .collect();
+    // All four split rows: 800, 600, 800 of 2200 ms → 600 px × 0.364 =
+    // 218.2, × 0.273 = 163.6; the two misses: 700, 250, 550 of 1500 ms →
+    // 280, 100, 220 px.
+    assert_eq!(
+        bars,
+        [
+            ("218.2".into(), "queue: 36.4 % of 2200.0 ms".into()),
+            ("163.6".into(), "prefill: 27.3 % of 2200.0 ms".into()),
+            (
+                "218.2".into(),
+                "outside the engine: 36.4 % of 2200.0 ms".into()
+            ),
+            ("280.0".into(), "queue: 46.7 % of 1500.0 ms".into()),
+            ("100.0".into(), "prefill: 16.7 % of 1500.0 ms".into()),
+            (
+                "220.0".into(),
+                "outside the engine: 36.7 % of 1500.0 ms".into()
+            ),
+        ]
+    );
+}

@@ -62,6 +62,12 @@ pub struct EnergyBlock {
     pub note: Option<String>,
 }
 
+/// Watts of `metric` in one scrape (the sum over its series), or `None`
+/// for a gap or a scrape without it: what the report's power panel draws.
+pub fn power_watts(line: &MetricsLine, metric: &str) -> Option<f64> {
+    watts(line, metric).map(|(w, _)| w)
+}
+
 /// Watts of `metric` in one scrape (the sum over its series) and the
 /// number of series, or `None` for a gap or a scrape without it.
 fn watts(line: &MetricsLine, metric: &str) -> Option<(f64, u64)> {

@@ -51,6 +51,7 @@ mod sensitivity;
 mod server;
 mod summary;
 mod svg;
+mod time_split;
 
 use goodput_core::analyze::Analysis;
 use goodput_core::review::sensitivity::SweepEntry;
@@ -88,6 +89,7 @@ pub fn render_with_server(
     lanes::section(&mut o, analysis);
     server::section(&mut o, analysis, server);
     histograms::section(&mut o, analysis);
+    time_split::section(&mut o, r);
     reasons::section(&mut o, r);
     release::section(&mut o, r);
     sensitivity::section(&mut o, sweep);

@@ -19,7 +19,7 @@ td.name,th.name{text-align:left}td.first,th.first{border-left:1px solid #ccc}
 tr.all td{font-weight:600}
 tr.declared td{background:#fff3c4;font-weight:600}
 .scroll{overflow-x:auto;max-width:100%}
-p.note{overflow-wrap:anywhere}.nw{white-space:nowrap}
+p.note{overflow-wrap:anywhere}.nw{white-space:nowrap}pre{white-space:pre-wrap;overflow-wrap:anywhere}
 p.note,ul.notes{color:#444;font-size:13px;margin:6px 0}
 .legend{display:flex;flex-wrap:wrap;gap:6px 18px;margin:6px 0 10px;font-size:13px}
 .legend span.sw{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin-right:5px}

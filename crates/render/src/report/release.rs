@@ -20,7 +20,7 @@ const BOTTOM: f64 = 22.0;
 /// The section (or nothing).
 pub(super) fn section(o: &mut String, r: &Receipt) {
     let diagnoses = diagnose(r);
-    if diagnoses.is_empty() && r.recovery.is_none() && r.cost.is_none() {
+    if diagnoses.is_empty() && r.recovery.is_none() && r.cost.is_none() && r.energy.is_none() {
         return;
     }
     let _ = writeln!(
@@ -45,6 +45,10 @@ pub(super) fn section(o: &mut String, r: &Receipt) {
     }
     if let Some(rec) = &r.recovery {
         recovery(o, rec);
+    }
+    if let Some(e) = &r.energy {
+        let text = crate::diagnosis::energy(e);
+        let _ = writeln!(o, "<pre id=\"energy\">{}</pre>", escape(text.trim_end()));
     }
     if let Some(c) = &r.cost {
         let text = crate::diagnosis::cost(c, r.contract.resources.as_ref());

@@ -5,7 +5,10 @@
 //! breaks the line; nothing is interpolated across it. With several
 //! engines, waiting and running are their sums and KV-cache use is the
 //! fullest engine's (whether any engine ran out of cache), the mean across
-//! engines named beside its peak when it differs.
+//! engines named beside its peak when it differs. When the sidecar holds a
+//! power series (the receipt's `energy.metric`, else DCGM's
+//! `DCGM_FI_DEV_POWER_USAGE`, summed over GPUs), a fourth panel draws it in
+//! watts (docs/contract.md §10.18).
 
 use std::fmt::Write;
 
@@ -63,7 +66,17 @@ pub(super) fn section(o: &mut String, a: &Analysis, lines: Option<&[MetricsLine]
         peak_text(&p)
     );
     let axis = time_axis_of(a);
-    let height = 20.0 + PANEL_STEP * SERIES.len() as f64 + 30.0;
+    let metric = a
+        .receipt
+        .energy
+        .as_ref()
+        .map_or(goodput_core::energy::DEFAULT_POWER_METRIC, |e| {
+            e.metric.as_str()
+        });
+    let power = |l: &MetricsLine| goodput_core::energy::power_watts(l, metric);
+    let with_power = lines.iter().any(|l| power(l).is_some());
+    let panels = SERIES.len() + usize::from(with_power);
+    let height = 20.0 + PANEL_STEP * panels as f64 + 30.0;
     let _ = writeln!(
         o,
         "<svg id=\"server-metrics\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"server metrics over time\">",
@@ -71,9 +84,21 @@ pub(super) fn section(o: &mut String, a: &Analysis, lines: Option<&[MetricsLine]
         h = px(height)
     );
     for (k, series) in SERIES.iter().enumerate() {
-        panel(o, lines, series, &axis, 20.0 + PANEL_STEP * k as f64);
+        let look = (series.title, series.percent);
+        panel(
+            o,
+            lines,
+            &series.pick,
+            look,
+            &axis,
+            20.0 + PANEL_STEP * k as f64,
+        );
     }
-    let bottom = 20.0 + PANEL_STEP * SERIES.len() as f64 - 24.0 + 4.0;
+    if with_power {
+        let top = 20.0 + PANEL_STEP * SERIES.len() as f64;
+        panel(o, lines, &power, ("power (W)", false), &axis, top);
+    }
+    let bottom = 20.0 + PANEL_STEP * panels as f64 - 24.0 + 4.0;
     for v in ticks(
         (axis.lo - axis.start_ms) / 1000.0,
         (axis.hi - axis.start_ms) / 1000.0,
@@ -165,15 +190,22 @@ fn implausible(o: goodput_core::server_metrics::Odd, rule: &str) -> String {
 /// One panel: label, frame, the series as polylines broken at gaps; a
 /// series no snapshot carried says "not reported by the server's metrics"
 /// instead of an empty frame.
-fn panel(o: &mut String, lines: &[MetricsLine], s: &Series, axis: &TimeAxis, top: f64) {
-    let values: Vec<f64> = lines.iter().filter_map(s.pick).collect();
-    let max = if s.percent {
+fn panel(
+    o: &mut String,
+    lines: &[MetricsLine],
+    pick: &dyn Fn(&MetricsLine) -> Option<f64>,
+    (title, percent): (&str, bool),
+    axis: &TimeAxis,
+    top: f64,
+) {
+    let values: Vec<f64> = lines.iter().filter_map(pick).collect();
+    let max = if percent {
         1.0
     } else {
         values.iter().copied().fold(1.0_f64, f64::max)
     };
     let y_of = |v: f64| top + PANEL_H - (v.clamp(0.0, max) / max) * PANEL_H;
-    let label_max = if s.percent {
+    let label_max = if percent {
         "100 %".to_owned()
     } else {
         short(max)
@@ -183,7 +215,7 @@ fn panel(o: &mut String, lines: &[MetricsLine], s: &Series, axis: &TimeAxis, top
         "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{label_max}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text>",
         px(axis.plot_left - 40.0),
         px(top + PANEL_H / 2.0 + 4.0),
-        s.title,
+        title,
         px(axis.plot_left - 4.0),
         px(top + 10.0),
         px(axis.plot_left - 4.0),
@@ -218,7 +250,7 @@ fn panel(o: &mut String, lines: &[MetricsLine], s: &Series, axis: &TimeAxis, top
         }
     };
     for line in lines {
-        match (line.error.is_none(), (s.pick)(line)) {
+        match (line.error.is_none(), pick(line)) {
             (true, Some(v)) if v.is_finite() => {
                 run.push(format!("{},{}", px(axis.x_of(line.t_ms)), px(y_of(v))));
             }

@@ -37,6 +37,7 @@ pub mod receipt;
 pub mod review;
 pub mod schema;
 pub mod server_metrics;
+pub mod server_timing;
 pub mod stats;
 pub mod trace;
 pub mod verdict;

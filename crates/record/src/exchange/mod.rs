@@ -3,8 +3,15 @@
 //!
 //! Timestamps are taken once per received network frame, before the frame is
 //! parsed, so parsing cost never shows up as server latency. The first token
-//! is the first frame holding a chunk with non-empty content (a role-only or
-//! empty first chunk is not a token). A request ends:
+//! is the first frame holding an event with a model token of any kind,
+//! reasoning included (a role-only or empty first chunk is not a token); the
+//! first answer is the first frame holding an answer token
+//! ([`chunk::Tokens`]: each API's reader, [`chat`], [`responses`],
+//! [`messages`], says which kind an event carried). Every event with a token
+//! of either kind is a content event for the gaps (a thinking stall is a
+//! stall the user waits through too). An embeddings request is not
+//! streamed: its document ([`embeddings`]) completes it at the end of its
+//! body, with no first token. A request ends:
 //! - completed at `[DONE]`, or at a clean end of the body after a finish
 //!   reason (some servers omit `[DONE]`); with no content at all it fails as
 //!   `no_content` instead (there is no first token to measure);
@@ -33,6 +40,11 @@
 //! [`ERROR_TEXT_CHARS`] characters, secrets redacted, withheld when it
 //! repeats the prompt).
 
+pub mod chat;
+pub mod chunk;
+pub mod embeddings;
+pub mod messages;
+pub mod responses;
 pub mod sse;
 
 use std::time::Duration;
@@ -41,9 +53,11 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::exchange::sse::{classify, Chunk, SseParser};
+use crate::exchange::chunk::{reader, Chunk, Reader, Tokens, Usage};
+use crate::exchange::sse::SseParser;
 use crate::transport::client::{Head, ResponseBody, SendError, Transport};
 use crate::transport::error_text::read_head;
+use crate::workload::body::Api;
 pub use crate::transport::error_text::{
     ErrorHead, ERROR_TEXT_BYTES, ERROR_TEXT_CHARS, ERROR_TEXT_WAIT,
 };
@@ -193,14 +207,20 @@ impl Ending {
 pub struct Observation {
     /// When the request was handed to the transport, ms since t0.
     pub sent_ms: Option<f64>,
-    /// When the first content chunk arrived, ms since t0.
+    /// When the first model token of any kind (reasoning included)
+    /// arrived, ms since t0.
     pub first_token_ms: Option<f64>,
+    /// When the first answer token arrived, ms since t0.
+    pub first_answer_ms: Option<f64>,
     /// Chunks that carried content.
     pub content_chunks: u64,
     /// `usage.completion_tokens`, when the server sent a usage block.
     pub usage_output_tokens: Option<u64>,
     /// `usage.prompt_tokens`, when the server sent a usage block.
     pub usage_prompt_tokens: Option<u64>,
+    /// The reasoning tokens inside `usage_output_tokens`, when the usage
+    /// block said (`completion_tokens_details.reasoning_tokens`, …).
+    pub usage_reasoning_tokens: Option<u64>,
     /// A choice carried a finish reason.
     pub finished: bool,
     /// The first bytes of what the server said about its failure (see the
@@ -241,19 +261,57 @@ impl Observation {
     pub fn gaps(&self) -> Option<Vec<f64>> {
         (!self.gaps_dropped).then(|| self.gaps_ms.clone())
     }
+
+    /// Notes the tokens of one event received at `now_ms`.
+    fn tokens(&mut self, tokens: Tokens, now_ms: f64) {
+        if tokens.any() {
+            self.content_chunks += 1;
+            self.first_token_ms.get_or_insert(now_ms);
+            self.content_event(now_ms);
+        }
+        if tokens.answer {
+            self.first_answer_ms.get_or_insert(now_ms);
+        }
+    }
+
+    /// Takes what a usage block says (a later block overrides an earlier
+    /// one member by member: Messages sends the prompt count first and the
+    /// output count last).
+    fn usage(&mut self, u: Usage) {
+        if u.completion_tokens.is_some() {
+            self.usage_output_tokens = u.completion_tokens;
+        }
+        if u.prompt_tokens.is_some() {
+            self.usage_prompt_tokens = u.prompt_tokens;
+        }
+        if u.reasoning_tokens.is_some() {
+            self.usage_reasoning_tokens = u.reasoning_tokens;
+        }
+    }
 }
 
 /// The SSE-reading half of a request, without I/O: feed frames, get the ending.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StreamState {
     parser: SseParser,
+    /// The API's reading of one event.
+    read: Reader,
+}
+
+impl Default for StreamState {
+    /// A chat stream with the default bound.
+    fn default() -> StreamState {
+        StreamState::new(Api::Chat, crate::exchange::sse::DEFAULT_MAX_EVENT_BYTES)
+    }
 }
 
 impl StreamState {
-    /// A stream whose lines and events may hold `max_event_bytes` each.
-    pub fn new(max_event_bytes: usize) -> StreamState {
+    /// A stream of `api`'s events whose lines and events may hold
+    /// `max_event_bytes` each.
+    pub fn new(api: Api, max_event_bytes: usize) -> StreamState {
         StreamState {
             parser: SseParser::with_limit(max_event_bytes),
+            read: reader(api),
         }
     }
 
@@ -265,42 +323,7 @@ impl StreamState {
             if ending.is_some() {
                 return;
             }
-            match classify(event) {
-                Chunk::Done => ending = Some(finish(obs, now_ms)),
-                Chunk::Data {
-                    content,
-                    finished,
-                    usage,
-                } => {
-                    if content {
-                        obs.content_chunks += 1;
-                        obs.first_token_ms.get_or_insert(now_ms);
-                        obs.content_event(now_ms);
-                    }
-                    obs.finished |= finished;
-                    if let Some(u) = usage {
-                        if u.completion_tokens.is_some() {
-                            obs.usage_output_tokens = u.completion_tokens;
-                        }
-                        if u.prompt_tokens.is_some() {
-                            obs.usage_prompt_tokens = u.prompt_tokens;
-                        }
-                    }
-                }
-                Chunk::ServerError(message) => {
-                    obs.error_head = Some(ErrorHead::of(message.as_bytes()));
-                    ending = Some(Ending::Failed {
-                        reason: FailReason::ServerError,
-                        ended_ms: now_ms,
-                    })
-                }
-                Chunk::Malformed => {
-                    ending = Some(Ending::Failed {
-                        reason: FailReason::BadStream,
-                        ended_ms: now_ms,
-                    })
-                }
-            }
+            ending = take(obs, (self.read)(event), now_ms);
         });
         match pushed {
             // An event decided before the bound was passed: that decides.
@@ -322,6 +345,42 @@ impl StreamState {
                 ended_ms: now_ms,
             }
         }
+    }
+}
+
+/// Notes one event's [`Chunk`] received at `now_ms`; the ending when it
+/// decides one.
+fn take(obs: &mut Observation, chunk: Chunk, now_ms: f64) -> Option<Ending> {
+    match chunk {
+        Chunk::Done(usage) => {
+            if let Some(u) = usage {
+                obs.usage(u);
+            }
+            Some(finish(obs, now_ms))
+        }
+        Chunk::Data {
+            tokens,
+            finished,
+            usage,
+        } => {
+            obs.tokens(tokens, now_ms);
+            obs.finished |= finished;
+            if let Some(u) = usage {
+                obs.usage(u);
+            }
+            None
+        }
+        Chunk::ServerError(message) => {
+            obs.error_head = Some(ErrorHead::of(message.as_bytes()));
+            Some(Ending::Failed {
+                reason: FailReason::ServerError,
+                ended_ms: now_ms,
+            })
+        }
+        Chunk::Malformed => Some(Ending::Failed {
+            reason: FailReason::BadStream,
+            ended_ms: now_ms,
+        }),
     }
 }
 
@@ -348,21 +407,44 @@ pub enum Leftover<B> {
     ErrorBody(B),
 }
 
-/// Sends one request and reads it to its ending, holding at most
-/// `max_event_bytes` of one SSE line or event. Returns what is left of the
-/// body (see [`Leftover`]). `on_first` is called once, with the observation
-/// so far, after the frame that carried the first token, unless that frame
-/// also decided the ending (the ending then says it all): the run spools it
-/// so a recorder that dies keeps it. Once called it costs one test per
+/// How a response is read: which API's events, and the bound on one SSE
+/// line or event (and on a 2xx body that is not a stream, or an
+/// embeddings document).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    /// The API whose events (or document) the response holds.
+    pub api: Api,
+    /// The most bytes one line, event or document may hold.
+    pub max_event_bytes: usize,
+}
+
+impl Reading {
+    /// A chat stream under `max_event_bytes`.
+    pub fn chat(max_event_bytes: usize) -> Reading {
+        Reading {
+            api: Api::Chat,
+            max_event_bytes,
+        }
+    }
+}
+
+/// Sends one request and reads it to its ending as `reading` says. Returns
+/// what is left of the body (see [`Leftover`]). `on_first` is called, with
+/// the observation so far, after the frame that carried the first token,
+/// unless that frame also decided the ending (the ending then says it all),
+/// and once more after the frame that carried the first answer when that
+/// is a later frame (the observation then has `first_answer_ms`): the run
+/// spools them so a recorder that dies keeps them. It costs two tests per
 /// frame; nothing is done per token.
 pub async fn exchange<T: Transport>(
     transport: &T,
     body: Bytes,
     clock: &Clock,
     obs: &mut Observation,
-    max_event_bytes: usize,
-    on_first: impl FnOnce(&Observation),
+    reading: Reading,
+    mut on_first: impl FnMut(&Observation),
 ) -> (Ending, Leftover<T::Body>) {
+    let max_event_bytes = reading.max_event_bytes;
     obs.sent_ms = Some(clock.now_ms());
     let (head, mut response) = match transport.send(body).await {
         Ok(head) => head,
@@ -395,12 +477,16 @@ pub async fn exchange<T: Transport>(
         };
         return (ending, Leftover::ErrorBody(response));
     }
+    if reading.api == Api::Embeddings {
+        let ending = read_embeddings(&mut response, clock, obs, max_event_bytes).await;
+        return (ending, Leftover::Nothing);
+    }
     if !event_stream {
         let ending = read_document(&mut response, clock, obs, max_event_bytes).await;
         return (ending, Leftover::Nothing);
     }
-    let mut state = StreamState::new(max_event_bytes);
-    let mut on_first = Some(on_first);
+    let mut state = StreamState::new(reading.api, max_event_bytes);
+    let mut told = Told::default();
     loop {
         match response.next_frame().await {
             Ok(Some(frame)) => {
@@ -412,15 +498,37 @@ pub async fn exchange<T: Transport>(
                     };
                     return (ending, leftover);
                 }
-                if on_first.is_some() && obs.first_token_ms.is_some() {
-                    if let Some(tell) = on_first.take() {
-                        tell(obs);
-                    }
+                if told.news(obs) {
+                    on_first(obs);
                 }
             }
             Ok(None) => return (state.end_of_body(obs, clock.now_ms()), Leftover::Nothing),
             Err(_) => return (disconnect(clock), Leftover::Nothing),
         }
+    }
+}
+
+/// What `on_first` was told so far.
+#[derive(Debug, Default)]
+struct Told {
+    first: bool,
+    answer: bool,
+}
+
+impl Told {
+    /// Whether `obs` has a first token or a first answer not yet told
+    /// (marking it told).
+    fn news(&mut self, obs: &Observation) -> bool {
+        if !self.first && obs.first_token_ms.is_some() {
+            self.first = true;
+            self.answer = obs.first_answer_ms.is_some();
+            return true;
+        }
+        if self.first && !self.answer && obs.first_answer_ms.is_some() {
+            self.answer = true;
+            return true;
+        }
+        false
     }
 }
 
@@ -468,19 +576,68 @@ async fn read_document<B: ResponseBody>(
     }
 }
 
+/// Reads an embeddings document to the end of its body (at most
+/// `max_bytes`, else `body_too_large`): completed at its end when it holds
+/// vectors ([`embeddings::classify_document`]), failed `server_error` on an
+/// error object, `bad_stream` otherwise (its first bytes kept for the error
+/// text). No first token: the answer is not streamed.
+async fn read_embeddings<B: ResponseBody>(
+    response: &mut B,
+    clock: &Clock,
+    obs: &mut Observation,
+    max_bytes: usize,
+) -> Ending {
+    let mut doc = Vec::new();
+    loop {
+        match response.next_frame().await {
+            Ok(Some(frame)) => {
+                if doc.len() + frame.len() > max_bytes {
+                    obs.error_head = Some(ErrorHead::of(&doc));
+                    return Ending::Failed {
+                        reason: FailReason::BodyTooLarge,
+                        ended_ms: clock.now_ms(),
+                    };
+                }
+                doc.extend_from_slice(&frame);
+            }
+            Ok(None) => break,
+            Err(_) => return disconnect(clock),
+        }
+    }
+    let now = clock.now_ms();
+    match embeddings::classify_document(&doc) {
+        Chunk::Done(usage) => {
+            if let Some(u) = usage {
+                obs.usage(u);
+            }
+            obs.finished = true;
+            Ending::Completed { completed_ms: now }
+        }
+        chunk => {
+            if chunk == Chunk::Malformed {
+                obs.error_head = Some(ErrorHead::of(&doc));
+            }
+            take(obs, chunk, now).unwrap_or(Ending::Failed {
+                reason: FailReason::BadStream,
+                ended_ms: now,
+            })
+        }
+    }
+}
+
 /// Runs one request until `deadline_ms` (its timeout, counted from its
 /// arrival) under the run's cancellation signal, which carries the instant
-/// the run stopped observing; `max_event_bytes` bounds one SSE line or event
-/// (and a 2xx body that is not a stream); `on_first` is told of the first
-/// token ([`exchange`]).
+/// the run stopped observing; `reading` says how the response is read;
+/// `on_first` is told of the first token and the first answer
+/// ([`exchange`]).
 pub async fn run_one<T: Transport>(
     transport: &T,
     body: Bytes,
     clock: &Clock,
     deadline_ms: f64,
     mut cancel: watch::Receiver<Option<f64>>,
-    max_event_bytes: usize,
-    on_first: impl FnOnce(&Observation),
+    reading: Reading,
+    on_first: impl FnMut(&Observation),
 ) -> (Observation, Ending) {
     let mut obs = Observation::default();
     if cancel.borrow().is_some() {
@@ -488,7 +645,7 @@ pub async fn run_one<T: Transport>(
     }
     let mut leftover = Leftover::Nothing;
     let mut ending = {
-        let request = exchange(transport, body, clock, &mut obs, max_event_bytes, on_first);
+        let request = exchange(transport, body, clock, &mut obs, reading, on_first);
         // The cancellation first: once the run has taken its cut instant,
         // no frame read later may reach the row.
         tokio::select! {
@@ -509,6 +666,9 @@ pub async fn run_one<T: Transport>(
     if let Some(cut_ms) = *cancel.borrow() {
         if obs.first_token_ms.is_some_and(|t| t > cut_ms) {
             obs.first_token_ms = None;
+        }
+        if obs.first_answer_ms.is_some_and(|t| t > cut_ms) {
+            obs.first_answer_ms = None;
         }
         if ending.ended_ms().is_some_and(|t| t > cut_ms) {
             leftover = Leftover::Nothing;
@@ -746,7 +906,7 @@ mod tests {
             &clock,
             timeout_ms as f64,
             rx,
-            DEFAULT_MAX_EVENT_BYTES,
+            Reading::chat(DEFAULT_MAX_EVENT_BYTES),
             |_: &Observation| {},
         )
         .await
@@ -904,7 +1064,7 @@ mod tests {
         let clock = Clock::new(Instant::now());
         let told = Mutex::new(Vec::new());
         let mut obs = Observation::default();
-        let (ending, _) = exchange(&script, Bytes::new(), &clock, &mut obs, 1000, |o| {
+        let (ending, _) = exchange(&script, Bytes::new(), &clock, &mut obs, Reading::chat(1000), |o| {
             told.lock().unwrap().push(o.clone())
         })
         .await;
@@ -962,7 +1122,7 @@ mod tests {
             async move {
                 let mut obs = Observation::default();
                 let (ending, _) =
-                    exchange(&script, Bytes::new(), &clock, &mut obs, limit, |_| {}).await;
+                    exchange(&script, Bytes::new(), &clock, &mut obs, Reading::chat(limit), |_| {}).await;
                 (obs, ending)
             }
         };
@@ -991,7 +1151,7 @@ mod tests {
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Clean,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 1000, |_| {}).await;
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, Reading::chat(1000), |_| {}).await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         assert_eq!(
             text(&obs).as_deref(),
@@ -1003,14 +1163,14 @@ mod tests {
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Clean,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 32, |_| {}).await;
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, Reading::chat(32), |_| {}).await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         let mut obs = Observation::default();
         let page = doc(
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Hang,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 31, |_| {}).await;
+        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, Reading::chat(31), |_| {}).await;
         assert!(failed(FailReason::BodyTooLarge)(&ending), "{ending:?}");
         assert_eq!(
             text(&obs).as_deref(),
@@ -1019,7 +1179,7 @@ mod tests {
         // Even a body that is an SSE stream: the head says it is not one.
         let mut obs = Observation::default();
         let sse = doc(vec![TOK, FIN, DONE], ScriptEnd::Clean);
-        let (ending, _) = exchange(&sse, Bytes::new(), &clock, &mut obs, 1000, |_| {}).await;
+        let (ending, _) = exchange(&sse, Bytes::new(), &clock, &mut obs, Reading::chat(1000), |_| {}).await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         assert_eq!(obs.first_token_ms, None);
     }

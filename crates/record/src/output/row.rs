@@ -2,7 +2,10 @@
 //!
 //! Pure: no clock, no I/O. The rules:
 //! - completed → `firstTokenMs`, `completedMs`, `outputTokens` (the usage
-//!   count, or the content-chunk count when the document counts chunks);
+//!   count, or the content-chunk count when the document counts chunks),
+//!   `reasoningTokens` when the usage block said;
+//! - `firstAnswerMs` on every row that got an answer token (so a completed
+//!   row without it never answered: its output went to reasoning);
 //! - failed → `reason`, `endedMs`, and `firstTokenMs` when one came; the
 //!   label `errorText` when the server said why (at most 200 characters);
 //! - in flight → `firstTokenMs` when one came, nothing else;
@@ -49,6 +52,7 @@ pub fn assemble(
 ) -> TraceRow {
     let mut row = base(meta);
     row.first_token_ms = obs.first_token_ms.map(round_us);
+    row.first_answer_ms = obs.first_answer_ms.map(round_us);
     match *ending {
         Ending::Completed { completed_ms } => {
             row.status = RowStatus::Completed;
@@ -59,6 +63,7 @@ pub fn assemble(
                 TokenCount::Chunks | TokenCount::ClientTokenizer => obs.content_chunks,
             });
             row.gaps_ms = obs.gaps();
+            row.reasoning_tokens = reasoning_tokens(obs, tokens);
         }
         Ending::Failed { reason, ended_ms } => {
             row.status = RowStatus::Failed;
@@ -87,6 +92,17 @@ pub fn assemble(
     );
     crate::workload::accounting::mark_short(&mut row);
     row
+}
+
+/// The row's `reasoningTokens`: the usage block's count, in a document
+/// that counts usage, never more than the output tokens (a server whose two
+/// counts disagree gets no reasoning count rather than an invalid row).
+fn reasoning_tokens(obs: &Observation, tokens: TokenCount) -> Option<u64> {
+    let output = obs.usage_output_tokens?;
+    match tokens {
+        TokenCount::Usage => obs.usage_reasoning_tokens.filter(|&r| r <= output),
+        TokenCount::Chunks | TokenCount::ClientTokenizer => None,
+    }
 }
 
 /// The row of a due request the client never sent.

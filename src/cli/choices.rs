@@ -50,6 +50,27 @@ impl From<ArrivalArg> for ArrivalProcess {
     }
 }
 
+/// Where the sim's chat/completions streams put reasoning (`sim --reasoning-field`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReasoningFieldArg {
+    /// `delta.reasoning` (current vLLM).
+    Reasoning,
+    /// `delta.reasoning_content` (older vLLM, llama.cpp, DeepSeek).
+    #[value(name = "reasoning_content")]
+    ReasoningContent,
+}
+
+impl From<ReasoningFieldArg> for goodput_sim::dialect::ReasoningField {
+    fn from(arg: ReasoningFieldArg) -> goodput_sim::dialect::ReasoningField {
+        match arg {
+            ReasoningFieldArg::Reasoning => goodput_sim::dialect::ReasoningField::Reasoning,
+            ReasoningFieldArg::ReasoningContent => {
+                goodput_sim::dialect::ReasoningField::ReasoningContent
+            }
+        }
+    }
+}
+
 /// Which API the requests speak (`record --api`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ApiArg {

@@ -125,6 +125,33 @@ pub(crate) fn non_empty(s: &Option<Cow<'_, str>>) -> bool {
     s.as_deref().is_some_and(|s| !s.is_empty())
 }
 
+#[derive(serde::Deserialize)]
+struct RawErrorEvent {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    error: Option<RawErrorBody>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawErrorBody {
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// The chunk of an `event: error` of a typed stream (Responses, Messages):
+/// the message its JSON data names (`message`, else `error.message`), else
+/// the data itself as text.
+pub(crate) fn error_event(data: &[u8]) -> Chunk {
+    let named = serde_json::from_slice::<RawErrorEvent>(data)
+        .ok()
+        .and_then(|e| e.message.or(e.error.and_then(|b| b.message)));
+    match named {
+        Some(message) => Chunk::server_error(&message),
+        None => Chunk::server_error(&String::from_utf8_lossy(data)),
+    }
+}
+
 /// The reader of one streamed event for an API.
 pub type Reader = fn(Event<'_>) -> Chunk;
 

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::exchange::chunk::{non_empty, Chunk, Tokens, Usage};
+use crate::exchange::chunk::{error_event, non_empty, Chunk, Tokens, Usage};
 use crate::exchange::sse::Event;
 
 #[derive(Deserialize)]
@@ -91,14 +91,7 @@ impl RawUsage {
 /// Reads one event of a Messages stream.
 pub fn classify(event: Event<'_>) -> Chunk {
     if event.error {
-        let message = serde_json::from_slice::<RawEvent<'_>>(event.data)
-            .ok()
-            .and_then(|raw| raw.error)
-            .and_then(|e| e.message);
-        return match message {
-            Some(message) => Chunk::server_error(&message),
-            None => Chunk::server_error(&String::from_utf8_lossy(event.data)),
-        };
+        return error_event(event.data);
     }
     let Ok(raw) = serde_json::from_slice::<RawEvent<'_>>(event.data) else {
         return Chunk::Malformed;

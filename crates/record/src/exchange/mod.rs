@@ -751,6 +751,103 @@ mod tests {
         assert_eq!(ending, Some(Ending::Completed { completed_ms: 41.0 }));
     }
 
+    /// `frames` of `api`'s stream fed at their instants.
+    fn feed_api(api: Api, frames: &[(&str, f64)]) -> (Observation, Option<Ending>) {
+        let mut obs = Observation::default();
+        let mut state = StreamState::new(api, sse::DEFAULT_MAX_EVENT_BYTES);
+        for (frame, t) in frames {
+            if let Some(e) = state.feed(&mut obs, frame.as_bytes(), *t) {
+                return (obs, Some(e));
+            }
+        }
+        (obs, None)
+    }
+
+    /// Thinking at 10 and 20 ms, the answer from 30 ms (its event split
+    /// across two frames: stamped when its end arrives, at 31), the end at
+    /// 40: first token 10, first answer 31, 4 content events, gaps 10, 11, 9
+    /// (the reasoning events count), and each API's reasoning count.
+    #[test]
+    fn every_api_stamps_the_first_token_at_reasoning_and_the_first_answer_at_text() {
+        let chat_think = "data: {\"choices\":[{\"delta\":{\"reasoning\":\"hm\"}}]}\n\n";
+        let chat_end = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"completion_tokens_details\":{\"reasoning_tokens\":2}}}\n\ndata: [DONE]\n\n";
+        let resp_think = "data: {\"type\":\"response.reasoning_text.delta\",\"delta\":\"hm\"}\n\n";
+        let resp_end = "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":4,\"output_tokens_details\":{\"reasoning_tokens\":2}}}}\n\n";
+        let msg_think = "data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
+        let msg_end = "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":4}}\n\ndata: {\"type\":\"message_stop\"}\n\n";
+        let cases = [
+            (Api::Chat, chat_think, TOK, chat_end, Some(2)),
+            (
+                Api::Responses,
+                resp_think,
+                "data: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n",
+                resp_end,
+                Some(2),
+            ),
+            (
+                Api::Messages,
+                msg_think,
+                "data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n",
+                msg_end,
+                None,
+            ),
+        ];
+        for (api, think, answer, end, reasoning) in cases {
+            let (head, tail) = answer.split_at(answer.len() / 2);
+            let (obs, ending) = feed_api(
+                api,
+                &[(think, 10.0), (think, 20.0), (head, 30.0), (tail, 31.0), (answer, 40.0), (end, 41.0)],
+            );
+            assert_eq!(ending, Some(Ending::Completed { completed_ms: 41.0 }), "{api:?}");
+            assert_eq!(obs.first_token_ms, Some(10.0), "{api:?}");
+            assert_eq!(obs.first_answer_ms, Some(31.0), "{api:?}");
+            assert_eq!(obs.content_chunks, 4, "{api:?}");
+            assert_eq!(obs.gaps_ms, [10.0, 11.0, 9.0], "{api:?}");
+            assert_eq!(obs.usage_output_tokens, Some(4), "{api:?}");
+            assert_eq!(obs.usage_reasoning_tokens, reasoning, "{api:?}");
+        }
+    }
+
+    #[test]
+    fn error_events_of_every_api_fail_the_row_with_their_message() {
+        let cases = [
+            (Api::Chat, "event: error\ndata: out of memory\n\n"),
+            (
+                Api::Responses,
+                "data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"message\":\"out of memory\"}}}\n\n",
+            ),
+            (
+                Api::Responses,
+                "event: error\ndata: {\"type\":\"error\",\"message\":\"out of memory\"}\n\n",
+            ),
+            (
+                Api::Messages,
+                "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"out of memory\"}}\n\n",
+            ),
+        ];
+        for (api, error) in cases {
+            let (obs, ending) = feed_api(api, &[(error, 7.0)]);
+            assert_eq!(
+                ending,
+                Some(Ending::Failed {
+                    reason: FailReason::ServerError,
+                    ended_ms: 7.0
+                }),
+                "{api:?}"
+            );
+            assert_eq!(text(&obs).as_deref(), Some("out of memory"), "{api:?}");
+        }
+        // A stream that ends with nothing but reasoning still completes: the
+        // row has a first token and no answer (the analyzer's `no_answer`).
+        let think = "data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
+        let (obs, ending) = feed_api(
+            Api::Messages,
+            &[(think, 5.0), ("data: {\"type\":\"message_stop\"}\n\n", 6.0)],
+        );
+        assert_eq!(ending, Some(Ending::Completed { completed_ms: 6.0 }));
+        assert_eq!((obs.first_token_ms, obs.first_answer_ms), (Some(5.0), None));
+    }
+
     /// Content at 20.0004, 30.0001, and twice at 45 (one frame): gaps
     /// between the µs-rounded instants 20, 30, 45, 45 → 10, 15, 0; the
     /// role chunk is no content event.
@@ -1088,6 +1185,23 @@ mod tests {
         // No content at all: never told.
         let (told, _) = told_of_first(vec![ROLE, FIN, DONE]).await;
         assert!(told.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_first_answer_after_reasoning_is_told_a_second_time() {
+        const THINK: &str = "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hm\"}}]}\n\n";
+        // Thinking, thinking, answer, answer, end: told after the first
+        // thinking frame (no answer yet) and after the first answer frame.
+        let (told, ending) = told_of_first(vec![ROLE, THINK, THINK, TOK, TOK, FIN, DONE]).await;
+        assert!(matches!(ending, Ending::Completed { .. }), "{ending:?}");
+        assert_eq!(told.len(), 2);
+        assert_eq!((told[0].content_chunks, told[0].first_answer_ms), (1, None));
+        assert_eq!(told[1].content_chunks, 3);
+        assert!(told[1].first_answer_ms.is_some());
+        // No reasoning: the one telling carries the answer already.
+        let (told, _) = told_of_first(vec![ROLE, TOK, TOK, FIN, DONE]).await;
+        assert_eq!(told.len(), 1);
+        assert_eq!(told[0].first_answer_ms, told[0].first_token_ms);
     }
 
     #[tokio::test]

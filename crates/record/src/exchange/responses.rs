@@ -10,7 +10,8 @@
 //!   `response.usage` (`input_tokens`, `output_tokens`,
 //!   `output_tokens_details.reasoning_tokens`);
 //! - `response.failed` (`response.error.message`) and `error` (`message`)
-//!   are server errors, and so is an `event: error`;
+//!   are server errors, and so is an `event: error` (its `message`, else
+//!   its data as text);
 //! - every other type (`response.created`, `response.output_item.added`,
 //!   `…done`, …) carries nothing timed and is passed over.
 
@@ -19,7 +20,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use crate::exchange::chat::RawDetails;
-use crate::exchange::chunk::{non_empty, Chunk, Tokens, Usage};
+use crate::exchange::chunk::{error_event, non_empty, Chunk, Tokens, Usage};
 use crate::exchange::sse::Event;
 
 #[derive(Deserialize)]
@@ -63,7 +64,7 @@ struct RawUsage {
 /// Reads one event of a Responses stream.
 pub fn classify(event: Event<'_>) -> Chunk {
     if event.error {
-        return Chunk::server_error(&String::from_utf8_lossy(event.data));
+        return error_event(event.data);
     }
     let Ok(raw) = serde_json::from_slice::<RawEvent<'_>>(event.data) else {
         return Chunk::Malformed;

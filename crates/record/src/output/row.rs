@@ -171,9 +171,11 @@ mod tests {
         Observation {
             sent_ms: Some(1000.25),
             first_token_ms: Some(1100.0004),
+            first_answer_ms: Some(1100.0004),
             content_chunks: 9,
             usage_output_tokens: Some(10),
             usage_prompt_tokens: Some(12),
+            usage_reasoning_tokens: None,
             finished: true,
             error_head: None,
             error_text: None,
@@ -181,6 +183,41 @@ mod tests {
             gaps_dropped: false,
             last_content_ms: None,
         }
+    }
+
+    #[test]
+    fn a_reasoning_row_keeps_its_first_answer_and_its_reasoning_count() {
+        let done = Ending::Completed {
+            completed_ms: 1500.0,
+        };
+        let thought = Observation {
+            first_answer_ms: Some(1180.0000004),
+            usage_reasoning_tokens: Some(4),
+            ..obs()
+        };
+        let row = assemble(&meta(), &thought, &done, TokenCount::Usage);
+        assert_eq!(row.first_token_ms, Some(1100.0));
+        assert_eq!(row.first_answer_ms, Some(1180.0));
+        assert_eq!((row.reasoning_tokens, row.output_tokens), (Some(4), Some(10)));
+        // No answer at all: none written (a completed row without it never
+        // answered); chunk counting and a count above the output give no
+        // reasoning count (the row would be invalid).
+        let unanswered = Observation {
+            first_answer_ms: None,
+            ..thought.clone()
+        };
+        let row = assemble(&meta(), &unanswered, &done, TokenCount::Usage);
+        assert_eq!(row.first_answer_ms, None);
+        let row = assemble(&meta(), &thought, &done, TokenCount::Chunks);
+        assert_eq!(row.reasoning_tokens, None);
+        let over = Observation {
+            usage_reasoning_tokens: Some(11),
+            ..thought.clone()
+        };
+        assert_eq!(assemble(&meta(), &over, &done, TokenCount::Usage).reasoning_tokens, None);
+        // In flight: the first answer stays, no count (no usage yet counts).
+        let row = assemble(&meta(), &thought, &Ending::InFlight, TokenCount::Usage);
+        assert_eq!((row.first_answer_ms, row.reasoning_tokens), (Some(1180.0), None));
     }
 
     #[test]

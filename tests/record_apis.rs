@@ -109,12 +109,18 @@ fn every_streamed_api_stamps_the_first_answer_after_its_reasoning() {
             assert_eq!(row["status"], "completed", "{api}: {row}");
             assert_eq!(row["outputTokens"], OUTPUT, "{api}: {row}");
             let thinking = f(&row["firstAnswerMs"]) - f(&row["firstTokenMs"]);
-            assert!((78.0..=105.0).contains(&thinking), "{api}: thinking {thinking} ms, {row}");
+            assert!(
+                (78.0..=105.0).contains(&thinking),
+                "{api}: thinking {thinking} ms, {row}"
+            );
             assert_eq!(row["reasoningTokens"], reported_reasoning(api, 4), "{api}");
             // The gaps count reasoning events too: 10 tokens, 9 gaps.
             assert_eq!(row["gapsMs"].as_array().map(Vec::len), Some(9), "{api}");
         }
-        assert!(stdout.contains("first answer: TTFT p50 "), "{api}: {stdout}");
+        assert!(
+            stdout.contains("first answer: TTFT p50 "),
+            "{api}: {stdout}"
+        );
         let answer = &receipt["results"]["all"]["answer"];
         assert_eq!(answer["answered"], 6, "{api}: {answer}");
         assert_eq!(answer["noAnswer"], 0, "{api}");
@@ -159,7 +165,10 @@ fn chat_reads_reasoning_in_either_field() {
     let (_, trace, _) = run(&server, "chat", GATES, &[]);
     for row in rows(&trace) {
         let thinking = f(&row["firstAnswerMs"]) - f(&row["firstTokenMs"]);
-        assert!((78.0..=105.0).contains(&thinking), "thinking {thinking} ms, {row}");
+        assert!(
+            (78.0..=105.0).contains(&thinking),
+            "thinking {thinking} ms, {row}"
+        );
         assert_eq!(row["reasoningTokens"], 4);
     }
 }
@@ -232,7 +241,16 @@ fn embeddings_refuse_every_gate_on_token_instants() {
         let (code, message, trace) = record(
             &server.url(),
             &dir.path().join("t.json"),
-            &["--api", "embeddings", "--request-rate", "1", "--duration", "1s", "--slo", &slo],
+            &[
+                "--api",
+                "embeddings",
+                "--request-rate",
+                "1",
+                "--duration",
+                "1s",
+                "--slo",
+                &slo,
+            ],
         );
         assert_eq!(code, 2, "{gate}: {message}");
         let name = gate.split('=').next().unwrap();
@@ -246,7 +264,14 @@ fn embeddings_refuse_every_gate_on_token_instants() {
     let (code, message, _) = record(
         &server.url(),
         &dir.path().join("t.json"),
-        &["--request-rate", "1", "--duration", "1s", "--embeddings-batch", "2"],
+        &[
+            "--request-rate",
+            "1",
+            "--duration",
+            "1s",
+            "--embeddings-batch",
+            "2",
+        ],
     );
     assert_eq!(code, 2, "{message}");
     assert!(message.contains("--embeddings-batch applies to --api embeddings only"));
@@ -274,23 +299,44 @@ fn messages_sends_its_key_in_x_api_key_with_the_version_and_no_bearer() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
     let output = Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(["record", "--url", &url, "--model", "claude", "--api", "messages"])
+        .args([
+            "record", "--url", &url, "--model", "claude", "--api", "messages",
+        ])
         .args(["--no-preflight", "--no-progress", "--request-rate", "2"])
-        .args(["--arrival", "constant", "--duration", "1s", "--timeout", "5s"])
+        .args([
+            "--arrival",
+            "constant",
+            "--duration",
+            "1s",
+            "--timeout",
+            "5s",
+        ])
         .arg("--out")
         .arg(&out)
         .env("OPENAI_API_KEY", "sk-ant-test-4242")
         .output()
         .expect("run goodput");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let heads = heads.lock().unwrap().clone();
     // Constant 2/s over 1 s: 2 requests.
     assert_eq!(heads.len(), 2, "{heads:?}");
     for head in &heads {
         assert!(head.starts_with("POST /v1/messages "), "{head}");
-        assert_eq!(header(head, "x-api-key"), Some("sk-ant-test-4242"), "{head}");
-        assert_eq!(header(head, "anthropic-version"), Some("2023-06-01"), "{head}");
+        assert_eq!(
+            header(head, "x-api-key"),
+            Some("sk-ant-test-4242"),
+            "{head}"
+        );
+        assert_eq!(
+            header(head, "anthropic-version"),
+            Some("2023-06-01"),
+            "{head}"
+        );
         assert_eq!(header(head, "authorization"), None, "{head}");
     }
     let trace: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
@@ -301,5 +347,8 @@ fn messages_sends_its_key_in_x_api_key_with_the_version_and_no_bearer() {
         assert_eq!(row["outputTokens"], 2);
         assert_eq!(row["labels"]["serverPromptTokens"], 8);
     }
-    assert!(!stdout.contains("sk-ant-test-4242") && !std::fs::read_to_string(&out).unwrap().contains("sk-ant"));
+    assert!(
+        !stdout.contains("sk-ant-test-4242")
+            && !std::fs::read_to_string(&out).unwrap().contains("sk-ant")
+    );
 }

@@ -929,7 +929,11 @@ fn recovery_keeps_the_first_answers_of_requests_that_never_ended() {
     let (code, text, trace) = recover(&spool_file, &out);
     assert_eq!(code, 0, "{text}");
     let r = rows(&trace);
-    for (i, first, answer) in [(0, 30.0, Some(80.0)), (1, 140.0, Some(140.0)), (2, 250.0, None)] {
+    for (i, first, answer) in [
+        (0, 30.0, Some(80.0)),
+        (1, 140.0, Some(140.0)),
+        (2, 250.0, None),
+    ] {
         assert_eq!(r[i]["status"], "in_flight", "{}", r[i]);
         assert_eq!(f(&r[i]["firstTokenMs"]), first, "{}", r[i]);
         assert_eq!(r[i]["firstAnswerMs"].as_f64(), answer, "{}", r[i]);

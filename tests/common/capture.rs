@@ -92,4 +92,3 @@ pub fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
         n.eq_ignore_ascii_case(name).then(|| v.trim())
     })
 }
-

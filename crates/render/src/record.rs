@@ -473,6 +473,29 @@ mod tests {
     }
 
     #[test]
+    fn the_answer_line_sets_ttfa_beside_ttft_with_the_reasoning_share() {
+        let mut f = figures(0);
+        f.answers = Some(goodput_record::output::summary::Answers {
+            ttft_p50_ms: Some(12.5),
+            ttfa_p50_ms: Some(62.25),
+            no_answer: 2,
+            reasoning: Some((40, 160)),
+        });
+        let mut s = String::new();
+        answers(&mut s, &f);
+        // 40 / 160 = 25 %.
+        assert_eq!(
+            s,
+            "  first answer: TTFT p50 12.500 ms, TTFA p50 62.250 ms; reasoning 40 of 160 output \
+             tokens (25.0 %); 2 rows completed without an answer (reasoning used the output budget)\n"
+        );
+        f.answers = None;
+        let mut s = String::new();
+        answers(&mut s, &f);
+        assert_eq!(s, "");
+    }
+
+    #[test]
     fn a_reason_shared_by_most_rows_comes_first_with_the_servers_words() {
         let mut f = figures(0);
         f.failed = BTreeMap::from([("http_401".to_owned(), 6)]);

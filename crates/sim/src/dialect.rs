@@ -243,7 +243,11 @@ impl Shape {
                 format!("event: {event}\ndata: {{\"type\":\"{event}\",\"response\":{{\"id\":\"resp_sim\",\"status\":\"{status}\"{usage}}}}}\n\n")
             }
             Dialect::Messages => {
-                let stop = if c.by_length { "max_tokens" } else { "end_turn" };
+                let stop = if c.by_length {
+                    "max_tokens"
+                } else {
+                    "end_turn"
+                };
                 let usage = if c.usage {
                     format!(",\"usage\":{{\"output_tokens\":{n}}}")
                 } else {

@@ -321,7 +321,10 @@ async fn embed(state: &AppState, req: Request<Incoming>) -> Result<Response<SimB
     let inputs = embedding_inputs(state, request.input.as_ref())?;
     let draw = Draw::take(state, &request);
     refuse_drawn(&draw)?;
-    let prompt_tokens: u32 = inputs.iter().sum::<u32>().saturating_add(state.quirks.template_tokens);
+    let prompt_tokens: u32 = inputs
+        .iter()
+        .sum::<u32>()
+        .saturating_add(state.quirks.template_tokens);
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let mut done = state.engine.submit(SeqSpec {
         id,
@@ -334,7 +337,9 @@ async fn embed(state: &AppState, req: Request<Incoming>) -> Result<Response<SimB
     let dim = state.quirks.embedding_dim.max(1) as usize;
     let data: Vec<serde_json::Value> = (0..inputs.len())
         .map(|i| {
-            let vector: Vec<f64> = (0..dim).map(|k| ((i + k) % 7) as f64 / 8.0 - 0.375).collect();
+            let vector: Vec<f64> = (0..dim)
+                .map(|k| ((i + k) % 7) as f64 / 8.0 - 0.375)
+                .collect();
             serde_json::json!({"object": "embedding", "index": i, "embedding": vector})
         })
         .collect();
@@ -408,10 +413,7 @@ fn count_prompt_tokens(
                 .sum::<u32>()
                 .saturating_add(template)),
             Some(input) => Ok(count_prompt(tokenizer, Some(input)).saturating_add(template)),
-            None => Err(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                "`input` is required",
-            )),
+            None => Err(Refusal::new(StatusCode::BAD_REQUEST, "`input` is required")),
         };
     }
     if dialect != Dialect::Completions {
@@ -817,7 +819,9 @@ impl SimStream {
         }
         self.sent_role = true;
         if !self.collect {
-            let start = self.shape.start(self.prompt_tokens, self.reasoning_tokens > 0);
+            let start = self
+                .shape
+                .start(self.prompt_tokens, self.reasoning_tokens > 0);
             buf.put_slice(start.as_bytes());
         }
     }
@@ -922,21 +926,27 @@ async fn whole_response(mut stream: SimStream) -> Response<SimBody> {
     let usage =
         serde_json::json!({"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n});
     let body = match stream.shape.dialect() {
-        Dialect::Chat => serde_json::json!({"id": "chatcmpl", "object": "chat.completion", "created": 0,
+        Dialect::Chat => {
+            serde_json::json!({"id": "chatcmpl", "object": "chat.completion", "created": 0,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": stream.text},
-                         "finish_reason": stream.finish}], "usage": usage}),
-        Dialect::Completions => serde_json::json!({"id": "cmpl", "object": "text_completion", "created": 0,
+                         "finish_reason": stream.finish}], "usage": usage})
+        }
+        Dialect::Completions => {
+            serde_json::json!({"id": "cmpl", "object": "text_completion", "created": 0,
             "choices": [{"index": 0, "text": stream.text, "logprobs": null,
-                         "finish_reason": stream.finish}], "usage": usage}),
+                         "finish_reason": stream.finish}], "usage": usage})
+        }
         Dialect::Responses => serde_json::json!({"id": "resp_sim", "object": "response",
             "status": if stream.finish == "length" { "incomplete" } else { "completed" },
             "output": [{"type": "message", "role": "assistant",
                         "content": [{"type": "output_text", "text": stream.text}]}],
             "usage": {"input_tokens": p, "output_tokens": n, "total_tokens": p + n}}),
-        Dialect::Messages => serde_json::json!({"id": "msg_sim", "type": "message", "role": "assistant",
+        Dialect::Messages => {
+            serde_json::json!({"id": "msg_sim", "type": "message", "role": "assistant",
             "content": [{"type": "text", "text": stream.text}],
             "stop_reason": if stream.finish == "length" { "max_tokens" } else { "end_turn" },
-            "usage": {"input_tokens": p, "output_tokens": n}}),
+            "usage": {"input_tokens": p, "output_tokens": n}})
+        }
     };
     json_response(StatusCode::OK, body.to_string())
 }

@@ -220,10 +220,18 @@ mod tests {
                 })
             }
         );
-        let null_details = r#"{"choices":[],"usage":{"completion_tokens":4,"completion_tokens_details":null}}"#;
+        let null_details =
+            r#"{"choices":[],"usage":{"completion_tokens":4,"completion_tokens_details":null}}"#;
         assert!(matches!(
             chunk(null_details),
-            Chunk::Data { usage: Some(Usage { reasoning_tokens: None, completion_tokens: Some(4), .. }), .. }
+            Chunk::Data {
+                usage: Some(Usage {
+                    reasoning_tokens: None,
+                    completion_tokens: Some(4),
+                    ..
+                }),
+                ..
+            }
         ));
     }
 

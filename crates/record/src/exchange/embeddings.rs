@@ -96,8 +96,14 @@ mod tests {
             classify_document(br#"{"error":{"message":"no model"}}"#),
             Chunk::ServerError("no model".into())
         );
-        assert_eq!(classify_document(br#"{"object":"list","data":[]}"#), Chunk::Malformed);
-        assert_eq!(classify_document(br#"{"data":[{"embedding":[1"#), Chunk::Malformed);
+        assert_eq!(
+            classify_document(br#"{"object":"list","data":[]}"#),
+            Chunk::Malformed
+        );
+        assert_eq!(
+            classify_document(br#"{"data":[{"embedding":[1"#),
+            Chunk::Malformed
+        );
         assert_eq!(classify_document(b"<html>"), Chunk::Malformed);
     }
 }

@@ -105,7 +105,9 @@ pub fn classify(event: Event<'_>) -> Chunk {
         Some("content_block_start") => {
             Chunk::tokens(raw.content_block.map_or(Tokens::NONE, |b| b.tokens()))
         }
-        Some("content_block_delta") => Chunk::tokens(raw.delta.map_or(Tokens::NONE, |d| d.tokens())),
+        Some("content_block_delta") => {
+            Chunk::tokens(raw.delta.map_or(Tokens::NONE, |d| d.tokens()))
+        }
         Some("message_delta") => Chunk::Data {
             tokens: Tokens::NONE,
             finished: raw.delta.is_some_and(|d| d.stop_reason.is_some()),
@@ -163,13 +165,13 @@ mod tests {
                     reasoning_tokens: None,
                 }),
             },
-            Chunk::NOTHING,                    // the thinking block opens empty
-            Chunk::NOTHING,                    // ping
-            Chunk::tokens(Tokens::REASONING),  // thinking_delta
-            Chunk::NOTHING,                    // signature_delta: not a token
-            Chunk::NOTHING,                    // content_block_stop
-            Chunk::NOTHING,                    // the text block opens empty
-            Chunk::tokens(Tokens::ANSWER),     // text_delta
+            Chunk::NOTHING,                   // the thinking block opens empty
+            Chunk::NOTHING,                   // ping
+            Chunk::tokens(Tokens::REASONING), // thinking_delta
+            Chunk::NOTHING,                   // signature_delta: not a token
+            Chunk::NOTHING,                   // content_block_stop
+            Chunk::NOTHING,                   // the text block opens empty
+            Chunk::tokens(Tokens::ANSWER),    // text_delta
             Chunk::Data {
                 tokens: Tokens::NONE,
                 finished: true,

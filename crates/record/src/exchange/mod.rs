@@ -57,10 +57,10 @@ use crate::exchange::chunk::{reader, Chunk, Reader, Tokens, Usage};
 use crate::exchange::sse::SseParser;
 use crate::transport::client::{Head, ResponseBody, SendError, Transport};
 use crate::transport::error_text::read_head;
-use crate::workload::body::Api;
 pub use crate::transport::error_text::{
     ErrorHead, ERROR_TEXT_BYTES, ERROR_TEXT_CHARS, ERROR_TEXT_WAIT,
 };
+use crate::workload::body::Api;
 
 /// The run's monotonic clock: milliseconds since `t0`.
 #[derive(Clone, Copy, Debug)]
@@ -796,9 +796,20 @@ mod tests {
             let (head, tail) = answer.split_at(answer.len() / 2);
             let (obs, ending) = feed_api(
                 api,
-                &[(think, 10.0), (think, 20.0), (head, 30.0), (tail, 31.0), (answer, 40.0), (end, 41.0)],
+                &[
+                    (think, 10.0),
+                    (think, 20.0),
+                    (head, 30.0),
+                    (tail, 31.0),
+                    (answer, 40.0),
+                    (end, 41.0),
+                ],
             );
-            assert_eq!(ending, Some(Ending::Completed { completed_ms: 41.0 }), "{api:?}");
+            assert_eq!(
+                ending,
+                Some(Ending::Completed { completed_ms: 41.0 }),
+                "{api:?}"
+            );
             assert_eq!(obs.first_token_ms, Some(10.0), "{api:?}");
             assert_eq!(obs.first_answer_ms, Some(31.0), "{api:?}");
             assert_eq!(obs.content_chunks, 4, "{api:?}");
@@ -1161,9 +1172,14 @@ mod tests {
         let clock = Clock::new(Instant::now());
         let told = Mutex::new(Vec::new());
         let mut obs = Observation::default();
-        let (ending, _) = exchange(&script, Bytes::new(), &clock, &mut obs, Reading::chat(1000), |o| {
-            told.lock().unwrap().push(o.clone())
-        })
+        let (ending, _) = exchange(
+            &script,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(1000),
+            |o| told.lock().unwrap().push(o.clone()),
+        )
         .await;
         (told.into_inner().unwrap(), ending)
     }
@@ -1235,8 +1251,15 @@ mod tests {
             };
             async move {
                 let mut obs = Observation::default();
-                let (ending, _) =
-                    exchange(&script, Bytes::new(), &clock, &mut obs, Reading::chat(limit), |_| {}).await;
+                let (ending, _) = exchange(
+                    &script,
+                    Bytes::new(),
+                    &clock,
+                    &mut obs,
+                    Reading::chat(limit),
+                    |_| {},
+                )
+                .await;
                 (obs, ending)
             }
         };
@@ -1265,7 +1288,15 @@ mod tests {
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Clean,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, Reading::chat(1000), |_| {}).await;
+        let (ending, _) = exchange(
+            &page,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(1000),
+            |_| {},
+        )
+        .await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         assert_eq!(
             text(&obs).as_deref(),
@@ -1277,14 +1308,30 @@ mod tests {
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Clean,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, Reading::chat(32), |_| {}).await;
+        let (ending, _) = exchange(
+            &page,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(32),
+            |_| {},
+        )
+        .await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         let mut obs = Observation::default();
         let page = doc(
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Hang,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, Reading::chat(31), |_| {}).await;
+        let (ending, _) = exchange(
+            &page,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(31),
+            |_| {},
+        )
+        .await;
         assert!(failed(FailReason::BodyTooLarge)(&ending), "{ending:?}");
         assert_eq!(
             text(&obs).as_deref(),
@@ -1293,7 +1340,15 @@ mod tests {
         // Even a body that is an SSE stream: the head says it is not one.
         let mut obs = Observation::default();
         let sse = doc(vec![TOK, FIN, DONE], ScriptEnd::Clean);
-        let (ending, _) = exchange(&sse, Bytes::new(), &clock, &mut obs, Reading::chat(1000), |_| {}).await;
+        let (ending, _) = exchange(
+            &sse,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(1000),
+            |_| {},
+        )
+        .await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         assert_eq!(obs.first_token_ms, None);
     }

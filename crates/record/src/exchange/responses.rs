@@ -118,7 +118,8 @@ mod tests {
     }
 
     const THINK: &str = "event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"hm\",\"sequence_number\":3}\n\n";
-    const SUMMARY: &str = "data: {\"type\":\"response.reasoning_summary_text.delta\",\"delta\":\"plan\"}\n\n";
+    const SUMMARY: &str =
+        "data: {\"type\":\"response.reasoning_summary_text.delta\",\"delta\":\"plan\"}\n\n";
     const TEXT: &str = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n";
     const DONE: &str = "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":9,\"output_tokens\":12,\"output_tokens_details\":{\"reasoning_tokens\":8},\"total_tokens\":21}}}\n\n";
 

@@ -198,7 +198,10 @@ mod tests {
         let row = assemble(&meta(), &thought, &done, TokenCount::Usage);
         assert_eq!(row.first_token_ms, Some(1100.0));
         assert_eq!(row.first_answer_ms, Some(1180.0));
-        assert_eq!((row.reasoning_tokens, row.output_tokens), (Some(4), Some(10)));
+        assert_eq!(
+            (row.reasoning_tokens, row.output_tokens),
+            (Some(4), Some(10))
+        );
         // No answer at all: none written (a completed row without it never
         // answered); chunk counting and a count above the output give no
         // reasoning count (the row would be invalid).
@@ -214,10 +217,16 @@ mod tests {
             usage_reasoning_tokens: Some(11),
             ..thought.clone()
         };
-        assert_eq!(assemble(&meta(), &over, &done, TokenCount::Usage).reasoning_tokens, None);
+        assert_eq!(
+            assemble(&meta(), &over, &done, TokenCount::Usage).reasoning_tokens,
+            None
+        );
         // In flight: the first answer stays, no count (no usage yet counts).
         let row = assemble(&meta(), &thought, &Ending::InFlight, TokenCount::Usage);
-        assert_eq!((row.first_answer_ms, row.reasoning_tokens), (Some(1180.0), None));
+        assert_eq!(
+            (row.first_answer_ms, row.reasoning_tokens),
+            (Some(1180.0), None)
+        );
     }
 
     #[test]

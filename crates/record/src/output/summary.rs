@@ -521,6 +521,42 @@ mod tests {
         }
     }
 
+    /// A completed row arriving at `arrival` with its first token and
+    /// answer `ttft` and `ttfa` ms later, and `reasoning` of its 10 tokens.
+    fn answered(arrival: f64, ttft: f64, ttfa: Option<f64>, reasoning: Option<u64>) -> TraceRow {
+        TraceRow {
+            first_token_ms: Some(arrival + ttft),
+            first_answer_ms: ttfa.map(|a| arrival + a),
+            reasoning_tokens: reasoning,
+            ..row(arrival, RowStatus::Completed, Some(0.0))
+        }
+    }
+
+    #[test]
+    fn the_answer_figures_appear_only_when_a_row_answered_after_reasoning() {
+        // TTFTs 10, 20, 30, 40; TTFAs 50, 60, 90 and one row that never
+        // answered; reasoning 4 + 6 + 10 of 3 × 10 output tokens.
+        // Nearest-rank p50 of 4 TTFTs: rank ⌈0.5 × 4⌉ = 2 → 20; of 3
+        // TTFAs: rank ⌈1.5⌉ = 2 → 60.
+        let rows = [
+            answered(0.0, 10.0, Some(50.0), Some(4)),
+            answered(100.0, 20.0, Some(60.0), Some(6)),
+            answered(200.0, 30.0, Some(90.0), None),
+            answered(300.0, 40.0, None, Some(10)),
+        ];
+        let a = figures(&rows, true).answers.expect("the model reasoned");
+        assert_eq!(a.ttft_p50_ms, Some(20.0));
+        assert_eq!(a.ttfa_p50_ms, Some(60.0));
+        assert_eq!(a.no_answer, 1);
+        assert_eq!(a.reasoning, Some((20, 30)));
+        // Answers with their first tokens and no reasoning count: no line.
+        let plain = [
+            answered(0.0, 10.0, Some(10.0), None),
+            answered(100.0, 20.0, Some(20.0), Some(0)),
+        ];
+        assert_eq!(figures(&plain, true).answers, None);
+    }
+
     #[test]
     fn a_punctual_client_is_not_blamed() {
         let rows: Vec<TraceRow> = (0..101)

@@ -265,7 +265,8 @@ impl Endpoint {
         let given = |headers: &[ExtraHeader], name: &str| headers.iter().any(|h| h.name == name);
         if let Some(key) = self.api_key.take() {
             if !given(&self.headers, X_API_KEY) {
-                let mut value = HeaderValue::from_str(&key).map_err(|_| EndpointError::BadApiKey)?;
+                let mut value =
+                    HeaderValue::from_str(&key).map_err(|_| EndpointError::BadApiKey)?;
                 value.set_sensitive(true);
                 self.headers.push(ExtraHeader {
                     name: HeaderName::from_static(X_API_KEY),
@@ -359,11 +360,16 @@ mod tests {
             .iter()
             .map(|h| (h.name.as_str(), h.value.to_str().unwrap()))
             .collect();
-        assert_eq!(pairs, [("x-api-key", "sk-1"), ("anthropic-version", "2023-06-01")]);
+        assert_eq!(
+            pairs,
+            [("x-api-key", "sk-1"), ("anthropic-version", "2023-06-01")]
+        );
         assert!(e.headers[0].value.is_sensitive());
         assert!(format!("{e:?}").find("sk-1").is_none());
         // A given version wins; chat keeps the Bearer key untouched.
-        let e = plain(&["anthropic-version: 2024-01-01"]).for_api(Api::Messages).unwrap();
+        let e = plain(&["anthropic-version: 2024-01-01"])
+            .for_api(Api::Messages)
+            .unwrap();
         let names: Vec<&str> = e.headers.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names, ["anthropic-version", "x-api-key"]);
         let e = plain(&[]).for_api(Api::Chat).unwrap();

@@ -457,7 +457,10 @@ impl BodyTemplate {
                 ..self.common()
             },
             Api::Embeddings => Body {
-                input: Some(Input::Many(vec![prompt; self.embeddings_batch.max(1) as usize])),
+                input: Some(Input::Many(vec![
+                    prompt;
+                    self.embeddings_batch.max(1) as usize
+                ])),
                 encoding_format: Some("float"),
                 ..Body {
                     model: &self.model,
@@ -478,7 +481,11 @@ impl BodyTemplate {
     }
 
     /// A chat or completions body: streaming, asking for usage.
-    fn streaming<'a>(&'a self, messages: Option<Vec<Message<'a>>>, max_tokens: Option<u32>) -> Body<'a> {
+    fn streaming<'a>(
+        &'a self,
+        messages: Option<Vec<Message<'a>>>,
+        max_tokens: Option<u32>,
+    ) -> Body<'a> {
         Body {
             messages,
             stream: Some(true),
@@ -625,7 +632,10 @@ mod tests {
             json!({"model": "m", "messages": messages, "stream": true, "max_tokens": 4096})
         );
         assert_eq!(json(&t, "hi", Some(7))["max_tokens"], 7);
-        assert_eq!(json(&template(Api::Messages, Some(9)), "hi", None)["max_tokens"], 9);
+        assert_eq!(
+            json(&template(Api::Messages, Some(9)), "hi", None)["max_tokens"],
+            9
+        );
         // Embeddings: the prompt 3 times (--embeddings-batch 3), not
         // streamed, no output budget.
         let t = template(Api::Embeddings, Some(64));

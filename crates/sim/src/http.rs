@@ -295,18 +295,14 @@ async fn complete(
 /// The drawn fault when it is an error status, answered before any token.
 fn refuse_drawn(draw: &Draw) -> Result<(), Refusal> {
     match draw.fault {
-        Some(FaultKind::Http500) => {
-            return Err(Refusal::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "injected fault",
-            ))
-        }
-        Some(FaultKind::Http429) => {
-            return Err(Refusal::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "injected fault: rate limited",
-            ))
-        }
+        Some(FaultKind::Http500) => Err(Refusal::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "injected fault",
+        )),
+        Some(FaultKind::Http429) => Err(Refusal::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "injected fault: rate limited",
+        )),
         _ => Ok(()),
     }
 }

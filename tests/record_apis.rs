@@ -260,6 +260,26 @@ fn embeddings_refuse_every_gate_on_token_instants() {
         );
         assert_eq!(trace, Value::Null, "nothing written");
     }
+    // An output length means nothing to an embedding.
+    let (code, message, _) = record(
+        &server.url(),
+        &dir.path().join("t.json"),
+        &[
+            "--api",
+            "embeddings",
+            "--request-rate",
+            "1",
+            "--duration",
+            "1s",
+            "--max-tokens",
+            "5",
+        ],
+    );
+    assert_eq!(code, 2, "{message}");
+    assert!(
+        message.contains("--max-tokens does not apply to --api embeddings"),
+        "{message}"
+    );
     // And --embeddings-batch belongs to embeddings alone.
     let (code, message, _) = record(
         &server.url(),

@@ -882,6 +882,12 @@ fn request_body(
 /// written to the workload as `embeddingsBatch`).
 fn embeddings_batch(args: &RecordArgs, labels: &mut Labels) -> Result<u32, Error> {
     let embeddings = Api::from(args.api) == Api::Embeddings;
+    let output_flag = max_tokens_flag(args).or(args.ignore_eos.then_some("--ignore-eos"));
+    if let (true, Some(flag)) = (embeddings, output_flag) {
+        return Err(usage(format!(
+            "{flag} does not apply to --api embeddings (an embedding has no output tokens)"
+        )));
+    }
     if args.embeddings_batch == 0 {
         return Err(usage("--embeddings-batch must be at least 1"));
     }

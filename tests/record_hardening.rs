@@ -241,11 +241,23 @@ fn every_quirk_at_once_is_still_a_clean_run() {
         template_tokens: 7,
         stall_every: 0,
         stall_ms: 0,
+        // Reasoning in the older field, its last token in a chunk of 3
+        // with the answer's first two: the chunk is split at the change.
+        reasoning_tokens: 4,
+        reasoning_field: goodput_sim::dialect::ReasoningField::ReasoningContent,
+        embedding_dim: 8,
     };
     let server = quirky_sim(10.0, all);
     let trace = short_run(&server, &["--api", "completions"]);
     assert_eq!(trace["tokens"], "usage");
     assert_all_completed(&trace, 10);
+    // Chunks of tokens 0–2 and 3 (reasoning), then 4–6 and 7–9 (answer):
+    // the first answer comes two chunks after the first token.
+    for row in trace["rows"].as_array().unwrap() {
+        let (first, answer) = (&row["firstTokenMs"], &row["firstAnswerMs"]);
+        assert!(answer.as_f64() > first.as_f64(), "{row}");
+        assert_eq!(row["reasoningTokens"], 4, "{row}");
+    }
     assert_eq!(server.stats.requests.load(Ordering::Relaxed), 10);
 }
 

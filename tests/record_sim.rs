@@ -658,6 +658,7 @@ fn closed_loop_sends_and_stamps(server: &SimServer, concurrency: u32) -> (Vec<f6
                 max_tokens: None,
                 ignore_eos: false,
                 extra: Default::default(),
+                embeddings_batch: 1,
             },
             secrets: Default::default(),
             loops: 1,

@@ -80,9 +80,17 @@ fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
             let obs = Observation {
                 sent_ms: Some(sent),
                 first_token_ms: (kind != 9).then_some(first),
+                // An answer after reasoning on some rows, none on others.
+                first_answer_ms: match kind {
+                    9 => None,
+                    3 => Some(first + (end - first) / 2.0),
+                    5 => None,
+                    _ => Some(first),
+                },
                 content_chunks: rng.random_range(1..200),
-                usage_output_tokens: usage.then(|| rng.random_range(1..300)),
+                usage_output_tokens: usage.then(|| rng.random_range(300..400)),
                 usage_prompt_tokens: (kind % 2 == 0).then(|| rng.random_range(1..900)),
+                usage_reasoning_tokens: matches!(kind, 3 | 5).then(|| rng.random_range(0..300)),
                 finished: kind != 8,
                 error_head: None,
                 // The server's error text on some failed rows (the runner
@@ -160,12 +168,20 @@ fn through_the_spool(plan: &Plan, outcome: &RunOutcome, seed: u64) -> (Vec<u8>, 
             let j = order[told];
             if let Some(f) = &outcome.results[j] {
                 if let Some(at_ms) = f.obs.first_token_ms {
+                    // Told as the runner tells it: the answer with the
+                    // first token when the same frame carried it, else
+                    // after it.
+                    let same = f.obs.first_answer_ms == Some(at_ms);
                     let first = FirstToken {
                         arrival_ms: f.arrival_ms,
                         sent_ms: f.obs.sent_ms,
                         at_ms,
+                        answer_ms: f.obs.first_answer_ms.filter(|_| same),
                     };
                     writer.first_token(j, first);
+                    if let Some(answer) = f.obs.first_answer_ms.filter(|_| !same) {
+                        writer.first_answer(j, answer);
+                    }
                 }
             }
             told += 1;
@@ -890,6 +906,48 @@ fn recovery_keeps_the_first_tokens_of_requests_that_never_ended_and_invents_no_l
     assert!(text.contains("dead.json.spool:3:"), "{text}");
     assert!(
         text.contains("request 1 gets a first token a second time"),
+        "{text}"
+    );
+}
+
+#[test]
+fn recovery_keeps_the_first_answers_of_requests_that_never_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    // Arrivals 0, 100, 200 ms (10/s): request 0 thought from 30 ms and
+    // answered at 80 ms (its `answer` line); request 1 answered in its
+    // first token's frame at 140 ms (`answerMs` on its `first` line);
+    // request 2 was still thinking at the kill.
+    let lines = [
+        "{\"first\":{\"index\":0,\"sentMs\":0.5,\"atMs\":30.0}}\n",
+        "{\"first\":{\"index\":1,\"sentMs\":100.25,\"atMs\":140.0,\"answerMs\":140.0}}\n",
+        "{\"answer\":{\"index\":0,\"atMs\":80.0}}\n",
+        "{\"first\":{\"index\":2,\"sentMs\":200.0,\"atMs\":250.0}}\n",
+        "{\"mark\":{\"atMs\":1350.0,\"dispatched\":5}}\n",
+    ];
+    let spool_file = hand_spool(dir.path(), &lines);
+    let out = dir.path().join("recovered.json");
+    let (code, text, trace) = recover(&spool_file, &out);
+    assert_eq!(code, 0, "{text}");
+    let r = rows(&trace);
+    for (i, first, answer) in [
+        (0, 30.0, Some(80.0)),
+        (1, 140.0, Some(140.0)),
+        (2, 250.0, None),
+    ] {
+        assert_eq!(r[i]["status"], "in_flight", "{}", r[i]);
+        assert_eq!(f(&r[i]["firstTokenMs"]), first, "{}", r[i]);
+        assert_eq!(r[i]["firstAnswerMs"].as_f64(), answer, "{}", r[i]);
+    }
+    // An answer with no first token before it is a line the recorder
+    // never writes: refused, the line named.
+    let stray = dir.path().join("stray");
+    std::fs::create_dir(&stray).unwrap();
+    let spool_file = hand_spool(&stray, &["{\"answer\":{\"index\":3,\"atMs\":80.0}}\n"]);
+    let (code, text, _) = recover(&spool_file, &stray.join("never.json"));
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("dead.json.spool:2:"), "{text}");
+    assert!(
+        text.contains("request 3 gets a first answer without a first token or a second time"),
         "{text}"
     );
 }

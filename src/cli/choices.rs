@@ -50,13 +50,40 @@ impl From<ArrivalArg> for ArrivalProcess {
     }
 }
 
-/// Which OpenAI endpoint family (`record --api`).
+/// Where the sim's chat/completions streams put reasoning (`sim --reasoning-field`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReasoningFieldArg {
+    /// `delta.reasoning` (current vLLM).
+    Reasoning,
+    /// `delta.reasoning_content` (older vLLM, llama.cpp, DeepSeek).
+    #[value(name = "reasoning_content")]
+    ReasoningContent,
+}
+
+impl From<ReasoningFieldArg> for goodput_sim::dialect::ReasoningField {
+    fn from(arg: ReasoningFieldArg) -> goodput_sim::dialect::ReasoningField {
+        match arg {
+            ReasoningFieldArg::Reasoning => goodput_sim::dialect::ReasoningField::Reasoning,
+            ReasoningFieldArg::ReasoningContent => {
+                goodput_sim::dialect::ReasoningField::ReasoningContent
+            }
+        }
+    }
+}
+
+/// Which API the requests speak (`record --api`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ApiArg {
     /// `/v1/chat/completions` (messages in, `delta.content` out).
     Chat,
     /// `/v1/completions` (prompt in, `text` out).
     Completions,
+    /// OpenAI Responses, `/v1/responses`.
+    Responses,
+    /// Anthropic Messages, `/v1/messages` (the key goes in `x-api-key`).
+    Messages,
+    /// `/v1/embeddings` (not streamed: only E2E gates apply).
+    Embeddings,
 }
 
 impl From<ApiArg> for Api {
@@ -64,6 +91,9 @@ impl From<ApiArg> for Api {
         match arg {
             ApiArg::Chat => Api::Chat,
             ApiArg::Completions => Api::Completions,
+            ApiArg::Responses => Api::Responses,
+            ApiArg::Messages => Api::Messages,
+            ApiArg::Embeddings => Api::Embeddings,
         }
     }
 }

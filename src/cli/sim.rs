@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::cli::choices::ReasoningFieldArg;
 use crate::cli::error::Error;
 use goodput_sim::engine::EngineParams;
 use goodput_sim::fault::{check_faults, parse_fault, Fault};
@@ -115,6 +116,19 @@ pub struct SimArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// The first N output tokens of every stream are reasoning ("thinking"):
+    /// chat and completions send them in --reasoning-field, Responses as
+    /// response.reasoning_text.delta, Messages as thinking_delta; the usage
+    /// counts them (Messages inside output_tokens). An output of N tokens or
+    /// fewer never answers.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub reasoning_tokens: u32,
+    /// The chat/completions delta member of reasoning text.
+    #[arg(long, value_enum, default_value_t = ReasoningFieldArg::Reasoning)]
+    pub reasoning_field: ReasoningFieldArg,
+    /// Numbers per /v1/embeddings vector.
+    #[arg(long, value_name = "N", default_value_t = goodput_sim::quirks::DEFAULT_EMBEDDING_DIM, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub embedding_dim: u32,
     /// Answer 401 to any request (but /health) without this header, `'Name: value'`.
     #[arg(long, value_name = "'NAME: VALUE'")]
     pub require_header: Option<String>,
@@ -204,6 +218,9 @@ pub fn config_from(args: &SimArgs) -> Result<SimConfig, Error> {
             template_tokens: args.template_tokens,
             stall_every: args.stall_every.unwrap_or(0),
             stall_ms: args.stall_ms.unwrap_or(0),
+            reasoning_tokens: args.reasoning_tokens,
+            reasoning_field: args.reasoning_field.into(),
+            embedding_dim: args.embedding_dim,
         },
     })
 }

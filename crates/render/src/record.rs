@@ -152,6 +152,7 @@ pub fn render(
     outcomes(&mut s, f, tokens);
     failures(&mut s, f);
     send_lag(&mut s, f);
+    answers(&mut s, f);
     token_checks(&mut s, f);
     arrival_rate(&mut s, f);
     drawn_schedule(&mut s, f);
@@ -265,6 +266,42 @@ fn failures(s: &mut String, f: &Figures) {
         let list: Vec<String> = f.failed.iter().map(|(r, n)| format!("{r} {n}")).collect();
         let _ = writeln!(s, "  failures: {}", list.join(", "));
     }
+}
+
+/// TTFA p50 beside TTFT p50, the reasoning share and the rows that never
+/// answered, when the model reasoned (`summary::Answers`).
+fn answers(s: &mut String, f: &Figures) {
+    let Some(a) = &f.answers else {
+        return;
+    };
+    let ms = |x: Option<f64>| x.map_or_else(|| "—".to_owned(), |x| format!("{x:.3} ms"));
+    let _ = write!(
+        s,
+        "  first answer: TTFT p50 {}, TTFA p50 {}",
+        ms(a.ttft_p50_ms),
+        ms(a.ttfa_p50_ms)
+    );
+    if let Some((reasoning, output)) = a.reasoning {
+        let share = if output > 0 {
+            reasoning as f64 / output as f64
+        } else {
+            0.0
+        };
+        let _ = write!(
+            s,
+            "; reasoning {reasoning} of {} ({})",
+            count(output, "output token"),
+            goodput_util::figures::percent(share, 1)
+        );
+    }
+    if a.no_answer > 0 {
+        let _ = write!(
+            s,
+            "; {} completed without an answer (reasoning used the output budget)",
+            count(a.no_answer as u64, "row")
+        );
+    }
+    s.push('\n');
 }
 
 /// How late the client sent requests against their schedule.
@@ -431,7 +468,31 @@ mod tests {
             arrival_rates_per_s: Some((10.0, 10.0)),
             dominant_failure: None,
             schedule: None,
+            answers: None,
         }
+    }
+
+    #[test]
+    fn the_answer_line_sets_ttfa_beside_ttft_with_the_reasoning_share() {
+        let mut f = figures(0);
+        f.answers = Some(goodput_record::output::summary::Answers {
+            ttft_p50_ms: Some(12.5),
+            ttfa_p50_ms: Some(62.25),
+            no_answer: 2,
+            reasoning: Some((40, 160)),
+        });
+        let mut s = String::new();
+        answers(&mut s, &f);
+        // 40 / 160 = 25 %.
+        assert_eq!(
+            s,
+            "  first answer: TTFT p50 12.500 ms, TTFA p50 62.250 ms; reasoning 40 of 160 output \
+             tokens (25.0 %); 2 rows completed without an answer (reasoning used the output budget)\n"
+        );
+        f.answers = None;
+        let mut s = String::new();
+        answers(&mut s, &f);
+        assert_eq!(s, "");
     }
 
     #[test]

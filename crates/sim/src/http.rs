@@ -2,6 +2,11 @@
 //!
 //! Routes: `POST /v1/chat/completions`, `POST /v1/completions` (streaming or
 //! not; a final usage chunk when `stream_options.include_usage` is true),
+//! `POST /v1/responses` and `POST /v1/messages` (their event shapes are
+//! [`crate::dialect`]'s; Messages requires `max_tokens`, as Anthropic's
+//! API does), `POST /v1/embeddings` (one vector of `--embedding-dim`
+//! numbers per input, answered when the engine has run the request as a
+//! one-step sequence: its prefill and one step, queued like any other),
 //! `GET /v1/models`, `GET /health`, `GET /metrics` (the batch state under
 //! vLLM's names, [`crate::exposition`]). Prompt length is counted with the
 //! tokenizer given to `goodput sim --tokenizer` (each message's content,
@@ -9,8 +14,11 @@
 //! recorder's prompts without a tokenizer are one word per token, so the
 //! count is exact for them).
 //! The output length is drawn from `--output-tokens MEAN:STD` (at least 1),
-//! capped by `max_tokens`; with `ignore_eos` and `max_tokens` it is exactly
-//! `max_tokens`.
+//! capped by `max_tokens` (`max_output_tokens` for Responses); with
+//! `ignore_eos` and `max_tokens` it is exactly `max_tokens`. With
+//! `--reasoning-tokens N` the first N output tokens of every stream are
+//! reasoning (all of them when the output is shorter: the answer never
+//! comes), counted in the usage as each API counts reasoning.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -29,6 +37,7 @@ use rand_distr::{Distribution, Normal};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
+use crate::dialect::{Close, Dialect, Kind, Shape};
 use crate::driver::EngineHandle;
 use crate::engine::{SeqSpec, TokenOut};
 use crate::fault::{pick, Fault, FaultKind};
@@ -87,6 +96,10 @@ struct CompletionRequest {
     max_tokens: Option<u32>,
     #[serde(default)]
     max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    max_output_tokens: Option<u32>,
+    #[serde(default)]
+    input: Option<serde_json::Value>,
     #[serde(default)]
     ignore_eos: bool,
     #[serde(default)]
@@ -163,10 +176,12 @@ enum Route {
     Health,
     Metrics,
     Models,
-    /// A completion: `chat` for `/v1/chat/completions`.
+    /// A generation in one of the streamed APIs.
     Completion {
-        chat: bool,
+        dialect: Dialect,
     },
+    /// `/v1/embeddings`.
+    Embeddings,
 }
 
 /// The header gate (not on `/health`), then the route's answer.
@@ -186,7 +201,8 @@ async fn serve(
         Route::Health => Ok(Response::new(full(Bytes::new()))),
         Route::Metrics => Ok(metrics_page(state)),
         Route::Models => Ok(models_list(state)),
-        Route::Completion { chat } => complete(state, req, chat, closer).await,
+        Route::Completion { dialect } => complete(state, req, dialect, closer).await,
+        Route::Embeddings => embed(state, req).await,
     }
 }
 
@@ -196,15 +212,30 @@ fn route(method: &Method, path: &str) -> Result<Route, Refusal> {
         (&Method::GET, "/health") => Ok(Route::Health),
         (&Method::GET, "/metrics") => Ok(Route::Metrics),
         (&Method::GET, "/v1/models") => Ok(Route::Models),
-        (&Method::POST, "/v1/chat/completions") => Ok(Route::Completion { chat: true }),
-        (&Method::POST, "/v1/completions") => Ok(Route::Completion { chat: false }),
-        (_, "/health" | "/metrics" | "/v1/models" | "/v1/chat/completions" | "/v1/completions") => {
-            Err(Refusal::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method not allowed",
-            ))
-        }
+        (&Method::POST, path) if dialect_of(path).is_some() => Ok(Route::Completion {
+            dialect: dialect_of(path).unwrap_or(Dialect::Chat),
+        }),
+        (&Method::POST, "/v1/embeddings") => Ok(Route::Embeddings),
+        (_, "/health" | "/metrics" | "/v1/models" | "/v1/embeddings") => Err(Refusal::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed",
+        )),
+        (_, path) if dialect_of(path).is_some() => Err(Refusal::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed",
+        )),
         _ => Err(Refusal::new(StatusCode::NOT_FOUND, "no such route")),
+    }
+}
+
+/// The streamed API served at `path`, if any.
+fn dialect_of(path: &str) -> Option<Dialect> {
+    match path {
+        "/v1/chat/completions" => Some(Dialect::Chat),
+        "/v1/completions" => Some(Dialect::Completions),
+        "/v1/responses" => Some(Dialect::Responses),
+        "/v1/messages" => Some(Dialect::Messages),
+        _ => None,
     }
 }
 
@@ -235,30 +266,22 @@ fn models_list(state: &AppState) -> Response<SimBody> {
 async fn complete(
     state: &AppState,
     req: Request<Incoming>,
-    chat: bool,
+    dialect: Dialect,
     closer: Option<Arc<tokio::sync::Notify>>,
 ) -> Result<Response<SimBody>, Refusal> {
     let request = read_request(req).await?;
     state.stats.requests.fetch_add(1, Ordering::Relaxed);
-    let prompt_tokens = count_prompt_tokens(state, &request, chat)?;
-    let draw = Draw::take(state, &request);
-    match draw.fault {
-        Some(FaultKind::Http500) => {
-            return Err(Refusal::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "injected fault",
-            ))
-        }
-        Some(FaultKind::Http429) => {
-            return Err(Refusal::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "injected fault: rate limited",
-            ))
-        }
-        _ => {}
+    let prompt_tokens = count_prompt_tokens(state, &request, dialect)?;
+    if dialect == Dialect::Messages && request.max_tokens.is_none() {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "max_tokens: Field required",
+        ));
     }
+    let draw = Draw::take(state, &request);
+    refuse_drawn(&draw)?;
     let streaming = request.stream;
-    let stream = schedule(state, request, chat, prompt_tokens, &draw, closer);
+    let stream = schedule(state, request, dialect, prompt_tokens, &draw, closer);
     if streaming {
         let mut r = Response::new(stream.boxed());
         r.headers_mut()
@@ -267,6 +290,88 @@ async fn complete(
     } else {
         Ok(whole_response(stream).await)
     }
+}
+
+/// The drawn fault when it is an error status, answered before any token.
+fn refuse_drawn(draw: &Draw) -> Result<(), Refusal> {
+    match draw.fault {
+        Some(FaultKind::Http500) => Err(Refusal::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "injected fault",
+        )),
+        Some(FaultKind::Http429) => Err(Refusal::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "injected fault: rate limited",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `POST /v1/embeddings`: the inputs' prompt tokens run through the engine
+/// as a one-step sequence (prefill and one step, queued like any other);
+/// then one vector per input. A drawn error status answers at once; a
+/// drawn disconnect breaks the body; the other faults do not apply.
+async fn embed(state: &AppState, req: Request<Incoming>) -> Result<Response<SimBody>, Refusal> {
+    let request = read_request(req).await?;
+    state.stats.requests.fetch_add(1, Ordering::Relaxed);
+    let inputs = embedding_inputs(state, request.input.as_ref())?;
+    let draw = Draw::take(state, &request);
+    refuse_drawn(&draw)?;
+    let prompt_tokens: u32 = inputs
+        .iter()
+        .sum::<u32>()
+        .saturating_add(state.quirks.template_tokens);
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let mut done = state.engine.submit(SeqSpec {
+        id,
+        prompt_tokens,
+        output_tokens: 1,
+    });
+    if done.recv().await.is_none() || draw.fault == Some(FaultKind::Disconnect) {
+        return Ok(Response::new(BrokenBody.boxed()));
+    }
+    let dim = state.quirks.embedding_dim.max(1) as usize;
+    let data: Vec<serde_json::Value> = (0..inputs.len())
+        .map(|i| {
+            let vector: Vec<f64> = (0..dim)
+                .map(|k| ((i + k) % 7) as f64 / 8.0 - 0.375)
+                .collect();
+            serde_json::json!({"object": "embedding", "index": i, "embedding": vector})
+        })
+        .collect();
+    let model = request.model.unwrap_or_else(|| state.model_name.clone());
+    let body = serde_json::json!({"object": "list", "data": data, "model": model,
+        "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}});
+    Ok(json_response(StatusCode::OK, body.to_string()))
+}
+
+/// The prompt tokens of each embeddings input: a string, an array of
+/// strings, a token-id array, or an array of those; at least one.
+fn embedding_inputs(
+    state: &AppState,
+    input: Option<&serde_json::Value>,
+) -> Result<Vec<u32>, Refusal> {
+    let tokenizer = state.tokenizer.as_deref();
+    let counts = match input {
+        Some(serde_json::Value::String(_)) => vec![count_prompt(tokenizer, input)],
+        Some(serde_json::Value::Array(items))
+            if items.iter().all(serde_json::Value::is_number) && !items.is_empty() =>
+        {
+            vec![items.len() as u32]
+        }
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .map(|item| count_prompt(tokenizer, Some(item)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if counts.is_empty() {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "`input` is required: a string or a non-empty array",
+        ));
+    }
+    Ok(counts)
 }
 
 /// The body as a [`CompletionRequest`]: at most [`MAX_REQUEST_BYTES`], JSON.
@@ -292,11 +397,22 @@ async fn read_request(req: Request<Incoming>) -> Result<CompletionRequest, Refus
 fn count_prompt_tokens(
     state: &AppState,
     request: &CompletionRequest,
-    chat: bool,
+    dialect: Dialect,
 ) -> Result<u32, Refusal> {
     let tokenizer = state.tokenizer.as_deref();
     let template = state.quirks.template_tokens;
-    if chat {
+    if dialect == Dialect::Responses {
+        return match &request.input {
+            Some(serde_json::Value::Array(items)) => Ok(items
+                .iter()
+                .map(|i| count_prompt(tokenizer, i.get("content").or(Some(i))))
+                .sum::<u32>()
+                .saturating_add(template)),
+            Some(input) => Ok(count_prompt(tokenizer, Some(input)).saturating_add(template)),
+            None => Err(Refusal::new(StatusCode::BAD_REQUEST, "`input` is required")),
+        };
+    }
+    if dialect != Dialect::Completions {
         match &request.messages {
             Some(messages) => Ok(messages
                 .iter()
@@ -330,7 +446,10 @@ struct Draw {
 
 impl Draw {
     fn take(state: &AppState, request: &CompletionRequest) -> Draw {
-        let cap = request.max_completion_tokens.or(request.max_tokens);
+        let cap = request
+            .max_completion_tokens
+            .or(request.max_tokens)
+            .or(request.max_output_tokens);
         let (fault, natural) = {
             // A poisoned lock only means another handler panicked mid-draw; the
             // generator state is still a valid generator state.
@@ -365,7 +484,7 @@ impl Draw {
 fn schedule(
     state: &AppState,
     request: CompletionRequest,
-    chat: bool,
+    dialect: Dialect,
     prompt_tokens: u32,
     draw: &Draw,
     closer: Option<Arc<tokio::sync::Notify>>,
@@ -378,13 +497,24 @@ fn schedule(
         output_tokens,
     });
     let model = request.model.unwrap_or_else(|| state.model_name.clone());
-    let shape = Shape::new(chat, id, &model);
+    let shape = Shape::new(dialect, id, &model, state.quirks.reasoning_field);
+    let asked_usage = match dialect {
+        Dialect::Chat | Dialect::Completions => {
+            request.stream_options.is_some_and(|o| o.include_usage)
+        }
+        // Responses and Messages always report usage.
+        Dialect::Responses | Dialect::Messages => true,
+    };
     SimStream {
         shape,
         tokens,
-        sent_role: !chat,
-        include_usage: request.stream_options.is_some_and(|o| o.include_usage)
-            && !(request.stream && state.quirks.no_usage),
+        sent_role: false,
+        reasoning_tokens: if request.stream {
+            state.quirks.reasoning_tokens.min(output_tokens)
+        } else {
+            0
+        },
+        include_usage: asked_usage && !(request.stream && state.quirks.no_usage),
         prompt_tokens,
         output_tokens,
         finish: if draw.by_length { "length" } else { "stop" },
@@ -402,6 +532,7 @@ fn schedule(
         },
         pending: String::new(),
         pending_tokens: 0,
+        pending_kind: Kind::Answer,
         usage_sent: false,
         closer: if request.stream { closer } else { None },
         held: None,
@@ -442,43 +573,6 @@ const WORDS: [&str; 8] = [
     " the", " model", " says", " hello", " to", " a", " queue", " again",
 ];
 
-/// Pre-rendered JSON around each token, so a chunk costs two copies.
-#[derive(Debug)]
-struct Shape {
-    chat: bool,
-    head: String,
-    token_prefix: String,
-    token_suffix: &'static str,
-}
-
-impl Shape {
-    fn new(chat: bool, id: u64, model: &str) -> Shape {
-        let model = serde_json::to_string(model).unwrap_or_else(|_| "\"sim\"".into());
-        let head = if chat {
-            format!("{{\"id\":\"chatcmpl-{id}\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":{model},")
-        } else {
-            format!("{{\"id\":\"cmpl-{id}\",\"object\":\"text_completion\",\"created\":0,\"model\":{model},")
-        };
-        let (token_prefix, token_suffix) = if chat {
-            (
-                format!("data: {head}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\""),
-                "\"},\"finish_reason\":null}]}\n\n",
-            )
-        } else {
-            (
-                format!("data: {head}\"choices\":[{{\"index\":0,\"text\":\""),
-                "\",\"logprobs\":null,\"finish_reason\":null}]}\n\n",
-            )
-        };
-        Shape {
-            chat,
-            head,
-            token_prefix,
-            token_suffix,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StreamState {
     Running,
@@ -492,7 +586,10 @@ enum StreamState {
 struct SimStream {
     shape: Shape,
     tokens: mpsc::UnboundedReceiver<TokenOut>,
+    /// The opening events went out.
     sent_role: bool,
+    /// The first this many output tokens are reasoning (streams only).
+    reasoning_tokens: u32,
     include_usage: bool,
     prompt_tokens: u32,
     output_tokens: u32,
@@ -511,6 +608,8 @@ struct SimStream {
     pending: String,
     /// Tokens in `pending`.
     pending_tokens: u32,
+    /// The kind of the tokens in `pending`.
+    pending_kind: Kind,
     /// The usage chunk already went out (`usage_before_last_token`).
     usage_sent: bool,
     /// Notified once when the body ends (`close_after_response`).
@@ -529,6 +628,16 @@ impl SimStream {
         if self.collect {
             self.text.push_str(word);
         } else {
+            if index == self.reasoning_tokens && index > 0 {
+                // The answer starts: the reasoning pending goes out first.
+                self.flush(buf);
+                buf.put_slice(self.shape.answer_starts().as_bytes());
+            }
+            self.pending_kind = if index < self.reasoning_tokens {
+                Kind::Reasoning
+            } else {
+                Kind::Answer
+            };
             self.pending.push_str(word);
             self.pending_tokens += 1;
             if self.pending_tokens >= self.quirks.tokens_per_chunk.max(1) {
@@ -539,30 +648,44 @@ impl SimStream {
         self.stats.tokens.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Writes the pending tokens as one content chunk.
+    /// Writes the pending tokens as one content chunk (of the kind of the
+    /// last token made: a chunk never mixes reasoning and answer).
     fn flush(&mut self, buf: &mut BytesMut) {
         if self.pending_tokens == 0 {
             return;
         }
-        buf.put_slice(self.shape.token_prefix.as_bytes());
+        let (prefix, suffix) = self.shape.token(self.pending_kind);
+        buf.put_slice(prefix.as_bytes());
         buf.put_slice(self.pending.as_bytes());
-        buf.put_slice(self.shape.token_suffix.as_bytes());
+        buf.put_slice(suffix.as_bytes());
         self.pending.clear();
         self.pending_tokens = 0;
     }
 
+    /// What the closing events say.
+    fn close(&self) -> Close {
+        Close {
+            by_length: self.finish == "length",
+            prompt_tokens: self.prompt_tokens,
+            output_tokens: self.output_tokens,
+            reasoning_tokens: self.reasoning_tokens,
+            finish_reason: !self.quirks.no_finish_reason,
+            usage: self.include_usage,
+        }
+    }
+
+    /// Whether the stream is chat or completions (their own usage chunk,
+    /// finish chunk and `[DONE]`, with their quirks).
+    fn chunked(&self) -> bool {
+        matches!(self.shape.dialect(), Dialect::Chat | Dialect::Completions)
+    }
+
     fn push_usage(&mut self, buf: &mut BytesMut) {
-        if self.collect || !self.include_usage || self.usage_sent {
+        if self.collect || !self.include_usage || self.usage_sent || !self.chunked() {
             return;
         }
         self.usage_sent = true;
-        let head = &self.shape.head;
-        let (p, n) = (self.prompt_tokens, self.output_tokens);
-        let usage = format!(
-            "data: {head}\"choices\":[],\"usage\":{{\"prompt_tokens\":{p},\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\n",
-            p + n
-        );
-        buf.put_slice(usage.as_bytes());
+        buf.put_slice(self.shape.usage_chunk(&self.close()).as_bytes());
     }
 
     /// The body is over (cleanly or not): let the connection go, once.
@@ -577,15 +700,16 @@ impl SimStream {
             return;
         }
         self.flush(buf);
+        if !self.chunked() {
+            if self.reasoning_tokens == self.output_tokens && self.reasoning_tokens > 0 {
+                // No answer came: the text block still opens and closes.
+                buf.put_slice(self.shape.answer_starts().as_bytes());
+            }
+            buf.put_slice(self.shape.typed_end(&self.close()).as_bytes());
+            return;
+        }
         if !self.quirks.no_finish_reason {
-            let head = &self.shape.head;
-            let finish = self.finish;
-            let end = if self.shape.chat {
-                format!("data: {head}\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish}\"}}]}}\n\n")
-            } else {
-                format!("data: {head}\"choices\":[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish}\"}}]}}\n\n")
-            };
-            buf.put_slice(end.as_bytes());
+            buf.put_slice(self.shape.finish_chunk(&self.close()).as_bytes());
         }
         self.push_usage(buf);
         if !self.quirks.no_done {
@@ -683,18 +807,18 @@ impl SimStream {
         every > 0 && (index + 1) % every == 0
     }
 
-    /// The first chunk of a chat stream names the assistant's role (once).
+    /// The opening events (once): the chat role chunk, `response.created`,
+    /// `message_start` and the first content block.
     fn push_role(&mut self, buf: &mut BytesMut) {
         if self.sent_role {
             return;
         }
         self.sent_role = true;
         if !self.collect {
-            let role = format!(
-                "data: {}\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"finish_reason\":null}}]}}\n\n",
-                self.shape.head
-            );
-            buf.put_slice(role.as_bytes());
+            let start = self
+                .shape
+                .start(self.prompt_tokens, self.reasoning_tokens > 0);
+            buf.put_slice(start.as_bytes());
         }
     }
 
@@ -797,14 +921,28 @@ async fn whole_response(mut stream: SimStream) -> Response<SimBody> {
     let (p, n) = (stream.prompt_tokens, stream.output_tokens);
     let usage =
         serde_json::json!({"prompt_tokens": p, "completion_tokens": n, "total_tokens": p + n});
-    let body = if stream.shape.chat {
-        serde_json::json!({"id": "chatcmpl", "object": "chat.completion", "created": 0,
+    let body = match stream.shape.dialect() {
+        Dialect::Chat => {
+            serde_json::json!({"id": "chatcmpl", "object": "chat.completion", "created": 0,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": stream.text},
                          "finish_reason": stream.finish}], "usage": usage})
-    } else {
-        serde_json::json!({"id": "cmpl", "object": "text_completion", "created": 0,
+        }
+        Dialect::Completions => {
+            serde_json::json!({"id": "cmpl", "object": "text_completion", "created": 0,
             "choices": [{"index": 0, "text": stream.text, "logprobs": null,
                          "finish_reason": stream.finish}], "usage": usage})
+        }
+        Dialect::Responses => serde_json::json!({"id": "resp_sim", "object": "response",
+            "status": if stream.finish == "length" { "incomplete" } else { "completed" },
+            "output": [{"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": stream.text}]}],
+            "usage": {"input_tokens": p, "output_tokens": n, "total_tokens": p + n}}),
+        Dialect::Messages => {
+            serde_json::json!({"id": "msg_sim", "type": "message", "role": "assistant",
+            "content": [{"type": "text", "text": stream.text}],
+            "stop_reason": if stream.finish == "length" { "max_tokens" } else { "end_turn" },
+            "usage": {"input_tokens": p, "output_tokens": n}})
+        }
     };
     json_response(StatusCode::OK, body.to_string())
 }

@@ -19,7 +19,15 @@
 //! - `no_usage`: no usage chunk, even when `stream_options.include_usage`
 //!   asks for one (servers that do not implement it).
 //!
-//! Quirks shape streamed bodies only; non-streaming responses are unchanged.
+//! - `reasoning_tokens` (with `reasoning_field`): the first N output tokens
+//!   of every stream are reasoning, in the field each API uses
+//!   ([`crate::dialect`]); not a quirk of a broken server but of a
+//!   reasoning model, shaped here like the rest of the stream.
+//! - `embedding_dim`: the length of every embeddings vector.
+//!
+//! Quirks shape streamed bodies only; non-streaming responses are
+//! unchanged (an embeddings vector's length, the one unstreamed shape,
+//! excepted).
 
 /// How the sim shapes its streamed responses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,10 +53,21 @@ pub struct StreamQuirks {
     pub stall_every: u32,
     /// How long each of those pauses lasts, ms.
     pub stall_ms: u64,
+    /// The first this many output tokens of every stream are reasoning.
+    pub reasoning_tokens: u32,
+    /// Where chat and completions streams put reasoning text.
+    pub reasoning_field: crate::dialect::ReasoningField,
+    /// Numbers per embeddings vector.
+    pub embedding_dim: u32,
 }
 
+/// The default length of an embeddings vector: small, since a load test
+/// measures the time, not the vector.
+pub const DEFAULT_EMBEDDING_DIM: u32 = 8;
+
 impl Default for StreamQuirks {
-    /// No quirk: one token per chunk, finish chunk, usage when asked, `[DONE]`.
+    /// No quirk: one token per chunk, finish chunk, usage when asked, `[DONE]`,
+    /// no reasoning, vectors of [`DEFAULT_EMBEDDING_DIM`].
     fn default() -> StreamQuirks {
         StreamQuirks {
             close_after_response: false,
@@ -60,6 +79,9 @@ impl Default for StreamQuirks {
             template_tokens: 0,
             stall_every: 0,
             stall_ms: 0,
+            reasoning_tokens: 0,
+            reasoning_field: crate::dialect::ReasoningField::Reasoning,
+            embedding_dim: DEFAULT_EMBEDDING_DIM,
         }
     }
 }

@@ -192,9 +192,16 @@ pub struct RecordArgs {
     /// Whether a value equal to its gate passes (inclusive) or misses (strict).
     #[arg(long, value_name = "RULE", default_value = "inclusive", value_parser = ["inclusive", "strict"])]
     pub equality: String,
-    /// Endpoint family.
+    /// The API the requests speak (docs/recorder.md, "APIs"): chat,
+    /// completions, responses (OpenAI Responses), messages (Anthropic
+    /// Messages: the key goes in x-api-key, with anthropic-version), or
+    /// embeddings (not streamed: only e2e gates apply).
     #[arg(long, value_enum, default_value_t = ApiArg::Chat)]
     pub api: ApiArg,
+    /// Inputs per embeddings request (--api embeddings): the request's
+    /// prompt, N times.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub embeddings_batch: u32,
     /// Prompts, one JSON string or {"prompt": …, "class": …} per line.
     #[arg(long, value_name = "FILE.jsonl")]
     pub prompts: Option<PathBuf>,

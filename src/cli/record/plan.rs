@@ -312,6 +312,29 @@ fn request_timeout(args: &RecordArgs) -> Result<Duration, Error> {
     Ok(args.timeout)
 }
 
+/// The class an unstreamed API's requests are judged by without `--slo`:
+/// [`DEFAULT_SLO`]'s E2E gate alone (there is no first token to time).
+const DEFAULT_UNSTREAMED_SLO: &str = "default:e2e=10000";
+
+/// Refuses a gate on token instants for an API that does not stream
+/// (embeddings): no row of its trace has a first token, so a TTFT, TPOT,
+/// stall or TTFA gate could never be judged (docs/contract.md §10.16).
+fn refuse_token_gates(text: &str, gates: &Gates) -> Result<(), Error> {
+    let token_gates = [
+        ("ttft", gates.ttft_ms),
+        ("tpot", gates.tpot_ms),
+        ("stall", gates.stall_ms),
+        ("ttfa", gates.ttfa_ms),
+    ];
+    match token_gates.iter().find(|(_, g)| g.is_some()) {
+        Some((name, _)) => Err(usage(format!(
+            "--slo `{text}`: --api embeddings is not streamed (no first token), so only an e2e \
+             gate applies; drop `{name}=`"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The SLO classes the requests are judged by, and the equality rule.
 struct Slos {
     /// Every `--slo` class by name (the default class without `--slo`).
@@ -328,21 +351,16 @@ impl Slos {
     fn from_args(args: &RecordArgs) -> Result<Slos, Error> {
         let mut classes = BTreeMap::new();
         let mut default_class = None;
-        let slos = if args.slo.is_empty() {
-            vec![DEFAULT_SLO.to_owned()]
-        } else {
-            args.slo.clone()
+        let streamed = Api::from(args.api).streamed();
+        let slos = match (args.slo.is_empty(), streamed) {
+            (true, true) => vec![DEFAULT_SLO.to_owned()],
+            (true, false) => vec![DEFAULT_UNSTREAMED_SLO.to_owned()],
+            (false, _) => args.slo.clone(),
         };
         for text in &slos {
             let (name, mut gates) = parse_slo(text).map_err(usage)?;
-            if gates.ttfa_ms.is_some() {
-                // Until the recorder stamps firstAnswerMs, a TTFA gate would
-                // count every completed row as no_answer: refuse it.
-                return Err(usage(format!(
-                    "--slo `{text}`: the recorder does not record firstAnswerMs yet, so a \
-                     ttfa gate cannot be judged on its traces (declare it in a trace that \
-                     carries answer instants)"
-                )));
+            if !streamed {
+                refuse_token_gates(text, &gates)?;
             }
             gates.token_deadline_ms = token_deadline(args)?;
             if classes.insert(name.clone(), gates).is_some() {
@@ -802,6 +820,7 @@ fn connection(args: &RecordArgs, target: &Target, labels: &mut Labels) -> Result
         userinfo: target.userinfo.clone(),
     };
     let endpoint = Endpoint::from_flags(&target.uri, &flags, api_key, |v| std::env::var(v).ok())
+        .and_then(|e| e.for_api(args.api.into()))
         .map_err(usage)?;
     endpoint.describe(labels);
     Ok(endpoint)
@@ -855,7 +874,33 @@ fn request_body(
         max_tokens: args.max_tokens,
         ignore_eos: args.ignore_eos,
         extra,
+        embeddings_batch: embeddings_batch(args, labels)?,
     })
+}
+
+/// `--embeddings-batch`: at least 1, only with `--api embeddings` (then
+/// written to the workload as `embeddingsBatch`).
+fn embeddings_batch(args: &RecordArgs, labels: &mut Labels) -> Result<u32, Error> {
+    let embeddings = Api::from(args.api) == Api::Embeddings;
+    let output_flag = max_tokens_flag(args).or(args.ignore_eos.then_some("--ignore-eos"));
+    if let (true, Some(flag)) = (embeddings, output_flag) {
+        return Err(usage(format!(
+            "{flag} does not apply to --api embeddings (an embedding has no output tokens)"
+        )));
+    }
+    if args.embeddings_batch == 0 {
+        return Err(usage("--embeddings-batch must be at least 1"));
+    }
+    if args.embeddings_batch != 1 && !embeddings {
+        return Err(usage("--embeddings-batch applies to --api embeddings only"));
+    }
+    if embeddings {
+        labels.insert(
+            "embeddingsBatch".into(),
+            Scalar::Number(f64::from(args.embeddings_batch)),
+        );
+    }
+    Ok(args.embeddings_batch)
 }
 
 /// The flag that makes the recorder set `max_tokens`, if any (then

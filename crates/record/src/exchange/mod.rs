@@ -3,8 +3,15 @@
 //!
 //! Timestamps are taken once per received network frame, before the frame is
 //! parsed, so parsing cost never shows up as server latency. The first token
-//! is the first frame holding a chunk with non-empty content (a role-only or
-//! empty first chunk is not a token). A request ends:
+//! is the first frame holding an event with a model token of any kind,
+//! reasoning included (a role-only or empty first chunk is not a token); the
+//! first answer is the first frame holding an answer token
+//! ([`chunk::Tokens`]: each API's reader, [`chat`], [`responses`],
+//! [`messages`], says which kind an event carried). Every event with a token
+//! of either kind is a content event for the gaps (a thinking stall is a
+//! stall the user waits through too). An embeddings request is not
+//! streamed: its document ([`embeddings`]) completes it at the end of its
+//! body, with no first token. A request ends:
 //! - completed at `[DONE]`, or at a clean end of the body after a finish
 //!   reason (some servers omit `[DONE]`); with no content at all it fails as
 //!   `no_content` instead (there is no first token to measure);
@@ -33,6 +40,11 @@
 //! [`ERROR_TEXT_CHARS`] characters, secrets redacted, withheld when it
 //! repeats the prompt).
 
+pub mod chat;
+pub mod chunk;
+pub mod embeddings;
+pub mod messages;
+pub mod responses;
 pub mod sse;
 
 use std::time::Duration;
@@ -41,12 +53,14 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::exchange::sse::{classify, Chunk, SseParser};
+use crate::exchange::chunk::{reader, Chunk, Reader, Tokens, Usage};
+use crate::exchange::sse::SseParser;
 use crate::transport::client::{Head, ResponseBody, SendError, Transport};
 use crate::transport::error_text::read_head;
 pub use crate::transport::error_text::{
     ErrorHead, ERROR_TEXT_BYTES, ERROR_TEXT_CHARS, ERROR_TEXT_WAIT,
 };
+use crate::workload::body::Api;
 
 /// The run's monotonic clock: milliseconds since `t0`.
 #[derive(Clone, Copy, Debug)]
@@ -193,14 +207,20 @@ impl Ending {
 pub struct Observation {
     /// When the request was handed to the transport, ms since t0.
     pub sent_ms: Option<f64>,
-    /// When the first content chunk arrived, ms since t0.
+    /// When the first model token of any kind (reasoning included)
+    /// arrived, ms since t0.
     pub first_token_ms: Option<f64>,
+    /// When the first answer token arrived, ms since t0.
+    pub first_answer_ms: Option<f64>,
     /// Chunks that carried content.
     pub content_chunks: u64,
     /// `usage.completion_tokens`, when the server sent a usage block.
     pub usage_output_tokens: Option<u64>,
     /// `usage.prompt_tokens`, when the server sent a usage block.
     pub usage_prompt_tokens: Option<u64>,
+    /// The reasoning tokens inside `usage_output_tokens`, when the usage
+    /// block said (`completion_tokens_details.reasoning_tokens`, …).
+    pub usage_reasoning_tokens: Option<u64>,
     /// A choice carried a finish reason.
     pub finished: bool,
     /// The first bytes of what the server said about its failure (see the
@@ -241,19 +261,57 @@ impl Observation {
     pub fn gaps(&self) -> Option<Vec<f64>> {
         (!self.gaps_dropped).then(|| self.gaps_ms.clone())
     }
+
+    /// Notes the tokens of one event received at `now_ms`.
+    fn tokens(&mut self, tokens: Tokens, now_ms: f64) {
+        if tokens.any() {
+            self.content_chunks += 1;
+            self.first_token_ms.get_or_insert(now_ms);
+            self.content_event(now_ms);
+        }
+        if tokens.answer {
+            self.first_answer_ms.get_or_insert(now_ms);
+        }
+    }
+
+    /// Takes what a usage block says (a later block overrides an earlier
+    /// one member by member: Messages sends the prompt count first and the
+    /// output count last).
+    fn usage(&mut self, u: Usage) {
+        if u.completion_tokens.is_some() {
+            self.usage_output_tokens = u.completion_tokens;
+        }
+        if u.prompt_tokens.is_some() {
+            self.usage_prompt_tokens = u.prompt_tokens;
+        }
+        if u.reasoning_tokens.is_some() {
+            self.usage_reasoning_tokens = u.reasoning_tokens;
+        }
+    }
 }
 
 /// The SSE-reading half of a request, without I/O: feed frames, get the ending.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StreamState {
     parser: SseParser,
+    /// The API's reading of one event.
+    read: Reader,
+}
+
+impl Default for StreamState {
+    /// A chat stream with the default bound.
+    fn default() -> StreamState {
+        StreamState::new(Api::Chat, crate::exchange::sse::DEFAULT_MAX_EVENT_BYTES)
+    }
 }
 
 impl StreamState {
-    /// A stream whose lines and events may hold `max_event_bytes` each.
-    pub fn new(max_event_bytes: usize) -> StreamState {
+    /// A stream of `api`'s events whose lines and events may hold
+    /// `max_event_bytes` each.
+    pub fn new(api: Api, max_event_bytes: usize) -> StreamState {
         StreamState {
             parser: SseParser::with_limit(max_event_bytes),
+            read: reader(api),
         }
     }
 
@@ -265,42 +323,7 @@ impl StreamState {
             if ending.is_some() {
                 return;
             }
-            match classify(event) {
-                Chunk::Done => ending = Some(finish(obs, now_ms)),
-                Chunk::Data {
-                    content,
-                    finished,
-                    usage,
-                } => {
-                    if content {
-                        obs.content_chunks += 1;
-                        obs.first_token_ms.get_or_insert(now_ms);
-                        obs.content_event(now_ms);
-                    }
-                    obs.finished |= finished;
-                    if let Some(u) = usage {
-                        if u.completion_tokens.is_some() {
-                            obs.usage_output_tokens = u.completion_tokens;
-                        }
-                        if u.prompt_tokens.is_some() {
-                            obs.usage_prompt_tokens = u.prompt_tokens;
-                        }
-                    }
-                }
-                Chunk::ServerError(message) => {
-                    obs.error_head = Some(ErrorHead::of(message.as_bytes()));
-                    ending = Some(Ending::Failed {
-                        reason: FailReason::ServerError,
-                        ended_ms: now_ms,
-                    })
-                }
-                Chunk::Malformed => {
-                    ending = Some(Ending::Failed {
-                        reason: FailReason::BadStream,
-                        ended_ms: now_ms,
-                    })
-                }
-            }
+            ending = take(obs, (self.read)(event), now_ms);
         });
         match pushed {
             // An event decided before the bound was passed: that decides.
@@ -322,6 +345,42 @@ impl StreamState {
                 ended_ms: now_ms,
             }
         }
+    }
+}
+
+/// Notes one event's [`Chunk`] received at `now_ms`; the ending when it
+/// decides one.
+fn take(obs: &mut Observation, chunk: Chunk, now_ms: f64) -> Option<Ending> {
+    match chunk {
+        Chunk::Done(usage) => {
+            if let Some(u) = usage {
+                obs.usage(u);
+            }
+            Some(finish(obs, now_ms))
+        }
+        Chunk::Data {
+            tokens,
+            finished,
+            usage,
+        } => {
+            obs.tokens(tokens, now_ms);
+            obs.finished |= finished;
+            if let Some(u) = usage {
+                obs.usage(u);
+            }
+            None
+        }
+        Chunk::ServerError(message) => {
+            obs.error_head = Some(ErrorHead::of(message.as_bytes()));
+            Some(Ending::Failed {
+                reason: FailReason::ServerError,
+                ended_ms: now_ms,
+            })
+        }
+        Chunk::Malformed => Some(Ending::Failed {
+            reason: FailReason::BadStream,
+            ended_ms: now_ms,
+        }),
     }
 }
 
@@ -348,21 +407,44 @@ pub enum Leftover<B> {
     ErrorBody(B),
 }
 
-/// Sends one request and reads it to its ending, holding at most
-/// `max_event_bytes` of one SSE line or event. Returns what is left of the
-/// body (see [`Leftover`]). `on_first` is called once, with the observation
-/// so far, after the frame that carried the first token, unless that frame
-/// also decided the ending (the ending then says it all): the run spools it
-/// so a recorder that dies keeps it. Once called it costs one test per
+/// How a response is read: which API's events, and the bound on one SSE
+/// line or event (and on a 2xx body that is not a stream, or an
+/// embeddings document).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    /// The API whose events (or document) the response holds.
+    pub api: Api,
+    /// The most bytes one line, event or document may hold.
+    pub max_event_bytes: usize,
+}
+
+impl Reading {
+    /// A chat stream under `max_event_bytes`.
+    pub fn chat(max_event_bytes: usize) -> Reading {
+        Reading {
+            api: Api::Chat,
+            max_event_bytes,
+        }
+    }
+}
+
+/// Sends one request and reads it to its ending as `reading` says. Returns
+/// what is left of the body (see [`Leftover`]). `on_first` is called, with
+/// the observation so far, after the frame that carried the first token,
+/// unless that frame also decided the ending (the ending then says it all),
+/// and once more after the frame that carried the first answer when that
+/// is a later frame (the observation then has `first_answer_ms`): the run
+/// spools them so a recorder that dies keeps them. It costs two tests per
 /// frame; nothing is done per token.
 pub async fn exchange<T: Transport>(
     transport: &T,
     body: Bytes,
     clock: &Clock,
     obs: &mut Observation,
-    max_event_bytes: usize,
-    on_first: impl FnOnce(&Observation),
+    reading: Reading,
+    mut on_first: impl FnMut(&Observation),
 ) -> (Ending, Leftover<T::Body>) {
+    let max_event_bytes = reading.max_event_bytes;
     obs.sent_ms = Some(clock.now_ms());
     let (head, mut response) = match transport.send(body).await {
         Ok(head) => head,
@@ -395,12 +477,16 @@ pub async fn exchange<T: Transport>(
         };
         return (ending, Leftover::ErrorBody(response));
     }
+    if reading.api == Api::Embeddings {
+        let ending = read_embeddings(&mut response, clock, obs, max_event_bytes).await;
+        return (ending, Leftover::Nothing);
+    }
     if !event_stream {
         let ending = read_document(&mut response, clock, obs, max_event_bytes).await;
         return (ending, Leftover::Nothing);
     }
-    let mut state = StreamState::new(max_event_bytes);
-    let mut on_first = Some(on_first);
+    let mut state = StreamState::new(reading.api, max_event_bytes);
+    let mut told = Told::default();
     loop {
         match response.next_frame().await {
             Ok(Some(frame)) => {
@@ -412,15 +498,37 @@ pub async fn exchange<T: Transport>(
                     };
                     return (ending, leftover);
                 }
-                if on_first.is_some() && obs.first_token_ms.is_some() {
-                    if let Some(tell) = on_first.take() {
-                        tell(obs);
-                    }
+                if told.news(obs) {
+                    on_first(obs);
                 }
             }
             Ok(None) => return (state.end_of_body(obs, clock.now_ms()), Leftover::Nothing),
             Err(_) => return (disconnect(clock), Leftover::Nothing),
         }
+    }
+}
+
+/// What `on_first` was told so far.
+#[derive(Debug, Default)]
+struct Told {
+    first: bool,
+    answer: bool,
+}
+
+impl Told {
+    /// Whether `obs` has a first token or a first answer not yet told
+    /// (marking it told).
+    fn news(&mut self, obs: &Observation) -> bool {
+        if !self.first && obs.first_token_ms.is_some() {
+            self.first = true;
+            self.answer = obs.first_answer_ms.is_some();
+            return true;
+        }
+        if self.first && !self.answer && obs.first_answer_ms.is_some() {
+            self.answer = true;
+            return true;
+        }
+        false
     }
 }
 
@@ -468,19 +576,68 @@ async fn read_document<B: ResponseBody>(
     }
 }
 
+/// Reads an embeddings document to the end of its body (at most
+/// `max_bytes`, else `body_too_large`): completed at its end when it holds
+/// vectors ([`embeddings::classify_document`]), failed `server_error` on an
+/// error object, `bad_stream` otherwise (its first bytes kept for the error
+/// text). No first token: the answer is not streamed.
+async fn read_embeddings<B: ResponseBody>(
+    response: &mut B,
+    clock: &Clock,
+    obs: &mut Observation,
+    max_bytes: usize,
+) -> Ending {
+    let mut doc = Vec::new();
+    loop {
+        match response.next_frame().await {
+            Ok(Some(frame)) => {
+                if doc.len() + frame.len() > max_bytes {
+                    obs.error_head = Some(ErrorHead::of(&doc));
+                    return Ending::Failed {
+                        reason: FailReason::BodyTooLarge,
+                        ended_ms: clock.now_ms(),
+                    };
+                }
+                doc.extend_from_slice(&frame);
+            }
+            Ok(None) => break,
+            Err(_) => return disconnect(clock),
+        }
+    }
+    let now = clock.now_ms();
+    match embeddings::classify_document(&doc) {
+        Chunk::Done(usage) => {
+            if let Some(u) = usage {
+                obs.usage(u);
+            }
+            obs.finished = true;
+            Ending::Completed { completed_ms: now }
+        }
+        chunk => {
+            if chunk == Chunk::Malformed {
+                obs.error_head = Some(ErrorHead::of(&doc));
+            }
+            take(obs, chunk, now).unwrap_or(Ending::Failed {
+                reason: FailReason::BadStream,
+                ended_ms: now,
+            })
+        }
+    }
+}
+
 /// Runs one request until `deadline_ms` (its timeout, counted from its
 /// arrival) under the run's cancellation signal, which carries the instant
-/// the run stopped observing; `max_event_bytes` bounds one SSE line or event
-/// (and a 2xx body that is not a stream); `on_first` is told of the first
-/// token ([`exchange`]).
+/// the run stopped observing; `reading` says how the response is read;
+/// `on_first` is told of the first token and the first answer
+/// ([`exchange`]).
 pub async fn run_one<T: Transport>(
     transport: &T,
     body: Bytes,
     clock: &Clock,
     deadline_ms: f64,
     mut cancel: watch::Receiver<Option<f64>>,
-    max_event_bytes: usize,
-    on_first: impl FnOnce(&Observation),
+    reading: Reading,
+    on_first: impl FnMut(&Observation),
 ) -> (Observation, Ending) {
     let mut obs = Observation::default();
     if cancel.borrow().is_some() {
@@ -488,7 +645,7 @@ pub async fn run_one<T: Transport>(
     }
     let mut leftover = Leftover::Nothing;
     let mut ending = {
-        let request = exchange(transport, body, clock, &mut obs, max_event_bytes, on_first);
+        let request = exchange(transport, body, clock, &mut obs, reading, on_first);
         // The cancellation first: once the run has taken its cut instant,
         // no frame read later may reach the row.
         tokio::select! {
@@ -509,6 +666,9 @@ pub async fn run_one<T: Transport>(
     if let Some(cut_ms) = *cancel.borrow() {
         if obs.first_token_ms.is_some_and(|t| t > cut_ms) {
             obs.first_token_ms = None;
+        }
+        if obs.first_answer_ms.is_some_and(|t| t > cut_ms) {
+            obs.first_answer_ms = None;
         }
         if ending.ended_ms().is_some_and(|t| t > cut_ms) {
             leftover = Leftover::Nothing;
@@ -589,6 +749,114 @@ mod tests {
         assert_eq!(obs.usage_output_tokens, Some(3));
         assert_eq!(obs.usage_prompt_tokens, Some(7));
         assert_eq!(ending, Some(Ending::Completed { completed_ms: 41.0 }));
+    }
+
+    /// `frames` of `api`'s stream fed at their instants.
+    fn feed_api(api: Api, frames: &[(&str, f64)]) -> (Observation, Option<Ending>) {
+        let mut obs = Observation::default();
+        let mut state = StreamState::new(api, sse::DEFAULT_MAX_EVENT_BYTES);
+        for (frame, t) in frames {
+            if let Some(e) = state.feed(&mut obs, frame.as_bytes(), *t) {
+                return (obs, Some(e));
+            }
+        }
+        (obs, None)
+    }
+
+    /// Thinking at 10 and 20 ms, the answer from 30 ms (its event split
+    /// across two frames: stamped when its end arrives, at 31), the end at
+    /// 40: first token 10, first answer 31, 4 content events, gaps 10, 11, 9
+    /// (the reasoning events count), and each API's reasoning count.
+    #[test]
+    fn every_api_stamps_the_first_token_at_reasoning_and_the_first_answer_at_text() {
+        let chat_think = "data: {\"choices\":[{\"delta\":{\"reasoning\":\"hm\"}}]}\n\n";
+        let chat_end = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"completion_tokens_details\":{\"reasoning_tokens\":2}}}\n\ndata: [DONE]\n\n";
+        let resp_think = "data: {\"type\":\"response.reasoning_text.delta\",\"delta\":\"hm\"}\n\n";
+        let resp_end = "data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":4,\"output_tokens_details\":{\"reasoning_tokens\":2}}}}\n\n";
+        let msg_think = "data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
+        let msg_end = "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":4}}\n\ndata: {\"type\":\"message_stop\"}\n\n";
+        let cases = [
+            (Api::Chat, chat_think, TOK, chat_end, Some(2)),
+            (
+                Api::Responses,
+                resp_think,
+                "data: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n",
+                resp_end,
+                Some(2),
+            ),
+            (
+                Api::Messages,
+                msg_think,
+                "data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n",
+                msg_end,
+                None,
+            ),
+        ];
+        for (api, think, answer, end, reasoning) in cases {
+            let (head, tail) = answer.split_at(answer.len() / 2);
+            let (obs, ending) = feed_api(
+                api,
+                &[
+                    (think, 10.0),
+                    (think, 20.0),
+                    (head, 30.0),
+                    (tail, 31.0),
+                    (answer, 40.0),
+                    (end, 41.0),
+                ],
+            );
+            assert_eq!(
+                ending,
+                Some(Ending::Completed { completed_ms: 41.0 }),
+                "{api:?}"
+            );
+            assert_eq!(obs.first_token_ms, Some(10.0), "{api:?}");
+            assert_eq!(obs.first_answer_ms, Some(31.0), "{api:?}");
+            assert_eq!(obs.content_chunks, 4, "{api:?}");
+            assert_eq!(obs.gaps_ms, [10.0, 11.0, 9.0], "{api:?}");
+            assert_eq!(obs.usage_output_tokens, Some(4), "{api:?}");
+            assert_eq!(obs.usage_reasoning_tokens, reasoning, "{api:?}");
+        }
+    }
+
+    #[test]
+    fn error_events_of_every_api_fail_the_row_with_their_message() {
+        let cases = [
+            (Api::Chat, "event: error\ndata: out of memory\n\n"),
+            (
+                Api::Responses,
+                "data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"message\":\"out of memory\"}}}\n\n",
+            ),
+            (
+                Api::Responses,
+                "event: error\ndata: {\"type\":\"error\",\"message\":\"out of memory\"}\n\n",
+            ),
+            (
+                Api::Messages,
+                "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"out of memory\"}}\n\n",
+            ),
+        ];
+        for (api, error) in cases {
+            let (obs, ending) = feed_api(api, &[(error, 7.0)]);
+            assert_eq!(
+                ending,
+                Some(Ending::Failed {
+                    reason: FailReason::ServerError,
+                    ended_ms: 7.0
+                }),
+                "{api:?}"
+            );
+            assert_eq!(text(&obs).as_deref(), Some("out of memory"), "{api:?}");
+        }
+        // A stream that ends with nothing but reasoning still completes: the
+        // row has a first token and no answer (the analyzer's `no_answer`).
+        let think = "data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}\n\n";
+        let (obs, ending) = feed_api(
+            Api::Messages,
+            &[(think, 5.0), ("data: {\"type\":\"message_stop\"}\n\n", 6.0)],
+        );
+        assert_eq!(ending, Some(Ending::Completed { completed_ms: 6.0 }));
+        assert_eq!((obs.first_token_ms, obs.first_answer_ms), (Some(5.0), None));
     }
 
     /// Content at 20.0004, 30.0001, and twice at 45 (one frame): gaps
@@ -746,7 +1014,7 @@ mod tests {
             &clock,
             timeout_ms as f64,
             rx,
-            DEFAULT_MAX_EVENT_BYTES,
+            Reading::chat(DEFAULT_MAX_EVENT_BYTES),
             |_: &Observation| {},
         )
         .await
@@ -904,9 +1172,14 @@ mod tests {
         let clock = Clock::new(Instant::now());
         let told = Mutex::new(Vec::new());
         let mut obs = Observation::default();
-        let (ending, _) = exchange(&script, Bytes::new(), &clock, &mut obs, 1000, |o| {
-            told.lock().unwrap().push(o.clone())
-        })
+        let (ending, _) = exchange(
+            &script,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(1000),
+            |o| told.lock().unwrap().push(o.clone()),
+        )
         .await;
         (told.into_inner().unwrap(), ending)
     }
@@ -928,6 +1201,23 @@ mod tests {
         // No content at all: never told.
         let (told, _) = told_of_first(vec![ROLE, FIN, DONE]).await;
         assert!(told.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_first_answer_after_reasoning_is_told_a_second_time() {
+        const THINK: &str = "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hm\"}}]}\n\n";
+        // Thinking, thinking, answer, answer, end: told after the first
+        // thinking frame (no answer yet) and after the first answer frame.
+        let (told, ending) = told_of_first(vec![ROLE, THINK, THINK, TOK, TOK, FIN, DONE]).await;
+        assert!(matches!(ending, Ending::Completed { .. }), "{ending:?}");
+        assert_eq!(told.len(), 2);
+        assert_eq!((told[0].content_chunks, told[0].first_answer_ms), (1, None));
+        assert_eq!(told[1].content_chunks, 3);
+        assert!(told[1].first_answer_ms.is_some());
+        // No reasoning: the one telling carries the answer already.
+        let (told, _) = told_of_first(vec![ROLE, TOK, TOK, FIN, DONE]).await;
+        assert_eq!(told.len(), 1);
+        assert_eq!(told[0].first_answer_ms, told[0].first_token_ms);
     }
 
     #[tokio::test]
@@ -961,8 +1251,15 @@ mod tests {
             };
             async move {
                 let mut obs = Observation::default();
-                let (ending, _) =
-                    exchange(&script, Bytes::new(), &clock, &mut obs, limit, |_| {}).await;
+                let (ending, _) = exchange(
+                    &script,
+                    Bytes::new(),
+                    &clock,
+                    &mut obs,
+                    Reading::chat(limit),
+                    |_| {},
+                )
+                .await;
                 (obs, ending)
             }
         };
@@ -991,7 +1288,15 @@ mod tests {
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Clean,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 1000, |_| {}).await;
+        let (ending, _) = exchange(
+            &page,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(1000),
+            |_| {},
+        )
+        .await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         assert_eq!(
             text(&obs).as_deref(),
@@ -1003,14 +1308,30 @@ mod tests {
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Clean,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 32, |_| {}).await;
+        let (ending, _) = exchange(
+            &page,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(32),
+            |_| {},
+        )
+        .await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         let mut obs = Observation::default();
         let page = doc(
             vec!["<html>\n<b>bad", " gateway</b></html>"],
             ScriptEnd::Hang,
         );
-        let (ending, _) = exchange(&page, Bytes::new(), &clock, &mut obs, 31, |_| {}).await;
+        let (ending, _) = exchange(
+            &page,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(31),
+            |_| {},
+        )
+        .await;
         assert!(failed(FailReason::BodyTooLarge)(&ending), "{ending:?}");
         assert_eq!(
             text(&obs).as_deref(),
@@ -1019,7 +1340,15 @@ mod tests {
         // Even a body that is an SSE stream: the head says it is not one.
         let mut obs = Observation::default();
         let sse = doc(vec![TOK, FIN, DONE], ScriptEnd::Clean);
-        let (ending, _) = exchange(&sse, Bytes::new(), &clock, &mut obs, 1000, |_| {}).await;
+        let (ending, _) = exchange(
+            &sse,
+            Bytes::new(),
+            &clock,
+            &mut obs,
+            Reading::chat(1000),
+            |_| {},
+        )
+        .await;
         assert!(failed(FailReason::BadStream)(&ending), "{ending:?}");
         assert_eq!(obs.first_token_ms, None);
     }

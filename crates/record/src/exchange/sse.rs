@@ -17,12 +17,14 @@
 //! whether and after which events the parser stops does not depend on the
 //! split either.
 //!
-//! [`classify`] reads one event's data as an OpenAI streaming chunk (chat or
-//! completions): whether it carries model content, a usage block, a finish
-//! reason, the `[DONE]` sentinel, or an error object; anything unreadable is
-//! [`Chunk::Malformed`].
+//! What an event's data means is each API's own reading
+//! ([`crate::exchange::chat`], [`crate::exchange::responses`],
+//! [`crate::exchange::messages`]), into the one [`Chunk`] the exchange
+//! understands; [`classify`], the chat/completions reading, is re-exported
+//! here for the checks that fuzz the framer with it.
 
-use serde::Deserialize;
+pub use crate::exchange::chat::classify;
+pub use crate::exchange::chunk::{Chunk, Tokens, Usage};
 
 /// The default bound on one SSE line and on one event's data (1 MiB): far
 /// above any real chunk (a few hundred bytes), far below what hurts.
@@ -214,148 +216,6 @@ impl SseParser {
     }
 }
 
-/// What one event's data says, read as an OpenAI streaming chunk.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Chunk {
-    /// `[DONE]`: the stream is over.
-    Done,
-    /// A completion chunk.
-    Data {
-        /// Some choice carries non-empty text (`delta.content`,
-        /// `delta.reasoning_content` or `text`): a model token arrived.
-        content: bool,
-        /// A choice has a non-null `finish_reason`.
-        finished: bool,
-        /// The usage block, when present and not null.
-        usage: Option<Usage>,
-    },
-    /// An error object (`{"error": …}`, `{"object": "error", …}` or an
-    /// `event: error`), with its message when there is one.
-    ServerError(String),
-    /// Not JSON, or JSON that is not a chunk object.
-    Malformed,
-}
-
-/// Token counts from a usage block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Usage {
-    /// `prompt_tokens`, if given.
-    pub prompt_tokens: Option<u64>,
-    /// `completion_tokens`, if given.
-    pub completion_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct RawChunk<'a> {
-    #[serde(default)]
-    choices: Option<Choices>,
-    #[serde(default)]
-    usage: Option<RawUsage>,
-    #[serde(default)]
-    error: Option<serde::de::IgnoredAny>,
-    #[serde(default, borrow)]
-    object: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    message: Option<std::borrow::Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct RawChoice<'a> {
-    #[serde(default, borrow)]
-    delta: Option<RawDelta<'a>>,
-    #[serde(default, borrow)]
-    text: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default)]
-    finish_reason: Option<serde::de::IgnoredAny>,
-}
-
-#[derive(Deserialize)]
-struct RawDelta<'a> {
-    #[serde(default, borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    reasoning_content: Option<std::borrow::Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct RawUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-}
-
-fn non_empty(s: &Option<std::borrow::Cow<'_, str>>) -> bool {
-    s.as_deref().is_some_and(|s| !s.is_empty())
-}
-
-/// What the `choices` array says, folded as it is read (no vector per
-/// chunk: this runs once per streamed token).
-#[derive(Debug, Default, Clone, Copy)]
-struct Choices {
-    /// Some choice carries non-empty text.
-    content: bool,
-    /// Some choice has a non-null `finish_reason`.
-    finished: bool,
-}
-
-impl<'de> Deserialize<'de> for Choices {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Choices, D::Error> {
-        struct Fold;
-        impl<'de> serde::de::Visitor<'de> for Fold {
-            type Value = Choices;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an array of choices")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Choices, A::Error> {
-                let mut all = Choices::default();
-                while let Some(choice) = seq.next_element::<RawChoice<'de>>()? {
-                    all.content |= non_empty(&choice.text)
-                        || choice.delta.as_ref().is_some_and(|d| {
-                            non_empty(&d.content) || non_empty(&d.reasoning_content)
-                        });
-                    all.finished |= choice.finish_reason.is_some();
-                }
-                Ok(all)
-            }
-        }
-        deserializer.deserialize_seq(Fold)
-    }
-}
-
-/// Reads one event as an OpenAI chunk.
-pub fn classify(event: Event<'_>) -> Chunk {
-    let data = event.data;
-    if event.error {
-        let message = String::from_utf8_lossy(data);
-        return Chunk::ServerError(message.chars().take(200).collect());
-    }
-    if data.trim_ascii() == b"[DONE]" {
-        return Chunk::Done;
-    }
-    let raw: RawChunk<'_> = match serde_json::from_slice(data) {
-        Ok(raw) => raw,
-        Err(_) => return Chunk::Malformed,
-    };
-    if raw.error.is_some() || raw.object.as_deref() == Some("error") {
-        let message = raw.message.as_deref().unwrap_or("error object in stream");
-        return Chunk::ServerError(message.chars().take(200).collect());
-    }
-    let Choices { content, finished } = raw.choices.unwrap_or_default();
-    let usage = raw.usage.map(|u| Usage {
-        prompt_tokens: u.prompt_tokens,
-        completion_tokens: u.completion_tokens,
-    });
-    Chunk::Data {
-        content,
-        finished,
-        usage,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,93 +338,6 @@ mod tests {
             Err(EventTooLarge { limit: 1000 })
         );
         assert_eq!((parser.line.capacity(), parser.data.capacity()), (0, 0));
-    }
-
-    fn chunk(s: &str) -> Chunk {
-        classify(Event {
-            data: s.as_bytes(),
-            error: false,
-        })
-    }
-
-    #[test]
-    fn chat_and_completion_chunks_are_read() {
-        assert_eq!(chunk("[DONE]"), Chunk::Done);
-        let role = r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#;
-        assert_eq!(
-            chunk(role),
-            Chunk::Data {
-                content: false,
-                finished: false,
-                usage: None
-            }
-        );
-        let tok = r#"{"choices":[{"delta":{"content":"Hi"},"finish_reason":null}]}"#;
-        assert_eq!(
-            chunk(tok),
-            Chunk::Data {
-                content: true,
-                finished: false,
-                usage: None
-            }
-        );
-        let think = r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#;
-        assert_eq!(
-            chunk(think),
-            Chunk::Data {
-                content: true,
-                finished: false,
-                usage: None
-            }
-        );
-        let text = r#"{"choices":[{"text":" the","finish_reason":"length"}]}"#;
-        assert_eq!(
-            chunk(text),
-            Chunk::Data {
-                content: true,
-                finished: true,
-                usage: None
-            }
-        );
-        let usage = r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}"#;
-        assert_eq!(
-            chunk(usage),
-            Chunk::Data {
-                content: false,
-                finished: false,
-                usage: Some(Usage {
-                    prompt_tokens: Some(12),
-                    completion_tokens: Some(34)
-                })
-            }
-        );
-        let null_usage = r#"{"choices":[{"delta":{"content":"x"}}],"usage":null}"#;
-        assert_eq!(
-            chunk(null_usage),
-            Chunk::Data {
-                content: true,
-                finished: false,
-                usage: None
-            }
-        );
-    }
-
-    #[test]
-    fn error_objects_and_garbage_are_told_apart() {
-        assert_eq!(
-            chunk(r#"{"error":{"message":"overloaded"}}"#),
-            Chunk::ServerError("error object in stream".into())
-        );
-        assert_eq!(
-            chunk(r#"{"object":"error","message":"out of memory","code":500}"#),
-            Chunk::ServerError("out of memory".into())
-        );
-        assert_eq!(
-            chunk(r#"{"choices":[{"delta":{"content":"x"}"#),
-            Chunk::Malformed
-        );
-        assert_eq!(chunk("[1,2]"), Chunk::Malformed);
-        assert_eq!(chunk(""), Chunk::Malformed);
     }
 
     fn whole(bytes: &[u8]) -> Vec<(Vec<u8>, bool)> {

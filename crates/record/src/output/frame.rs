@@ -99,6 +99,10 @@ pub struct Frame {
     /// Rows carry no `gapsMs` (`--no-gaps`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_gaps: bool,
+    /// The answers are not streamed (`--api embeddings`): the document says
+    /// `streamed: false` and rows carry no token instants or gaps.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unstreamed: bool,
 }
 
 /// How observation of a run stopped: known only at its end (or, for a
@@ -155,6 +159,7 @@ impl Frame {
             resources: plan.resources,
             shard: plan.shard,
             no_gaps: plan.no_gaps,
+            unstreamed: !plan.run.template.api.streamed(),
         }
     }
 
@@ -207,7 +212,7 @@ impl Frame {
     /// and the label of the phase it arrived in.
     fn finish_row(&self, index: usize, mut row: TraceRow) -> TraceRow {
         row.id = self.row_id(index);
-        if self.no_gaps {
+        if self.no_gaps || self.unstreamed {
             row.gaps_ms = None;
         }
         label_rows(std::slice::from_mut(&mut row), &self.phases);
@@ -256,7 +261,7 @@ impl Frame {
             classes: self.classes.clone(),
             default_class: self.default_class.clone(),
             tokens,
-            streamed: true,
+            streamed: !self.unstreamed,
             boundary: self.boundary(stop),
             workload: self.stopped_workload(stop, rows),
             phases: self.phases.clone(),

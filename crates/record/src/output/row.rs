@@ -2,7 +2,10 @@
 //!
 //! Pure: no clock, no I/O. The rules:
 //! - completed → `firstTokenMs`, `completedMs`, `outputTokens` (the usage
-//!   count, or the content-chunk count when the document counts chunks);
+//!   count, or the content-chunk count when the document counts chunks),
+//!   `reasoningTokens` when the usage block said;
+//! - `firstAnswerMs` on every row that got an answer token (so a completed
+//!   row without it never answered: its output went to reasoning);
 //! - failed → `reason`, `endedMs`, and `firstTokenMs` when one came; the
 //!   label `errorText` when the server said why (at most 200 characters);
 //! - in flight → `firstTokenMs` when one came, nothing else;
@@ -49,6 +52,7 @@ pub fn assemble(
 ) -> TraceRow {
     let mut row = base(meta);
     row.first_token_ms = obs.first_token_ms.map(round_us);
+    row.first_answer_ms = obs.first_answer_ms.map(round_us);
     match *ending {
         Ending::Completed { completed_ms } => {
             row.status = RowStatus::Completed;
@@ -59,6 +63,7 @@ pub fn assemble(
                 TokenCount::Chunks | TokenCount::ClientTokenizer => obs.content_chunks,
             });
             row.gaps_ms = obs.gaps();
+            row.reasoning_tokens = reasoning_tokens(obs, tokens);
         }
         Ending::Failed { reason, ended_ms } => {
             row.status = RowStatus::Failed;
@@ -87,6 +92,17 @@ pub fn assemble(
     );
     crate::workload::accounting::mark_short(&mut row);
     row
+}
+
+/// The row's `reasoningTokens`: the usage block's count, in a document
+/// that counts usage, never more than the output tokens (a server whose two
+/// counts disagree gets no reasoning count rather than an invalid row).
+fn reasoning_tokens(obs: &Observation, tokens: TokenCount) -> Option<u64> {
+    let output = obs.usage_output_tokens?;
+    match tokens {
+        TokenCount::Usage => obs.usage_reasoning_tokens.filter(|&r| r <= output),
+        TokenCount::Chunks | TokenCount::ClientTokenizer => None,
+    }
 }
 
 /// The row of a due request the client never sent.
@@ -155,9 +171,11 @@ mod tests {
         Observation {
             sent_ms: Some(1000.25),
             first_token_ms: Some(1100.0004),
+            first_answer_ms: Some(1100.0004),
             content_chunks: 9,
             usage_output_tokens: Some(10),
             usage_prompt_tokens: Some(12),
+            usage_reasoning_tokens: None,
             finished: true,
             error_head: None,
             error_text: None,
@@ -165,6 +183,50 @@ mod tests {
             gaps_dropped: false,
             last_content_ms: None,
         }
+    }
+
+    #[test]
+    fn a_reasoning_row_keeps_its_first_answer_and_its_reasoning_count() {
+        let done = Ending::Completed {
+            completed_ms: 1500.0,
+        };
+        let thought = Observation {
+            first_answer_ms: Some(1180.0000004),
+            usage_reasoning_tokens: Some(4),
+            ..obs()
+        };
+        let row = assemble(&meta(), &thought, &done, TokenCount::Usage);
+        assert_eq!(row.first_token_ms, Some(1100.0));
+        assert_eq!(row.first_answer_ms, Some(1180.0));
+        assert_eq!(
+            (row.reasoning_tokens, row.output_tokens),
+            (Some(4), Some(10))
+        );
+        // No answer at all: none written (a completed row without it never
+        // answered); chunk counting and a count above the output give no
+        // reasoning count (the row would be invalid).
+        let unanswered = Observation {
+            first_answer_ms: None,
+            ..thought.clone()
+        };
+        let row = assemble(&meta(), &unanswered, &done, TokenCount::Usage);
+        assert_eq!(row.first_answer_ms, None);
+        let row = assemble(&meta(), &thought, &done, TokenCount::Chunks);
+        assert_eq!(row.reasoning_tokens, None);
+        let over = Observation {
+            usage_reasoning_tokens: Some(11),
+            ..thought.clone()
+        };
+        assert_eq!(
+            assemble(&meta(), &over, &done, TokenCount::Usage).reasoning_tokens,
+            None
+        );
+        // In flight: the first answer stays, no count (no usage yet counts).
+        let row = assemble(&meta(), &thought, &Ending::InFlight, TokenCount::Usage);
+        assert_eq!(
+            (row.first_answer_ms, row.reasoning_tokens),
+            (Some(1180.0), None)
+        );
     }
 
     #[test]

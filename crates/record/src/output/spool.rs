@@ -12,8 +12,13 @@
 //!   at `s`, got its first token at `t` (one line per request, written as
 //!   the token comes, before its ending; `arrivalMs` too where the header
 //!   has no schedule: closed loop, sessions; `sentMs` in open loop only,
-//!   for the send lag). Only a recovery reads it: the request's ending, if
-//!   spooled, carries the same instant. A header without `"firstTokens":
+//!   for the send lag; `answerMs` when the same frame carried the first
+//!   answer token). Only a recovery reads it: the request's ending, if
+//!   spooled, carries the same instant.
+//! - `{"answer": {"index": i, "atMs": t}}`: request `i`, whose `first` line
+//!   had no answer, got its first answer token at `t` (a reasoning model's
+//!   answer after its thinking; at most one per request, after its `first`
+//!   line and before its ending). A header without `"firstTokens":
 //!   true` is a spool from before these lines existed: a recovery then
 //!   cannot tell "no first token" from "not written down" and says so on
 //!   each unended row (`firstTokenUnknown`).
@@ -204,11 +209,17 @@ struct SpoolRow {
     sent_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     first_token_ms: Option<f64>,
+    /// The first answer token (absent: none, or a spool from before answers
+    /// were told apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    first_answer_ms: Option<f64>,
     content_chunks: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     usage_output_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     usage_prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage_reasoning_tokens: Option<u64>,
     finished: bool,
     ending: SpoolEnding,
     /// The row's `errorText` label, as the runner made it (redacted, cut).
@@ -242,6 +253,17 @@ struct FirstLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sent_ms: Option<f64>,
     at_ms: f64,
+    /// The first answer, when the first token's frame carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer_ms: Option<f64>,
+}
+
+/// A request's first answer token, told after its first token.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnswerLine {
+    index: usize,
+    at_ms: f64,
 }
 
 /// What the spool knows of a request that got its first token and has no
@@ -254,14 +276,17 @@ pub struct SpooledFirst {
     pub sent_ms: Option<f64>,
     /// When its first token came, ms since t0.
     pub at_ms: f64,
+    /// When its first answer token came, ms since t0, if the spool says.
+    pub answer_ms: Option<f64>,
 }
 
 impl SpooledFirst {
-    /// What the request's row knows: the send and the first token.
+    /// What the request's row knows: the send, the first token and answer.
     pub fn observation(&self) -> Observation {
         Observation {
             sent_ms: self.sent_ms,
             first_token_ms: Some(self.at_ms),
+            first_answer_ms: self.answer_ms,
             content_chunks: 1,
             ..Observation::default()
         }
@@ -275,6 +300,7 @@ impl SpooledFirst {
 #[serde(rename_all = "camelCase")]
 enum Line {
     First(FirstLine),
+    Answer(AnswerLine),
     Ended(SpoolRow),
     Mark {
         #[serde(rename = "atMs")]
@@ -316,9 +342,11 @@ impl SpoolRow {
             arrival_ms: f.arrival_ms,
             sent_ms: f.obs.sent_ms,
             first_token_ms: f.obs.first_token_ms,
+            first_answer_ms: f.obs.first_answer_ms,
             content_chunks: f.obs.content_chunks,
             usage_output_tokens: f.obs.usage_output_tokens,
             usage_prompt_tokens: f.obs.usage_prompt_tokens,
+            usage_reasoning_tokens: f.obs.usage_reasoning_tokens,
             finished: f.obs.finished,
             error_text: f.obs.error_text.clone(),
             gaps_ms: (!f.obs.gaps_ms.is_empty()).then(|| f.obs.gaps_ms.clone()),
@@ -354,9 +382,11 @@ impl SpoolRow {
                 obs: Observation {
                     sent_ms: self.sent_ms,
                     first_token_ms: self.first_token_ms,
+                    first_answer_ms: self.first_answer_ms,
                     content_chunks: self.content_chunks,
                     usage_output_tokens: self.usage_output_tokens,
                     usage_prompt_tokens: self.usage_prompt_tokens,
+                    usage_reasoning_tokens: self.usage_reasoning_tokens,
                     finished: self.finished,
                     // The raw bytes stay in memory only; the label is what
                     // reaches the row.
@@ -382,7 +412,7 @@ impl SpoolRow {
             SpoolEnding::Failed { ended_ms, .. } => Some(ended_ms),
             SpoolEnding::InFlight => None,
         };
-        [self.sent_ms, self.first_token_ms, end]
+        [self.sent_ms, self.first_token_ms, self.first_answer_ms, end]
             .into_iter()
             .flatten()
             .fold(self.arrival_ms, f64::max)
@@ -514,7 +544,12 @@ impl Collector for SpoolWriter {
             arrival_ms: self.first_arrival.then_some(first.arrival_ms),
             sent_ms: first.sent_ms.filter(|_| self.first_sent),
             at_ms: first.at_ms,
+            answer_ms: first.answer_ms,
         }));
+    }
+
+    fn first_answer(&mut self, index: usize, at_ms: f64) {
+        self.append(&Line::Answer(AnswerLine { index, at_ms }));
     }
 
     fn mark(&mut self, at_ms: f64, dispatched: usize) {
@@ -788,6 +823,7 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
         }
         match line {
             Line::First(first) => scan.first(first).map_err(|m| lines.bad(m.to_string()))?,
+            Line::Answer(answer) => scan.answer(answer).map_err(|m| lines.bad(m.to_string()))?,
             Line::Ended(row) => {
                 if matches!(row.ending, SpoolEnding::Completed { .. })
                     && row.usage_output_tokens.is_none()
@@ -840,6 +876,7 @@ fn impossible_line(header: &Header, line: &Line) -> Option<String> {
             "a first token",
             f.sent_ms.map_or(f.at_ms, |s| s.max(f.at_ms)),
         ),
+        Line::Answer(a) => ("a first answer", a.at_ms),
         Line::Ended(row) => ("an ending", row.last_instant_ms()),
         Line::End(end) => ("the run's end", end.at_ms),
         Line::WriteFailed(_) => return None,
@@ -870,6 +907,7 @@ fn impossible_line(header: &Header, line: &Line) -> Option<String> {
     let (index, arrival_ms) = match line {
         Line::Ended(row) => (row.index, Some(row.arrival_ms)),
         Line::First(f) => (f.index, f.arrival_ms),
+        Line::Answer(a) => (a.index, None),
         Line::Mark { .. } | Line::End(_) | Line::WriteFailed(_) => return None,
     };
     let scheduled = header.arrivals_ms.get(index)?;
@@ -903,6 +941,9 @@ enum LineConflict {
     /// A request's first token came twice.
     #[error("request {0} gets a first token a second time")]
     SecondFirstToken(usize),
+    /// A request's first answer came without its first token, or twice.
+    #[error("request {0} gets a first answer without a first token or a second time")]
+    StrayAnswer(usize),
     /// A request ended twice.
     #[error("request {0} ends a second time")]
     SecondEnding(usize),
@@ -924,10 +965,27 @@ impl Scan {
             arrival_ms: f.arrival_ms,
             sent_ms: f.sent_ms,
             at_ms: f.at_ms,
+            answer_ms: f.answer_ms,
         };
         match self.firsts.insert(f.index, seen) {
             None => Ok(()),
             Some(_) => Err(LineConflict::SecondFirstToken(f.index)),
+        }
+    }
+
+    /// An `answer` line: the first answer of a request whose `first` line
+    /// the spool holds (ignored after its ending, as a late `first` is).
+    fn answer(&mut self, a: AnswerLine) -> Result<(), LineConflict> {
+        self.last_instant_ms = self.last_instant_ms.max(a.at_ms);
+        if self.ended(a.index) {
+            return Ok(());
+        }
+        match self.firsts.get_mut(&a.index) {
+            Some(first) if first.answer_ms.is_none() => {
+                first.answer_ms = Some(a.at_ms);
+                Ok(())
+            }
+            _ => Err(LineConflict::StrayAnswer(a.index)),
         }
     }
 
@@ -1015,7 +1073,11 @@ pub fn rows<'a>(
                     }
                 },
                 Ok(Some(
-                    Line::Mark { .. } | Line::First(_) | Line::End(_) | Line::WriteFailed(_),
+                    Line::Mark { .. }
+                    | Line::First(_)
+                    | Line::Answer(_)
+                    | Line::End(_)
+                    | Line::WriteFailed(_),
                 )) => {}
                 Ok(None) => {
                     return Some(Err(io::Error::other(format!(

@@ -16,6 +16,15 @@
 //!   TTFT and E2E (never to TPOT, a difference of token times), and it
 //!   matters only when it is large against what those gates judge.
 //!
+//! **Answers after reasoning** ([`Answers`]): when any completed row
+//! answered after reasoning (its first answer after its first token, a
+//! reasoning count above 0, or no answer at all), the summary sets TTFA p50
+//! (`firstAnswerMs − arrivalMs`, over completed rows with an answer) beside
+//! TTFT p50 (over completed rows with a first token), both nearest-rank,
+//! with the reasoning share of the output tokens of the rows whose usage
+//! counted reasoning, and the completed rows that never answered. A run
+//! without reasoning gets no line: its TTFA is its TTFT.
+//!
 //! When more than half of the rows failed for the same reason (a dead
 //! server, a wrong key, an untrusted certificate), the first line says so,
 //! with the server's most frequent error text for that reason, so the
@@ -92,6 +101,73 @@ pub struct Figures {
     /// The seeded schedule's count in the window against the asked rate
     /// (Poisson or gamma arrivals at one `--request-rate`; module docs).
     pub schedule: Option<ScheduleDraw>,
+    /// TTFT and TTFA beside each other, when a row answered after
+    /// reasoning (module docs).
+    pub answers: Option<Answers>,
+}
+
+/// First token and first answer of a run whose model reasoned (module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Answers {
+    /// TTFT p50 over completed rows with a first token, ms.
+    pub ttft_p50_ms: Option<f64>,
+    /// TTFA p50 over completed rows with an answer, ms.
+    pub ttfa_p50_ms: Option<f64>,
+    /// Completed rows with no answer token.
+    pub no_answer: usize,
+    /// Reasoning tokens and output tokens summed over the completed rows
+    /// whose usage counted reasoning, when any did.
+    pub reasoning: Option<(u64, u64)>,
+}
+
+/// What the tally keeps of completed rows for [`Answers`].
+#[derive(Debug, Default)]
+struct AnswerTally {
+    ttfts: Vec<f64>,
+    ttfas: Vec<f64>,
+    no_answer: usize,
+    reasoned: bool,
+    reasoning: Option<(u64, u64)>,
+}
+
+impl AnswerTally {
+    fn add(&mut self, row: &TraceRow) {
+        if let Some(first) = row.first_token_ms {
+            self.ttfts.push(first - row.arrival_ms);
+            match row.first_answer_ms {
+                Some(answer) => {
+                    self.ttfas.push(answer - row.arrival_ms);
+                    self.reasoned |= answer > first;
+                }
+                None => {
+                    self.no_answer += 1;
+                    self.reasoned = true;
+                }
+            }
+        }
+        if let Some(r) = row.reasoning_tokens {
+            let (sum, out) = self.reasoning.get_or_insert((0, 0));
+            *sum += r;
+            *out += row.output_tokens.unwrap_or(0);
+            self.reasoned |= r > 0;
+        }
+    }
+
+    fn answers(mut self) -> Option<Answers> {
+        if !self.reasoned {
+            return None;
+        }
+        let p50 = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            nearest_rank(v, 50)
+        };
+        Some(Answers {
+            ttft_p50_ms: p50(&mut self.ttfts),
+            ttfa_p50_ms: p50(&mut self.ttfas),
+            no_answer: self.no_answer,
+            reasoning: self.reasoning,
+        })
+    }
 }
 
 /// The normal quantile of the schedule's noise band: two-sided 95 %.
@@ -214,6 +290,7 @@ pub struct Tally {
     out_of_order: bool,
     texts: BTreeMap<String, BTreeMap<String, usize>>,
     tokens: crate::workload::accounting::TokenTally,
+    answers: AnswerTally,
 }
 
 impl Tally {
@@ -246,6 +323,7 @@ impl Tally {
             RowStatus::Completed => {
                 f.completed += 1;
                 f.output_tokens += row.output_tokens.unwrap_or(0);
+                self.answers.add(row);
             }
             RowStatus::Failed => {
                 let reason = row.reason.clone().unwrap_or_default();
@@ -303,6 +381,7 @@ impl Tally {
             }
         }
         f.tokens = self.tokens.figures();
+        f.answers = std::mem::take(&mut self.answers).answers();
         f.dominant_failure = dominant_failure(f.rows, &f.failed, &self.texts);
         f
     }
@@ -390,6 +469,7 @@ impl Figures {
             arrival_rates_per_s: None,
             dominant_failure: None,
             schedule: None,
+            answers: None,
         }
     }
 
@@ -439,6 +519,42 @@ mod tests {
             reason: (status == RowStatus::Failed).then(|| "timeout".into()),
             ..TraceRow::new("r".into(), arrival, status, labels)
         }
+    }
+
+    /// A completed row arriving at `arrival` with its first token and
+    /// answer `ttft` and `ttfa` ms later, and `reasoning` of its 10 tokens.
+    fn answered(arrival: f64, ttft: f64, ttfa: Option<f64>, reasoning: Option<u64>) -> TraceRow {
+        TraceRow {
+            first_token_ms: Some(arrival + ttft),
+            first_answer_ms: ttfa.map(|a| arrival + a),
+            reasoning_tokens: reasoning,
+            ..row(arrival, RowStatus::Completed, Some(0.0))
+        }
+    }
+
+    #[test]
+    fn the_answer_figures_appear_only_when_a_row_answered_after_reasoning() {
+        // TTFTs 10, 20, 30, 40; TTFAs 50, 60, 90 and one row that never
+        // answered; reasoning 4 + 6 + 10 of 3 × 10 output tokens.
+        // Nearest-rank p50 of 4 TTFTs: rank ⌈0.5 × 4⌉ = 2 → 20; of 3
+        // TTFAs: rank ⌈1.5⌉ = 2 → 60.
+        let rows = [
+            answered(0.0, 10.0, Some(50.0), Some(4)),
+            answered(100.0, 20.0, Some(60.0), Some(6)),
+            answered(200.0, 30.0, Some(90.0), None),
+            answered(300.0, 40.0, None, Some(10)),
+        ];
+        let a = figures(&rows, true).answers.expect("the model reasoned");
+        assert_eq!(a.ttft_p50_ms, Some(20.0));
+        assert_eq!(a.ttfa_p50_ms, Some(60.0));
+        assert_eq!(a.no_answer, 1);
+        assert_eq!(a.reasoning, Some((20, 30)));
+        // Answers with their first tokens and no reasoning count: no line.
+        let plain = [
+            answered(0.0, 10.0, Some(10.0), None),
+            answered(100.0, 20.0, Some(20.0), Some(0)),
+        ];
+        assert_eq!(figures(&plain, true).answers, None);
     }
 
     #[test]
@@ -556,6 +672,7 @@ mod tests {
             resources: None,
             shard: None,
             no_gaps: false,
+            unstreamed: false,
         }
     }
 

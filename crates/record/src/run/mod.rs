@@ -46,7 +46,7 @@ use tokio::time::Instant;
 use goodput_core::trace::write::round_us;
 use goodput_core::trace::Scalar;
 
-use crate::exchange::{run_one, Clock, Ending, Observation};
+use crate::exchange::{run_one, Clock, Ending, Observation, Reading};
 use crate::schedule::pacer::Pacer;
 use crate::transport::client::Transport;
 use crate::transport::error_text::Secrets;
@@ -216,6 +216,9 @@ pub struct FirstToken {
     pub sent_ms: Option<f64>,
     /// When its first token arrived, ms since t0.
     pub at_ms: f64,
+    /// When its first answer token arrived, ms since t0, when that was by
+    /// the same frame (else it is told later: [`Collector::first_answer`]).
+    pub answer_ms: Option<f64>,
 }
 
 /// What a request tells the run loop: its first token as it comes, then
@@ -227,6 +230,9 @@ pub struct FirstToken {
 pub(crate) enum Report {
     /// The first token of request `.0`.
     First(usize, FirstToken),
+    /// The first answer token of request `.0`, at `.1` ms since t0, when it
+    /// came after its first token's frame (a reasoning model's answer).
+    Answer(usize, f64),
     /// Request `.0` ended (or was cut off in flight).
     Ended(usize, Finished),
 }
@@ -243,6 +249,10 @@ pub trait Collector {
     /// ending carries it too, so only a collector that must survive the
     /// recorder's death keeps it (the spool); the in-memory one ignores it.
     fn first_token(&mut self, _index: usize, _first: FirstToken) {}
+    /// Request `index`, whose first token was told without an answer, got
+    /// its first answer token at `at_ms` (at most once, before its ending;
+    /// kept only by the spool, as [`Collector::first_token`]).
+    fn first_answer(&mut self, _index: usize, _at_ms: f64) {}
     /// Every ending handed to the collector so far, and the first
     /// `dispatched` requests' dispatch, happened by `at_ms` (called every
     /// [`MARK_EVERY`] and once at the end; the spool flushes here).
@@ -360,15 +370,24 @@ impl<T> Shared<T> {
     ) -> (Observation, Ending) {
         self.note_send(due_ms);
         let results = &self.results;
+        let mut told_first = false;
         let tell_first = move |obs: &Observation| {
-            if let Some(at_ms) = obs.first_token_ms {
-                let first = FirstToken {
-                    arrival_ms,
-                    sent_ms: obs.sent_ms,
-                    at_ms,
-                };
-                // The receiver lives until every sender is gone.
-                let _ = results.send(Report::First(index, first));
+            // The receiver lives until every sender is gone.
+            match (told_first, obs.first_token_ms, obs.first_answer_ms) {
+                (false, Some(at_ms), answer_ms) => {
+                    told_first = true;
+                    let first = FirstToken {
+                        arrival_ms,
+                        sent_ms: obs.sent_ms,
+                        at_ms,
+                        answer_ms,
+                    };
+                    let _ = results.send(Report::First(index, first));
+                }
+                (true, _, Some(answer_ms)) => {
+                    let _ = results.send(Report::Answer(index, answer_ms));
+                }
+                _ => {}
             }
         };
         let deadline_ms = arrival_ms + self.config.timeout.as_secs_f64() * 1000.0;
@@ -378,7 +397,10 @@ impl<T> Shared<T> {
             &self.clock,
             deadline_ms,
             self.cancel.clone(),
-            self.config.max_event_bytes,
+            Reading {
+                api: self.config.template.api,
+                max_event_bytes: self.config.max_event_bytes,
+            },
             tell_first,
         )
         .await;
@@ -781,10 +803,20 @@ impl Observer {
                 collector.ended(index, finished);
                 1
             }
-            Report::First(index, first) => {
+            Report::First(index, mut first) => {
                 let cut = *self.cancel.borrow();
                 if cut.is_none_or(|cut_ms| first.at_ms <= cut_ms) {
+                    if cut.is_some_and(|cut_ms| first.answer_ms.is_some_and(|a| a > cut_ms)) {
+                        first.answer_ms = None;
+                    }
                     collector.first_token(index, first);
+                }
+                0
+            }
+            Report::Answer(index, at_ms) => {
+                let cut = *self.cancel.borrow();
+                if cut.is_none_or(|cut_ms| at_ms <= cut_ms) {
+                    collector.first_answer(index, at_ms);
                 }
                 0
             }

@@ -482,6 +482,7 @@ data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n";
                 max_tokens: None,
                 ignore_eos: false,
                 extra: Default::default(),
+                embeddings_batch: 1,
             },
             max_event_bytes: crate::exchange::sse::DEFAULT_MAX_EVENT_BYTES,
             secrets: Default::default(),

@@ -14,7 +14,17 @@ use hyper::Uri;
 
 use goodput_core::trace::{Labels, Scalar};
 
+use hyper::header::{HeaderName, HeaderValue};
+
 use crate::transport::client::{HyperTransport, TransportError};
+use crate::workload::body::Api;
+
+/// The header Anthropic Messages reads the API key from.
+pub const X_API_KEY: &str = "x-api-key";
+/// The header naming the Messages API version.
+pub const ANTHROPIC_VERSION_HEADER: &str = "anthropic-version";
+/// The Messages API version the recorder speaks (its events, docs/recorder.md "APIs").
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 use crate::transport::error_text::Secrets;
 use crate::transport::headers::{self, ExtraHeader, HeaderError};
 use crate::transport::secret_forms;
@@ -47,6 +57,9 @@ pub enum EndpointError {
     /// The user info would not fit in an `Authorization` header.
     #[error("the user info of --url holds characters not allowed in a header (not shown)")]
     BadUserinfo,
+    /// The API key would not fit in an `x-api-key` header.
+    #[error("the API key contains characters not allowed in a header")]
+    BadApiKey,
 }
 
 /// The `user:password` of a `--url`, percent-decoded. `Debug` shows neither.
@@ -239,6 +252,39 @@ impl Endpoint {
         })
     }
 
+    /// Fits the connection to `api`. Anthropic Messages takes its key in
+    /// `x-api-key`, not `Authorization: Bearer`: the same key (from the
+    /// same variable, never shown) moves there unless an `x-api-key`
+    /// `--header` is given, and `anthropic-version:` [`ANTHROPIC_VERSION`]
+    /// goes with every request unless one is given. Every other API keeps
+    /// the Bearer key.
+    pub fn for_api(mut self, api: Api) -> Result<Endpoint, EndpointError> {
+        if api != Api::Messages {
+            return Ok(self);
+        }
+        let given = |headers: &[ExtraHeader], name: &str| headers.iter().any(|h| h.name == name);
+        if let Some(key) = self.api_key.take() {
+            if !given(&self.headers, X_API_KEY) {
+                let mut value =
+                    HeaderValue::from_str(&key).map_err(|_| EndpointError::BadApiKey)?;
+                value.set_sensitive(true);
+                self.headers.push(ExtraHeader {
+                    name: HeaderName::from_static(X_API_KEY),
+                    value,
+                    secret: key,
+                });
+            }
+        }
+        if !given(&self.headers, ANTHROPIC_VERSION_HEADER) {
+            self.headers.push(ExtraHeader {
+                name: HeaderName::from_static(ANTHROPIC_VERSION_HEADER),
+                value: HeaderValue::from_static(ANTHROPIC_VERSION),
+                secret: ANTHROPIC_VERSION.to_owned(),
+            });
+        }
+        Ok(self)
+    }
+
     /// A transport to `uri` with these settings (`uri` keeps its query: it
     /// goes with every request).
     pub fn transport(&self, uri: Uri) -> Result<HyperTransport, TransportError> {
@@ -300,6 +346,35 @@ fn userinfo_header(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_moves_the_key_to_x_api_key_and_names_the_version() {
+        let uri: Uri = "http://h/v1/messages".parse().unwrap();
+        let plain = |h: &[&str]| {
+            Endpoint::from_flags(&uri, &flags(h, false), Some("sk-1".into()), |_| None).unwrap()
+        };
+        let e = plain(&[]).for_api(Api::Messages).unwrap();
+        assert_eq!(e.api_key, None, "no Bearer");
+        let pairs: Vec<(&str, &str)> = e
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.to_str().unwrap()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [("x-api-key", "sk-1"), ("anthropic-version", "2023-06-01")]
+        );
+        assert!(e.headers[0].value.is_sensitive());
+        assert!(format!("{e:?}").find("sk-1").is_none());
+        // A given version wins; chat keeps the Bearer key untouched.
+        let e = plain(&["anthropic-version: 2024-01-01"])
+            .for_api(Api::Messages)
+            .unwrap();
+        let names: Vec<&str> = e.headers.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["anthropic-version", "x-api-key"]);
+        let e = plain(&[]).for_api(Api::Chat).unwrap();
+        assert_eq!((e.api_key.as_deref(), e.headers.len()), (Some("sk-1"), 0));
+    }
 
     fn flags(header: &[&str], insecure: bool) -> EndpointFlags {
         EndpointFlags {

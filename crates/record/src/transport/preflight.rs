@@ -6,8 +6,9 @@
 //! Steps, with the run's own headers, key and TLS settings:
 //! 1. `GET /v1/models` (beside the endpoint: the endpoint's path up to its
 //!    `/v1`, else the server root's `/v1/models`). A 2xx answer passes when
-//!    the endpoint is the standard one beside it (`…/v1/chat/completions`
-//!    or `…/v1/completions`): nothing is generated.
+//!    the endpoint is a standard one beside it (`…/v1/chat/completions`,
+//!    `…/v1/completions`, `…/v1/responses`, `…/v1/messages` or
+//!    `…/v1/embeddings`): nothing is generated.
 //! 2. Otherwise (any other answer but 401/403, or a custom endpoint path,
 //!    which `/v1/models` says nothing about) a one-token request goes to the
 //!    endpoint itself (`max_tokens: 1`, a fixed one-word prompt). Any answer
@@ -310,10 +311,20 @@ pub fn judge_endpoint(url: &str, probe: &Probe, wait: Duration) -> Result<(), Pr
     }
 }
 
-/// Whether the endpoint is `…/v1/chat/completions` or `…/v1/completions`.
+/// The paths of the standard endpoints, whose models `/v1/models` beside
+/// them lists (every `--api`'s default path).
+pub const STANDARD_PATHS: [&str; 5] = [
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/responses",
+    "/v1/messages",
+    "/v1/embeddings",
+];
+
+/// Whether the endpoint's path ends in one of [`STANDARD_PATHS`].
 pub fn standard_endpoint(endpoint: &Uri) -> bool {
     let path = endpoint.path();
-    path.ends_with("/v1/chat/completions") || path.ends_with("/v1/completions")
+    STANDARD_PATHS.iter().any(|p| path.ends_with(p))
 }
 
 /// `/v1/models` beside the endpoint.
@@ -381,8 +392,8 @@ async fn read_bounded<B: ResponseBody>(body: &mut B, wait: Duration) -> Option<V
 fn listing_of(probe: &Probe, standard: bool) -> Result<Vec<String>, String> {
     if !standard {
         return Err(
-            "the endpoint is not …/v1/chat/completions or …/v1/completions, \
-                    so /v1/models need not describe it"
+            "the endpoint is not a standard …/v1/ path (chat/completions, completions, \
+             responses, messages, embeddings), so /v1/models need not describe it"
                 .to_owned(),
         );
     }

@@ -26,14 +26,26 @@ use serde::{Deserialize, Serialize};
 
 use goodput_core::trace::Scalar;
 
-/// Which OpenAI endpoint family.
+/// Which API the requests speak (docs/recorder.md, "APIs").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Api {
     /// `/v1/chat/completions` (messages in, `delta.content` out).
     Chat,
     /// `/v1/completions` (prompt in, `text` out).
     Completions,
+    /// OpenAI Responses, `/v1/responses` (`input` in, typed events out).
+    Responses,
+    /// Anthropic Messages, `/v1/messages` (messages and a required
+    /// `max_tokens` in, typed events out; `x-api-key` authentication).
+    Messages,
+    /// `/v1/embeddings` (`input` texts in, one JSON document of vectors
+    /// out, not streamed).
+    Embeddings,
 }
+
+/// The `max_tokens` a Messages request carries when neither the workload
+/// nor `--max-tokens` sets one (the API requires the member).
+pub const MESSAGES_DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Api {
     /// The name written into `workload.api`.
@@ -41,6 +53,9 @@ impl Api {
         match self {
             Api::Chat => "chat",
             Api::Completions => "completions",
+            Api::Responses => "responses",
+            Api::Messages => "messages",
+            Api::Embeddings => "embeddings",
         }
     }
 
@@ -49,7 +64,16 @@ impl Api {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
+            Api::Responses => "/v1/responses",
+            Api::Messages => "/v1/messages",
+            Api::Embeddings => "/v1/embeddings",
         }
+    }
+
+    /// Whether answers are streamed (every API but embeddings): a trace of
+    /// an unstreamed API says `streamed: false` and has no token instants.
+    pub fn streamed(self) -> bool {
+        self != Api::Embeddings
     }
 }
 
@@ -350,6 +374,9 @@ pub struct BodyTemplate {
     pub ignore_eos: bool,
     /// `--extra-body` members, merged into every body.
     pub extra: crate::workload::extra_body::ExtraBody,
+    /// Inputs per embeddings request (`--embeddings-batch`, at least 1):
+    /// the request's prompt, that many times.
+    pub embeddings_batch: u32,
 }
 
 #[derive(Serialize)]
@@ -363,17 +390,34 @@ struct StreamOptions {
     include_usage: bool,
 }
 
+/// `input`: one text (Responses) or a batch of them (embeddings).
 #[derive(Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    One(&'a str),
+    Many(Vec<&'a str>),
+}
+
+/// Every member any API's body may carry; each API sets its own.
+#[derive(Serialize, Default)]
 struct Body<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     messages: Option<Vec<Message<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt: Option<&'a str>,
-    stream: bool,
-    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input: Option<Input<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    encoding_format: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     ignore_eos: bool,
 }
@@ -387,17 +431,77 @@ impl BodyTemplate {
     /// [`BodyTemplate::body`] with this request's own `max_tokens` (a drawn
     /// or replayed output length), or the template's when `None`.
     pub fn body_with(&self, prompt: &str, max_tokens: Option<u32>) -> Bytes {
-        match self.api {
-            Api::Chat => self.serialize(
-                Some(vec![Message {
-                    role: "user",
-                    content: prompt,
-                }]),
-                None,
-                max_tokens,
-            ),
-            Api::Completions => self.serialize(None, Some(prompt), max_tokens),
+        let user = || {
+            Some(vec![Message {
+                role: "user",
+                content: prompt,
+            }])
+        };
+        let max_tokens = max_tokens.or(self.max_tokens);
+        let body = match self.api {
+            Api::Chat => self.streaming(user(), max_tokens),
+            Api::Completions => Body {
+                prompt: Some(prompt),
+                ..self.streaming(None, max_tokens)
+            },
+            Api::Responses => Body {
+                input: Some(Input::One(prompt)),
+                stream: Some(true),
+                max_output_tokens: max_tokens,
+                ..self.common()
+            },
+            Api::Messages => Body {
+                messages: user(),
+                stream: Some(true),
+                max_tokens: Some(max_tokens.unwrap_or(MESSAGES_DEFAULT_MAX_TOKENS)),
+                ..self.common()
+            },
+            Api::Embeddings => Body {
+                input: Some(Input::Many(vec![
+                    prompt;
+                    self.embeddings_batch.max(1) as usize
+                ])),
+                encoding_format: Some("float"),
+                ..Body {
+                    model: &self.model,
+                    ..Body::default()
+                }
+            },
+        };
+        self.finish(&body)
+    }
+
+    /// The members every generating API shares: the model, `ignore_eos`.
+    fn common(&self) -> Body<'_> {
+        Body {
+            model: &self.model,
+            ignore_eos: self.ignore_eos,
+            ..Body::default()
         }
+    }
+
+    /// A chat or completions body: streaming, asking for usage.
+    fn streaming<'a>(
+        &'a self,
+        messages: Option<Vec<Message<'a>>>,
+        max_tokens: Option<u32>,
+    ) -> Body<'a> {
+        Body {
+            messages,
+            stream: Some(true),
+            stream_options: Some(StreamOptions {
+                include_usage: true,
+            }),
+            max_tokens,
+            ..self.common()
+        }
+    }
+
+    /// The body's bytes, with the `--extra-body` members merged in.
+    fn finish(&self, body: &Body<'_>) -> Bytes {
+        // Serializing strings and integers into a Vec cannot fail.
+        let body = serde_json::to_vec(body).unwrap_or_default();
+        Bytes::from(self.extra.merge_into(body))
     }
 
     /// A chat body carrying a whole conversation (`(role, content)` pairs in
@@ -414,29 +518,7 @@ impl BodyTemplate {
                 content: content.as_str(),
             })
             .collect();
-        self.serialize(Some(messages), None, max_tokens)
-    }
-
-    fn serialize(
-        &self,
-        messages: Option<Vec<Message<'_>>>,
-        prompt: Option<&str>,
-        max_tokens: Option<u32>,
-    ) -> Bytes {
-        let body = Body {
-            model: &self.model,
-            messages,
-            prompt,
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
-            max_tokens: max_tokens.or(self.max_tokens),
-            ignore_eos: self.ignore_eos,
-        };
-        // Serializing strings and integers into a Vec cannot fail.
-        let body = serde_json::to_vec(&body).unwrap_or_default();
-        Bytes::from(self.extra.merge_into(body))
+        self.finish(&self.streaming(Some(messages), max_tokens.or(self.max_tokens)))
     }
 }
 
@@ -489,6 +571,7 @@ mod tests {
             max_tokens: Some(64),
             ignore_eos: true,
             extra: Default::default(),
+            embeddings_batch: 1,
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("hi \"there\"")).unwrap();
         assert_eq!(
@@ -507,12 +590,58 @@ mod tests {
                 None,
             )
             .unwrap(),
+            embeddings_batch: 1,
         };
         let v: serde_json::Value = serde_json::from_slice(&t.body("x")).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"model": "m", "prompt": "x", "stream": true, "stream_options": {"include_usage": true},
                 "temperature": 0.5})
+        );
+    }
+
+    fn template(api: Api, max_tokens: Option<u32>) -> BodyTemplate {
+        BodyTemplate {
+            api,
+            model: "m".into(),
+            max_tokens,
+            ignore_eos: false,
+            extra: Default::default(),
+            embeddings_batch: 3,
+        }
+    }
+
+    fn json(t: &BodyTemplate, prompt: &str, max_tokens: Option<u32>) -> serde_json::Value {
+        serde_json::from_slice(&t.body_with(prompt, max_tokens)).unwrap()
+    }
+
+    #[test]
+    fn responses_messages_and_embeddings_bodies_follow_their_apis() {
+        use serde_json::json;
+        let t = template(Api::Responses, Some(64));
+        assert_eq!(
+            json(&t, "hi", None),
+            json!({"model": "m", "input": "hi", "stream": true, "max_output_tokens": 64})
+        );
+        // Messages: max_tokens is required; the request's own wins, then
+        // the template's, then the default.
+        let t = template(Api::Messages, None);
+        let messages = json!([{"role": "user", "content": "hi"}]);
+        assert_eq!(
+            json(&t, "hi", None),
+            json!({"model": "m", "messages": messages, "stream": true, "max_tokens": 4096})
+        );
+        assert_eq!(json(&t, "hi", Some(7))["max_tokens"], 7);
+        assert_eq!(
+            json(&template(Api::Messages, Some(9)), "hi", None)["max_tokens"],
+            9
+        );
+        // Embeddings: the prompt 3 times (--embeddings-batch 3), not
+        // streamed, no output budget.
+        let t = template(Api::Embeddings, Some(64));
+        assert_eq!(
+            json(&t, "hi", Some(5)),
+            json!({"model": "m", "input": ["hi", "hi", "hi"], "encoding_format": "float"})
         );
     }
 

@@ -19,9 +19,10 @@
 //! 3. **`gaps_exceed_span`.** The gaps' sum (in order, in double arithmetic,
 //!    as the analyzer adds them) against the row's span `completedMs −
 //!    firstTokenMs`: over by at most 1 µs (the contract's tolerance) the gaps
-//!    are kept; over by at most 1 ms the last gap is shortened by the excess
-//!    (rounded down to the microsecond; counted as `trimmed`); over by more,
-//!    or when shortening cannot fit them, the row keeps no gaps.
+//!    are kept; over by at most 1 ms the last gap is shortened to what the
+//!    span leaves after the others, to the microsecond (counted as
+//!    `trimmed`); over by more, or when the others alone overrun the span,
+//!    the row keeps no gaps.
 //! 4. A row of more than [`MAX_GAPS_PER_ROW`] ITLs keeps none
 //!    (`over_row_cap`: the trace's per-row cap).
 //!
@@ -138,20 +139,22 @@ enum Fit {
 }
 
 /// The analyzer's own test (`sum > span + 1 µs` rejects), and the trim of
-/// the last gap for an excess of at most [`TRIM_LIMIT_MS`].
+/// the last gap for an excess of at most [`TRIM_LIMIT_MS`]: it becomes what
+/// the span leaves after the others, to the µs.
 fn fit_to_span(gaps: &mut [f64], span_ms: f64) -> Fit {
     let fits = |g: &[f64]| g.iter().sum::<f64>() <= span_ms + GAP_SUM_TOLERANCE_MS;
     if fits(gaps) {
         return Fit::Within;
     }
     let excess = gaps.iter().sum::<f64>() - span_ms;
-    let Some(last) = gaps.last_mut() else {
+    let Some((last, others)) = gaps.split_last_mut() else {
         return Fit::Exceeds;
     };
-    if excess > TRIM_LIMIT_MS || *last < excess {
+    let rest = round_us(span_ms - others.iter().sum::<f64>());
+    if excess > TRIM_LIMIT_MS || rest < 0.0 {
         return Fit::Exceeds;
     }
-    *last = ((*last - excess) * 1000.0).floor().max(0.0) / 1000.0;
+    *last = rest;
     if fits(gaps) {
         Fit::Trimmed
     } else {
@@ -194,7 +197,7 @@ mod tests {
         c.apply(&mut a, vec![10.0, 20.0006]);
         assert_eq!(a.gaps_ms, Some(vec![10.0, 20.001]));
         // Span 30 ms, gaps 10 + 20.5 = 30.5: over by 0.5 ms ≤ 1 ms, the last
-        // gap shortened by 0.5 to 20.0.
+        // gap becomes what the span leaves after the first: 30 − 10 = 20.
         let mut b = row(0.0, 30.0, 3);
         c.apply(&mut b, vec![10.0, 20.5]);
         assert_eq!(b.gaps_ms, Some(vec![10.0, 20.0]));

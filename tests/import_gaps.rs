@@ -37,8 +37,13 @@ fn row<'a>(rows: &'a [Value], id: &str) -> &'a Value {
 }
 
 fn gaps_of(r: &Value) -> Option<Vec<f64>> {
-    r.get("gapsMs")
-        .map(|g| g.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect())
+    r.get("gapsMs").map(|g| {
+        g.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    })
 }
 
 /// Four vLLM requests (`vllm bench serve` with `start_times` and a fork's
@@ -68,7 +73,10 @@ fn vllm_itls_round_trip_and_each_check_is_counted() {
     let g = o.comparison.fidelity.gaps.as_ref().expect("gap checks");
     assert_eq!(g.field, "itls");
     assert_eq!((g.rows_with_list, g.kept, g.trimmed), (4, 2, 1));
-    assert_eq!((g.more_gaps_than_tokens, g.gaps_exceed_span, g.over_row_cap), (1, 1, 0));
+    assert_eq!(
+        (g.more_gaps_than_tokens, g.gaps_exceed_span, g.over_row_cap),
+        (1, 1, 0)
+    );
     let text = goodput_render::import::render(&o.comparison, "t.json", 4, "next");
     // Read with the wrapping undone.
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -92,7 +100,10 @@ fn the_receipt_of_imported_vllm_gaps_is_their_distribution_beside_vllms_itl() {
     // 100.499 / 5 = 20.0998. Largest per row: 30.5 and 20.
     assert_eq!(gaps.rows, 2);
     let s = &gaps.gap_ms;
-    assert_eq!((s.n, s.p50, s.p99, s.max), (5, Some(20.0), Some(30.5), Some(30.5)));
+    assert_eq!(
+        (s.n, s.p50, s.p99, s.max),
+        (5, Some(20.0), Some(30.5), Some(30.5))
+    );
     assert!((s.mean.unwrap() - 20.0998).abs() < 1e-9, "{s:?}");
     assert_eq!(gaps.largest_gap_ms.n, 2);
     let itl: Vec<(&str, Option<f64>, Option<f64>)> = o
@@ -114,13 +125,25 @@ fn no_gaps_leaves_every_list_out_and_says_so() {
     std::fs::write(&src, VLLM).unwrap();
     let out = dir.path().join("t.json");
     let o = goodput()
-        .args(["import", "--from", "vllm", "--no-gaps", "--slo", "v:ttft=100"])
+        .args([
+            "import",
+            "--from",
+            "vllm",
+            "--no-gaps",
+            "--slo",
+            "v:ttft=100",
+        ])
         .arg(&src)
         .arg("--out")
         .arg(&out)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(
         text.contains("  gaps    itls left out (--no-gaps) on 4 completed rows"),
@@ -136,9 +159,18 @@ fn no_gaps_leaves_every_list_out_and_says_so() {
 #[test]
 fn a_negative_itl_is_refused_at_its_place() {
     let bad = VLLM.replace("[0.01, 0.0205]", "[0.01, -0.0205]");
-    let e = pipeline(Source::Vllm, bad.as_bytes(), &options("v:ttft=100", true), None)
-        .expect_err("a negative ITL");
-    assert!(e.to_string().contains("/itls/1/1: must be a finite number >= 0"), "{e}");
+    let e = pipeline(
+        Source::Vllm,
+        bad.as_bytes(),
+        &options("v:ttft=100", true),
+        None,
+    )
+    .expect_err("a negative ITL");
+    assert!(
+        e.to_string()
+            .contains("/itls/1/1: must be a finite number >= 0"),
+        "{e}"
+    );
 }
 
 /// Three AIPerf profiling records (t0 = the first start).
@@ -151,7 +183,10 @@ fn a_negative_itl_is_refused_at_its_place() {
 fn aiperf_export() -> String {
     let m = |v: &str, unit: &str| format!(r#"{{"value":{v},"unit":"{unit}"}}"#);
     let record = |id: &str, start: u64, metrics: Vec<(&str, String)>| {
-        let body: Vec<String> = metrics.iter().map(|(k, v)| format!(r#""{k}":{v}"#)).collect();
+        let body: Vec<String> = metrics
+            .iter()
+            .map(|(k, v)| format!(r#""{k}":{v}"#))
+            .collect();
         format!(
             r#"{{"metadata":{{"x_request_id":"{id}","request_start_ns":{start},"request_end_ns":{},"benchmark_phase":"profiling"}},"metrics":{{{}}},"error":null}}"#,
             start + 400_000_000,
@@ -201,7 +236,11 @@ fn aiperf_export() -> String {
 
 #[test]
 fn aiperf_inter_chunk_latencies_ttfo_and_reasoning_counts_map_by_hand() {
-    let o = import(Source::Aiperf, aiperf_export().as_bytes(), "x:ttft=200,ttfa=300");
+    let o = import(
+        Source::Aiperf,
+        aiperf_export().as_bytes(),
+        "x:ttft=200,ttfa=300",
+    );
     let rows = trace_rows(&o);
     let a = row(&rows, "a");
     assert_eq!(gaps_of(a), Some(vec![150.0, 50.0, 60.0, 40.0]));
@@ -223,23 +262,36 @@ fn aiperf_inter_chunk_latencies_ttfo_and_reasoning_counts_map_by_hand() {
     assert!(c.get("firstAnswerMs").is_none(), "{c}");
     assert_eq!(c["reasoningTokens"], 4);
     let g = o.comparison.fidelity.gaps.as_ref().unwrap();
-    assert_eq!((g.field.as_str(), g.rows_with_list, g.kept), ("inter_chunk_latency", 3, 3));
+    assert_eq!(
+        (g.field.as_str(), g.rows_with_list, g.kept),
+        ("inter_chunk_latency", 3, 3)
+    );
 }
 
 #[test]
 fn the_receipt_of_an_imported_aiperf_run_shows_gaps_ttfa_and_reasoning() {
-    let o = import(Source::Aiperf, aiperf_export().as_bytes(), "x:ttft=200,ttfa=300");
+    let o = import(
+        Source::Aiperf,
+        aiperf_export().as_bytes(),
+        "x:ttft=200,ttfa=300",
+    );
     let all = &o.receipt.results.all;
     let gaps = all.gaps.as_ref().expect("gaps");
     // 9 gaps: 150, 50, 60, 40 | 20, 30.001 | 10, 10, 10. Sorted: 10, 10, 10,
     // 20, 30.001, 40, 50, 60, 150: p50 = rank 5 → 30.001; p99 = rank 9 → 150.
     let s = &gaps.gap_ms;
-    assert_eq!((s.n, s.p50, s.p99, s.max), (9, Some(30.001), Some(150.0), Some(150.0)));
+    assert_eq!(
+        (s.n, s.p50, s.p99, s.max),
+        (9, Some(30.001), Some(150.0), Some(150.0))
+    );
     let answer = all.answer.as_ref().expect("answer");
     // Answered a (TTFA 250) and b (10); c never answered: no_answer.
     assert_eq!((answer.answered, answer.no_answer), (2, 1));
     let t = &answer.ttfa_ms;
-    assert_eq!((t.n, t.p50, t.p99, t.mean), (2, Some(10.0), Some(250.0), Some(130.0)));
+    assert_eq!(
+        (t.n, t.p50, t.p99, t.mean),
+        (2, Some(10.0), Some(250.0), Some(130.0))
+    );
     // Thinking: a 250 − 100 = 150, b 0.
     assert_eq!(answer.thinking_ms.max, Some(150.0));
     let r = answer.reasoning.as_ref().expect("reasoning");
@@ -261,7 +313,12 @@ fn the_text_receipt_of_an_imported_trace_prints_the_gap_and_ttfa_figures() {
         .arg(&trace)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let r = goodput().arg("analyze").arg(&trace).output().unwrap();
     let text = String::from_utf8(r.stdout).unwrap();
     // The figures of the test above, to one decimal: 3 rows, 9 gaps, p50
@@ -282,10 +339,16 @@ fn the_text_receipt_of_an_imported_trace_prints_the_gap_and_ttfa_figures() {
 #[test]
 fn a_ttfo_outside_the_stream_is_refused_at_its_place() {
     let bad = aiperf_export().replace(r#""value":250.0"#, r#""value":450.0"#);
-    let e = pipeline(Source::Aiperf, bad.as_bytes(), &options("x:ttft=200", true), None)
-        .expect_err("TTFO after the completion");
+    let e = pipeline(
+        Source::Aiperf,
+        bad.as_bytes(),
+        &options("x:ttft=200", true),
+        None,
+    )
+    .expect_err("TTFO after the completion");
     assert!(
-        e.to_string().contains("line 1 /metrics/time_to_first_output_token/value"),
+        e.to_string()
+            .contains("line 1 /metrics/time_to_first_output_token/value"),
         "{e}"
     );
 }
@@ -304,7 +367,12 @@ fn the_real_aiperf_export_keeps_every_inter_chunk_latency_to_the_microsecond() {
         assert_eq!(icl["unit"], "ms");
         let r = row(&rows, rec["metadata"]["x_request_id"].as_str().unwrap());
         let gaps = gaps_of(r).expect("kept");
-        let itls: Vec<f64> = icl["value"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        let itls: Vec<f64> = icl["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
         assert_eq!(gaps.len(), itls.len());
         for (g, itl) in gaps.iter().zip(&itls) {
             assert!((g - itl).abs() <= 0.001, "{g} vs {itl}");
@@ -325,9 +393,17 @@ fn the_vllm_0_8_4_export_against_the_sim_has_one_itl_per_token() {
     let bytes = std::fs::read(fixture("import/vllm_benchmark_serving_0.8.4.json")).unwrap();
     let o = import(Source::Vllm, &bytes, "vllm:ttft=50,tpot=24,e2e=300");
     let g = o.comparison.fidelity.gaps.as_ref().unwrap();
-    assert_eq!((g.rows_with_list, g.kept, g.more_gaps_than_tokens), (48, 0, 48));
+    assert_eq!(
+        (g.rows_with_list, g.kept, g.more_gaps_than_tokens),
+        (48, 0, 48)
+    );
     assert!(o.receipt.results.all.gaps.is_none());
-    let p50 = o.comparison.figures.iter().find(|f| f.name == "ITL p50 ms").unwrap();
+    let p50 = o
+        .comparison
+        .figures
+        .iter()
+        .find(|f| f.name == "ITL p50 ms")
+        .unwrap();
     assert_eq!((p50.tool, p50.goodput), (Some(21.18266049990325), None));
 }
 
@@ -348,7 +424,10 @@ fn guidellm_first_output_token_is_the_first_answer() {
     // t0 = start_time 100.0: (100.3 − 100.0) s = 300 ms at the µs.
     assert_eq!(row(&rows, "g0")["firstAnswerMs"], 300.0);
     assert!(row(&rows, "g1").get("firstAnswerMs").is_none());
-    assert!(o.comparison.fidelity.gaps.is_none(), "guidellm keeps no per-token times");
+    assert!(
+        o.comparison.fidelity.gaps.is_none(),
+        "guidellm keeps no per-token times"
+    );
     let ttfa: Vec<(Option<f64>, Option<f64>)> = o
         .comparison
         .figures
@@ -357,7 +436,10 @@ fn guidellm_first_output_token_is_the_first_answer() {
         .map(|f| (f.tool, f.goodput))
         .collect();
     // goodput's TTFA over the one answered row: 300 at p50 and p99.
-    assert_eq!(ttfa, [(Some(300.0), Some(300.0)), (Some(400.0), Some(300.0))]);
+    assert_eq!(
+        ttfa,
+        [(Some(300.0), Some(300.0)), (Some(400.0), Some(300.0))]
+    );
     assert_eq!(o.receipt.results.all.reasons.miss.no_answer, Some(1));
 }
 

@@ -843,8 +843,10 @@ pub fn apply_summary(imported: &mut Imported, bytes: &[u8]) -> Result<(), Import
             p50: q.p50,
             p99: q.p99,
         };
-        reported.itl_from =
-            Some("inter_chunk_latency (every record's latencies between content responses, pooled)".into());
+        reported.itl_from = Some(
+            "inter_chunk_latency (every record's latencies between content responses, pooled)"
+                .into(),
+        );
     }
     // AIPerf's request_count is its successful requests; completed_request_count
     // counts every finished record, errors included.

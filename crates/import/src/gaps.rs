@@ -45,7 +45,7 @@ pub const TRIM_LIMIT_MS: f64 = 1.0;
 pub struct GapChecks {
     /// The source field the lists were read from (`itls`, `inter_chunk_latency`).
     pub field: String,
-    /// Completed rows whose source carried a list.
+    /// Completed rows (warm-up ones included) whose source carried a list.
     pub rows_with_list: u64,
     /// Of those, rows whose `gapsMs` were written (trimmed ones included).
     pub kept: u64,
@@ -209,11 +209,7 @@ mod tests {
         let mut e = row(0.0, 30.0, 3);
         c.apply(&mut e, vec![10.0, 10.0, 0.05]);
         assert_eq!(e.gaps_ms, None);
-        assert_eq!(
-            (c.rows_with_list, c.kept, c.trimmed),
-            (4, 2, 1),
-            "{c:?}"
-        );
+        assert_eq!((c.rows_with_list, c.kept, c.trimmed), (4, 2, 1), "{c:?}");
         assert_eq!((c.gaps_exceed_span, c.more_gaps_than_tokens), (1, 1));
     }
 

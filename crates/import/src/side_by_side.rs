@@ -197,7 +197,12 @@ fn itl_figures(r: &Reported, all: &Block) -> Vec<FigurePair> {
     }
     let ours = |f: fn(&LatencySummary) -> Option<f64>| gaps.and_then(f);
     vec![
-        pair("ITL mean ms", tool.mean, ours(|g| g.mean), "gaps.gapMs.mean"),
+        pair(
+            "ITL mean ms",
+            tool.mean,
+            ours(|g| g.mean),
+            "gaps.gapMs.mean",
+        ),
         pair("ITL p50 ms", tool.p50, ours(|g| g.p50), "gaps.gapMs.p50"),
         pair("ITL p99 ms", tool.p99, ours(|g| g.p99), "gaps.gapMs.p99"),
     ]

@@ -272,7 +272,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     Ok(Imported {
         trace,
         reported,
-        gaps: Some(gaps),
+        gaps: (gaps.rows_with_list > 0).then_some(gaps),
     })
 }
 

@@ -458,3 +458,35 @@ fn exports_without_a_first_output_token_carry_no_first_answer() {
         assert!(o.receipt.results.all.answer.is_none(), "{name}");
     }
 }
+
+#[test]
+fn a_ttfa_gate_on_an_export_without_first_answers_is_refused() {
+    // vLLM's benchmark records no first answer token: a ttfa gate would
+    // make every completed row a no_answer miss, so the import exits 2.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("v.json");
+    std::fs::write(&src, VLLM).unwrap();
+    let out = dir.path().join("t.json");
+    let o = goodput()
+        .args(["import", "--from", "vllm", "--slo", "v:ttft=100,ttfa=300"])
+        .arg(&src)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        err.contains("--slo declares a ttfa gate, but this vllm export names no first answer"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing is written on exit 2");
+    // AIPerf's export names its first output tokens: the same gate is judged.
+    let e = pipeline(
+        Source::Aiperf,
+        aiperf_export().as_bytes(),
+        &options("x:ttft=200,ttfa=300", true),
+        None,
+    );
+    assert!(e.is_ok());
+}

@@ -221,6 +221,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     Ok(Imported {
         trace,
         reported,
+        first_answers: rules.answers,
         gaps: (rules.gaps.rows_with_list > 0).then_some(rules.gaps),
     })
 }

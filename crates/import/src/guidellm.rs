@@ -279,6 +279,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         trace,
         reported,
         gaps: None,
+        first_answers: selected.answers,
     })
 }
 

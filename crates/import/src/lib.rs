@@ -112,6 +112,17 @@ pub enum PipelineError {
         /// What is wrong, and where.
         source: ImportError,
     },
+    /// `--slo` declares a `ttfa` gate, but the export names no first answer
+    /// token: every completed row would miss it as `no_answer`.
+    #[error(
+        "rejected: --slo declares a ttfa gate, but this {tool} export names no first answer \
+         token (docs/import.md says which versions carry one): every completed row would miss \
+         it as no_answer; drop ttfa= from --slo"
+    )]
+    NoFirstAnswer {
+        /// The `--from` tool.
+        tool: &'static str,
+    },
     /// The imported trace could not be serialised.
     #[error("cannot write trace: {0}")]
     Serialize(std::io::Error),
@@ -185,6 +196,12 @@ fn import_and_summary(
         source: e,
     };
     let mut imported = import(source, bytes, options).map_err(rejected)?;
+    let ttfa_gate = options.classes.values().any(|g| g.ttfa_ms.is_some());
+    if ttfa_gate && !imported.first_answers {
+        return Err(PipelineError::NoFirstAnswer {
+            tool: source.name(),
+        });
+    }
     if let Some(summary) = aiperf_summary {
         aiperf::apply_summary(&mut imported, summary).map_err(|e| PipelineError::Import {
             tool: source.name(),

@@ -145,6 +145,12 @@ pub struct Imported {
     /// What the gap rule did (`crate::gaps`), when the export carries
     /// per-request inter-token latencies.
     pub gaps: Option<crate::gaps::GapChecks>,
+    /// The export names the first answer (output, non-reasoning) token of
+    /// its requests (AIPerf's `time_to_first_output_token`, guidellm's
+    /// `first_output_token_iteration`): a completed row without
+    /// `firstAnswerMs` then had no answer. When false no row has one, and a
+    /// `ttfaMs` gate could only say `no_answer`.
+    pub first_answers: bool,
 }
 
 /// A tool's inter-token latency figures over all its ITLs pooled, ms, by

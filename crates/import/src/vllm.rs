@@ -273,6 +273,8 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         trace,
         reported,
         gaps: (gaps.rows_with_list > 0).then_some(gaps),
+        // vLLM's benchmark does not tell reasoning from answer tokens.
+        first_answers: false,
     })
 }
 

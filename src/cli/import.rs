@@ -61,6 +61,10 @@ pub struct ImportArgs {
     /// guidellm only: which entry of `benchmarks[]` to import (one run per trace).
     #[arg(long, value_name = "INDEX", default_value_t = 0)]
     pub benchmark: usize,
+    /// Leave out each row's gaps between tokens (`gapsMs`, from vLLM `itls` or
+    /// AIPerf `inter_chunk_latency`): a smaller trace, no gap distribution.
+    #[arg(long)]
+    pub no_gaps: bool,
     /// Most bytes read from the source file.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_INPUT_BYTES)]
     pub max_input_bytes: u64,
@@ -70,6 +74,7 @@ pub struct ImportArgs {
 pub fn options_from(args: &ImportArgs) -> Result<ImportOptions, Error> {
     let mut options = ImportOptions {
         benchmark: args.benchmark,
+        gaps: !args.no_gaps,
         equality: if args.equality == "strict" {
             Equality::Strict
         } else {

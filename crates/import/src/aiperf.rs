@@ -130,6 +130,31 @@ impl Line {
         Ok(Some(value * factor))
     }
 
+    /// A metric whose value is a list of times (AIPerf's `inter_chunk_latency`),
+    /// in ms, its unit read; `None` when absent.
+    fn time_list_ms(&self, tag: &str) -> Result<Option<Vec<f64>>, ImportError> {
+        let Some(m) = self.record.metrics.get(tag) else {
+            return Ok(None);
+        };
+        let factor = ms_per_unit(&m.unit).ok_or_else(|| {
+            ImportError::at(
+                self.place(&format!("/metrics/{tag}/unit")),
+                format!("`{}` is not a time unit (ns, us, ms, sec)", m.unit),
+            )
+        })?;
+        let list = m.value.as_array().ok_or_else(|| {
+            ImportError::at(
+                self.place(&format!("/metrics/{tag}/value")),
+                format!("expected a list of numbers, found {}", m.value),
+            )
+        })?;
+        let mut out = Vec::with_capacity(list.len());
+        for (j, v) in list.iter().enumerate() {
+            out.push(self.number_at(&format!("/metrics/{tag}/value/{j}"), v)? * factor);
+        }
+        Ok(Some(out))
+    }
+
     /// A token-count metric; its unit must be `tokens`.
     fn tokens(&self, tag: &str) -> Result<Option<f64>, ImportError> {
         let Some(m) = self.record.metrics.get(tag) else {
@@ -156,12 +181,17 @@ impl Line {
     }
 
     fn number_of(&self, tag: &str, value: &serde_json::Value) -> Result<f64, ImportError> {
+        self.number_at(&format!("/metrics/{tag}/value"), value)
+    }
+
+    /// A number >= 0 at `pointer` of this line, or an error naming it.
+    fn number_at(&self, pointer: &str, value: &serde_json::Value) -> Result<f64, ImportError> {
         value
             .as_f64()
             .filter(|x| x.is_finite() && *x >= 0.0)
             .ok_or_else(|| {
                 ImportError::at(
-                    self.place(&format!("/metrics/{tag}/value")),
+                    self.place(pointer),
                     format!("expected a number >= 0, found {value}"),
                 )
             })
@@ -180,14 +210,20 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
     let lines = read_records(bytes)?;
     let t0 = earliest_instant(&lines);
     let mut tally = Tally::new();
+    let mut rules = RowRules::of(&lines, options.gaps);
     let rows = lines
         .iter()
-        .map(|line| map_row(line, t0, &mut tally))
+        .map(|line| map_row(line, t0, &mut tally, &mut rules))
         .collect::<Result<Vec<_>, _>>()?;
     let span = ProfilingSpan::of(&tally, t0)?;
     let trace = trace_doc(options, &tally, &span, t0, lines.len(), rows);
     let reported = reported_figures(&tally, span.duration_ms);
-    Ok(Imported { trace, reported })
+    Ok(Imported {
+        trace,
+        reported,
+        first_answers: rules.answers,
+        gaps: (rules.gaps.rows_with_list > 0).then_some(rules.gaps),
+    })
 }
 
 /// Parses every non-blank line into a [`Record`] of a known phase; the file
@@ -310,11 +346,48 @@ struct Measured {
     client_tokens: Option<f64>,
     /// The server's count (`usage_completion_tokens`).
     usage_tokens: Option<f64>,
+    /// Time to the first non-reasoning output token (`time_to_first_output_token`).
+    ttfo_ms: Option<f64>,
+    /// The server's reasoning count (`usage_reasoning_tokens`).
+    usage_reasoning: Option<f64>,
+    /// AIPerf's own reasoning count (`reasoning_token_count`).
+    client_reasoning: Option<f64>,
 }
+
+/// What every record's row is built under: the import's gap checks, and
+/// whether the file carries `time_to_first_output_token` at all (when no
+/// record does, the AIPerf version predates it, and no row gets a
+/// `firstAnswerMs`; when some do, a completed record without one had no
+/// answer token).
+struct RowRules {
+    gaps: crate::gaps::GapChecks,
+    answers: bool,
+}
+
+impl RowRules {
+    fn of(lines: &[Line], keep_gaps: bool) -> RowRules {
+        RowRules {
+            gaps: crate::gaps::GapChecks::new(ICL_TAG, keep_gaps),
+            answers: lines
+                .iter()
+                .any(|l| l.record.metrics.contains_key(TTFO_TAG)),
+        }
+    }
+}
+
+/// AIPerf's per-record list of latencies between content responses.
+const ICL_TAG: &str = "inter_chunk_latency";
+/// AIPerf's time to first output (non-reasoning) token.
+const TTFO_TAG: &str = "time_to_first_output_token";
 
 /// One record → its trace row: `failed` with a reason for an error or a
 /// cancellation, else `completed` (or `failed` / `no_output` without tokens).
-fn map_row(line: &Line, t0: i64, tally: &mut Tally) -> Result<TraceRow, ImportError> {
+fn map_row(
+    line: &Line,
+    t0: i64,
+    tally: &mut Tally,
+    rules: &mut RowRules,
+) -> Result<TraceRow, ImportError> {
     let md = &line.record.metadata;
     if md.request_end_ns < md.request_start_ns {
         return Err(ImportError::at(
@@ -329,6 +402,9 @@ fn map_row(line: &Line, t0: i64, tally: &mut Tally) -> Result<TraceRow, ImportEr
         latency_ms: line.time_ms("request_latency")?,
         client_tokens: line.whole_tokens("output_sequence_length")?,
         usage_tokens: line.whole_tokens("usage_completion_tokens")?,
+        ttfo_ms: line.time_ms(TTFO_TAG)?,
+        usage_reasoning: line.whole_tokens("usage_reasoning_tokens")?,
+        client_reasoning: line.whole_tokens("reasoning_token_count")?,
     };
     tally.note_instants(md, ended_ms, measured.latency_ms);
     let labels = row_labels(line, &measured, tally)?;
@@ -357,11 +433,70 @@ fn map_row(line: &Line, t0: i64, tally: &mut Tally) -> Result<TraceRow, ImportEr
         }
     } else {
         complete_row(&mut row, line, &measured, tally)?;
+        if row.status == RowStatus::Completed {
+            answer_of(&mut row, line, &measured, rules.answers)?;
+            if let Some(icl) = line.time_list_ms(ICL_TAG)? {
+                rules.gaps.apply(&mut row, icl);
+            }
+        }
         if is_profiling {
             tally.successful += 1;
         }
     }
     Ok(row)
+}
+
+/// A completed row's first answer (arrival + `time_to_first_output_token`,
+/// which must lie between its first token and its completion) and its
+/// reasoning tokens: the server's `usage_reasoning_tokens` when the row's
+/// count is usage, AIPerf's `reasoning_token_count` when the row's count is
+/// AIPerf's own (then both are of its tokenizer); with usage counts AIPerf's
+/// reasoning count is kept as the label `clientReasoningTokens`.
+fn answer_of(
+    row: &mut TraceRow,
+    line: &Line,
+    measured: &Measured,
+    answers: bool,
+) -> Result<(), ImportError> {
+    let (Some(first), Some(done), Some(tokens)) =
+        (row.first_token_ms, row.completed_ms, row.output_tokens)
+    else {
+        return Ok(());
+    };
+    if let (true, Some(ttfo)) = (answers, measured.ttfo_ms) {
+        let answer = row.arrival_ms + ttfo;
+        if answer < first || answer > done {
+            return Err(ImportError::at(
+                line.place(&format!("/metrics/{TTFO_TAG}/value")),
+                format!(
+                    "{ttfo} ms is not between the record's first token and its completion \
+                     ({} and {} ms after its start)",
+                    first - row.arrival_ms,
+                    done - row.arrival_ms
+                ),
+            ));
+        }
+        row.first_answer_ms = Some(answer);
+    }
+    let (reasoning, tag) = match (measured.usage_tokens, measured.usage_reasoning) {
+        (Some(_), Some(r)) => (Some(r), "usage_reasoning_tokens"),
+        (Some(_), None) => (None, ""),
+        (None, _) => (measured.client_reasoning, "reasoning_token_count"),
+    };
+    if let Some(r) = reasoning {
+        if r > tokens as f64 {
+            return Err(ImportError::at(
+                line.place(&format!("/metrics/{tag}/value")),
+                format!("{r} reasoning tokens are more than the record's {tokens} output tokens"),
+            ));
+        }
+        row.reasoning_tokens = Some(r as u64);
+    }
+    if let (Some(_), Some(client)) = (measured.usage_tokens, measured.client_reasoning) {
+        row.labels
+            .insert("clientReasoningTokens".into(), Scalar::Number(client));
+    }
+    Ok(())
 }
 
 /// A row's labels: the phase, the prompt length, AIPerf's own output count
@@ -658,6 +793,10 @@ struct Summary {
     inter_token_latency: Option<Aggregate>,
     #[serde(default)]
     request_latency: Option<Aggregate>,
+    #[serde(default)]
+    inter_chunk_latency: Option<Aggregate>,
+    #[serde(default)]
+    time_to_first_output_token: Option<Aggregate>,
 }
 
 /// Replaces the recomputed figures with AIPerf's own, read from its
@@ -696,6 +835,20 @@ pub fn apply_summary(imported: &mut Imported, bytes: &[u8]) -> Result<(), Import
     reported.ttft_ms = time(&s.time_to_first_token, "time_to_first_token")?;
     reported.tpot_ms = time(&s.inter_token_latency, "inter_token_latency")?;
     reported.e2e_ms = time(&s.request_latency, "request_latency")?;
+    reported.ttfa_ms = time(&s.time_to_first_output_token, TTFO_TAG)?;
+    if let Some(icl) = &s.inter_chunk_latency {
+        let q = time(&s.inter_chunk_latency, ICL_TAG)?;
+        let f = ms_per_unit(&icl.unit).unwrap_or(1.0);
+        reported.itl_ms = crate::model::Itl {
+            mean: icl.avg.map(|v| v * f),
+            p50: q.p50,
+            p99: q.p99,
+        };
+        reported.itl_from = Some(
+            "inter_chunk_latency (every record's latencies between content responses, pooled)"
+                .into(),
+        );
+    }
     // AIPerf's request_count is its successful requests; completed_request_count
     // counts every finished record, errors included.
     reported.successful = count(&s.request_count).or(reported.successful);
@@ -738,7 +891,8 @@ pub fn apply_summary(imported: &mut Imported, bytes: &[u8]) -> Result<(), Import
     reported.figures_from = "profile_export_aiperf.json (request_count, \
                              completed_request_count, error_request_count, request_throughput, \
                              goodput, output_token_throughput, time_to_first_token, \
-                             inter_token_latency as TPOT, request_latency, input_config.slos)"
+                             inter_token_latency as TPOT, request_latency, inter_chunk_latency as \
+                             ITL, time_to_first_output_token as TTFA, input_config.slos)"
         .into();
     Ok(())
 }

@@ -117,6 +117,9 @@ pub struct Fidelity {
     pub tokens: Option<TokenAgreement>,
     /// Configured beside offered rate (when the export names a rate).
     pub rate: Option<RateCheck>,
+    /// What the gap rule did with the tool's per-request inter-token
+    /// latencies (when the export carries them; `crate::gaps`).
+    pub gaps: Option<crate::gaps::GapChecks>,
 }
 
 /// Runs both checks on an imported run and its per-row verdicts (`pass`,
@@ -129,6 +132,7 @@ pub fn assess(imported: &Imported, verdicts: &[&str]) -> Fidelity {
             .configured_rate
             .as_ref()
             .and_then(|c| rate_check(imported, verdicts, c)),
+        gaps: imported.gaps.clone(),
     }
 }
 
@@ -376,7 +380,64 @@ pub fn sentences(f: &Fidelity, r: &Reported) -> Vec<String> {
     if let Some(rate) = &f.rate {
         out.push(rate_sentence(rate, &r.tool));
     }
+    if let Some(g) = &f.gaps {
+        out.push(gap_sentence(g, &r.tool));
+    }
     out
+}
+
+/// The gap rule's outcome in words: how many rows kept their gaps, and why
+/// the others did not.
+fn gap_sentence(g: &crate::gaps::GapChecks, tool: &str) -> String {
+    let field = &g.field;
+    let n = g.rows_with_list;
+    if g.left_out {
+        return format!(
+            "Gaps left out (--no-gaps): {n} completed row(s) carried {tool}'s {field}; the \
+             trace has no gapsMs, so no gap distribution or stall gate."
+        );
+    }
+    let mut s = format!(
+        "Gaps: {} of {n} completed row(s) with {tool}'s {field} keep them as gapsMs \
+         (offsets rounded to the µs)",
+        g.kept
+    );
+    if g.trimmed > 0 {
+        s.push_str(&format!(
+            "; {} trimmed (their sum overran the first-token-to-completion span by more than \
+             1 µs and at most 1 ms, taken from the last gap)",
+            g.trimmed
+        ));
+    }
+    if g.more_gaps_than_tokens > 0 {
+        s.push_str(&format!(
+            "; more_gaps_than_tokens: {} row(s) have more ITLs than outputTokens − 1, so {tool} \
+             timed chunks that carried no token (an empty finish chunk counts as one), and which \
+             is spurious cannot be told: they keep none",
+            g.more_gaps_than_tokens
+        ));
+    }
+    if g.gaps_exceed_span > 0 {
+        s.push_str(&format!(
+            "; gaps_exceed_span: {} row(s) whose ITLs sum to more than the span plus 1 ms keep \
+             none",
+            g.gaps_exceed_span
+        ));
+    }
+    if g.over_row_cap > 0 {
+        s.push_str(&format!(
+            "; {} row(s) over the trace's cap of 100,000 gaps keep none",
+            g.over_row_cap
+        ));
+    }
+    s.push('.');
+    if g.dropped() > 0 || g.kept < n {
+        s.push_str(&format!(
+            " {tool}'s own ITL figures include every row's list; goodput's gap distribution \
+             covers the kept rows only."
+        ));
+    }
+    s
 }
 
 fn token_sentence(t: &TokenAgreement, tool: &str) -> String {

@@ -140,6 +140,9 @@ struct Timings {
     request_start: Option<f64>,
     #[serde(default)]
     first_token_iteration: Option<f64>,
+    /// The first non-reasoning token (guidellm 0.7.0 on).
+    #[serde(default)]
+    first_output_token_iteration: Option<f64>,
     #[serde(default)]
     last_token_iteration: Option<f64>,
     #[serde(default)]
@@ -162,6 +165,8 @@ struct Metrics {
     inter_token_latency_ms: Option<ByStatus>,
     #[serde(default)]
     output_tokens_per_second: Option<ByStatus>,
+    #[serde(default)]
+    time_to_first_output_token_ms: Option<ByStatus>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -270,7 +275,12 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         selected.workload(),
         rows,
     );
-    Ok(Imported { trace, reported })
+    Ok(Imported {
+        trace,
+        reported,
+        gaps: None,
+        first_answers: selected.answers,
+    })
 }
 
 /// Whether arrivals are the scheduled instants: every request (of at least
@@ -291,6 +301,10 @@ struct Selected<'a> {
     count: usize,
     /// Its JSON pointer, `/benchmarks/<index>`.
     base: String,
+    /// Some request has `first_output_token_iteration` (guidellm 0.7.0 on):
+    /// completed rows then carry `firstAnswerMs`, and a completed request
+    /// without it had no answer token. When none has it, no row carries one.
+    answers: bool,
 }
 
 /// One request of the benchmark, with the list it was in.
@@ -329,11 +343,17 @@ impl<'a> Selected<'a> {
                 "must be after start_time",
             ));
         }
+        let r = &bench.requests;
+        let answers = [&r.successful, &r.incomplete, &r.errored]
+            .into_iter()
+            .flatten()
+            .any(|q| q.info.timings.first_output_token_iteration.is_some());
         Ok(Selected {
             bench,
             index,
             count,
             base,
+            answers,
         })
     }
 
@@ -447,6 +467,7 @@ impl<'a> Selected<'a> {
                 })?;
                 let done_ms = ms_since(done.max(first), t0);
                 self.complete_row(&mut row, entry, done_ms)?;
+                self.answer_of(&mut row, entry, t0)?;
             }
             Kind::Incomplete => row.status = RowStatus::InFlight,
             Kind::Errored => {
@@ -480,6 +501,31 @@ impl<'a> Selected<'a> {
             row.completed_ms = Some(done_ms);
             row.output_tokens = Some(tokens as u64);
         }
+        Ok(())
+    }
+
+    /// A completed row's `firstAnswerMs` = `first_output_token_iteration`,
+    /// which must lie between its first token and its completion.
+    fn answer_of(&self, row: &mut TraceRow, entry: &Entry, t0: f64) -> Result<(), ImportError> {
+        let field = "first_output_token_iteration";
+        let t = &entry.request.info.timings;
+        let (true, RowStatus::Completed) = (self.answers, row.status) else {
+            return Ok(());
+        };
+        let Some(answer_s) = self.timing(entry, field, t.first_output_token_iteration)? else {
+            return Ok(());
+        };
+        let answer = ms_since(answer_s, t0);
+        let (Some(first), Some(done)) = (row.first_token_ms, row.completed_ms) else {
+            return Ok(());
+        };
+        if answer < first || answer > done {
+            return Err(ImportError::at(
+                self.place(entry, &format!("/info/timings/{field}")),
+                "is not between first_token_iteration and the last token",
+            ));
+        }
+        row.first_answer_ms = Some(answer);
         Ok(())
     }
 
@@ -571,6 +617,13 @@ impl<'a> Selected<'a> {
             }),
             e2e_ms: metrics.map_or_else(Quantiles::default, |m| {
                 quantiles(&m.request_latency, 1000.0)
+            }),
+            // guidellm keeps no per-token times and no pooled ITL (its
+            // inter_token_latency_ms is per request, shown as TPOT).
+            itl_ms: crate::model::Itl::default(),
+            itl_from: None,
+            ttfa_ms: metrics.map_or_else(Quantiles::default, |m| {
+                quantiles(&m.time_to_first_output_token_ms, 1.0)
             }),
             percentile_method: "guidellm takes the first value whose cumulative share reaches p \
                                 (nearest rank, like goodput; differences come from the \

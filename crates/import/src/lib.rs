@@ -21,6 +21,7 @@
 pub mod aiperf;
 pub mod error;
 pub mod fidelity;
+pub mod gaps;
 pub mod guidellm;
 pub mod json;
 pub mod model;
@@ -35,7 +36,7 @@ use goodput_core::receipt::Receipt;
 use goodput_core::trace::Rejection;
 
 pub use self::error::ImportError;
-pub use self::model::{failure_reason, ImportOptions, Imported, Quantiles, Reported, Source};
+pub use self::model::{failure_reason, ImportOptions, Imported, Itl, Quantiles, Reported, Source};
 pub use self::model::{fmt_num, limits_for, same_figure, trace_bytes};
 pub use self::side_by_side::{compare, compare_with, Comparison, FigurePair};
 
@@ -111,6 +112,17 @@ pub enum PipelineError {
         /// What is wrong, and where.
         source: ImportError,
     },
+    /// `--slo` declares a `ttfa` gate, but the export names no first answer
+    /// token: every completed row would miss it as `no_answer`.
+    #[error(
+        "rejected: --slo declares a ttfa gate, but this {tool} export names no first answer \
+         token (docs/import.md says which versions carry one): every completed row would miss \
+         it as no_answer; drop ttfa= from --slo"
+    )]
+    NoFirstAnswer {
+        /// The `--from` tool.
+        tool: &'static str,
+    },
     /// The imported trace could not be serialised.
     #[error("cannot write trace: {0}")]
     Serialize(std::io::Error),
@@ -136,6 +148,11 @@ pub fn pipeline_owned(
     let mut imported = import_and_summary(source, &bytes, options, aiperf_summary)?;
     drop(bytes);
     let trace_bytes = trace_bytes(&mut imported.trace).map_err(PipelineError::Serialize)?;
+    for row in &mut imported.trace.rows {
+        // Written: the comparison reads the gaps from the receipt, and the
+        // analyzer holds its own copy.
+        row.gaps_ms = None;
+    }
     if imported.reported.client_tokens_from.is_none() {
         // Written: without the tool's client counts the comparison reads no
         // label, and a row's labels (a map node of ~0.5 KB each) would
@@ -179,6 +196,12 @@ fn import_and_summary(
         source: e,
     };
     let mut imported = import(source, bytes, options).map_err(rejected)?;
+    let ttfa_gate = options.classes.values().any(|g| g.ttfa_ms.is_some());
+    if ttfa_gate && !imported.first_answers {
+        return Err(PipelineError::NoFirstAnswer {
+            tool: source.name(),
+        });
+    }
     if let Some(summary) = aiperf_summary {
         aiperf::apply_summary(&mut imported, summary).map_err(|e| PipelineError::Import {
             tool: source.name(),

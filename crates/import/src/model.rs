@@ -76,6 +76,9 @@ pub struct ImportOptions {
     pub equality: Equality,
     /// guidellm: which benchmark of the file.
     pub benchmark: usize,
+    /// Write each row's `gapsMs` from the tool's inter-token latencies
+    /// (`false`: `--no-gaps`, the lists are left out).
+    pub gaps: bool,
 }
 
 impl Default for ImportOptions {
@@ -85,6 +88,7 @@ impl Default for ImportOptions {
             default_class: DEFAULT_CLASS.to_owned(),
             equality: Equality::Inclusive,
             benchmark: 0,
+            gaps: true,
         }
     }
 }
@@ -126,6 +130,7 @@ impl ImportOptions {
             default_class: name.to_owned(),
             equality,
             benchmark: 0,
+            gaps: true,
         }
     }
 }
@@ -137,6 +142,27 @@ pub struct Imported {
     pub trace: TraceDoc,
     /// The source tool's own figures and rules.
     pub reported: Reported,
+    /// What the gap rule did (`crate::gaps`), when the export carries
+    /// per-request inter-token latencies.
+    pub gaps: Option<crate::gaps::GapChecks>,
+    /// The export names the first answer (output, non-reasoning) token of
+    /// its requests (AIPerf's `time_to_first_output_token`, guidellm's
+    /// `first_output_token_iteration`): a completed row without
+    /// `firstAnswerMs` then had no answer. When false no row has one, and a
+    /// `ttfaMs` gate could only say `no_answer`.
+    pub first_answers: bool,
+}
+
+/// A tool's inter-token latency figures over all its ITLs pooled, ms, by
+/// its method (the counterpart of the receipt's `gaps.gapMs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, JsonSchema)]
+pub struct Itl {
+    /// Mean.
+    pub mean: Option<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
 }
 
 /// Two percentiles as a tool reported them, ms.
@@ -180,6 +206,12 @@ pub struct Reported {
     pub tpot_ms: Quantiles,
     /// End-to-end latency percentiles, ms, by the tool's method.
     pub e2e_ms: Quantiles,
+    /// The tool's pooled inter-token (inter-chunk) latency figures, ms.
+    pub itl_ms: Itl,
+    /// Where the tool's ITL figures were read, when it reports them.
+    pub itl_from: Option<String>,
+    /// Time to first answer (output, non-reasoning) token percentiles, ms.
+    pub ttfa_ms: Quantiles,
     /// How the tool computes percentiles, in words.
     pub percentile_method: String,
     /// How the tool's window was mapped to the trace's, in words.

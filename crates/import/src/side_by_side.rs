@@ -69,6 +69,8 @@ pub fn compare_with(imported: &Imported, receipt: &Receipt, verdicts: &[&str]) -
     let mut figures = count_figures(r, &all.counts);
     figures.extend(rate_figures(r, all, window_s));
     figures.extend(latency_figures(r, &all.latency));
+    figures.extend(itl_figures(r, all));
+    figures.extend(ttfa_figures(r, all));
 
     let one_token = OneToken::count(imported, verdicts);
     let mut differences = cohort_notes(&r.tool, all);
@@ -182,6 +184,50 @@ fn latency_figures(r: &Reported, latency: &LatencyBlock) -> [FigurePair; 6] {
         pair("TPOT p99 ms", r.tpot_ms.p99, tpot99, "latency.tpotMs.p99"),
         pair("E2E p50 ms", r.e2e_ms.p50, e2e50, "latency.e2eMs.p50"),
         pair("E2E p99 ms", r.e2e_ms.p99, e2e99, "latency.e2eMs.p99"),
+    ]
+}
+
+/// The tool's pooled ITL figures beside the receipt's gap distribution
+/// (`gaps.gapMs`, from the imported gaps), when either side has them.
+fn itl_figures(r: &Reported, all: &Block) -> Vec<FigurePair> {
+    let gaps = all.gaps.as_ref().map(|g| &g.gap_ms);
+    let tool = &r.itl_ms;
+    if gaps.is_none() && tool.mean.is_none() && tool.p50.is_none() && tool.p99.is_none() {
+        return Vec::new();
+    }
+    let ours = |f: fn(&LatencySummary) -> Option<f64>| gaps.and_then(f);
+    vec![
+        pair(
+            "ITL mean ms",
+            tool.mean,
+            ours(|g| g.mean),
+            "gaps.gapMs.mean",
+        ),
+        pair("ITL p50 ms", tool.p50, ours(|g| g.p50), "gaps.gapMs.p50"),
+        pair("ITL p99 ms", tool.p99, ours(|g| g.p99), "gaps.gapMs.p99"),
+    ]
+}
+
+/// The tool's time to first output token beside the receipt's TTFA
+/// (`answer.ttfaMs`), when either side has one.
+fn ttfa_figures(r: &Reported, all: &Block) -> Vec<FigurePair> {
+    let answer = all.answer.as_ref().map(|a| &a.ttfa_ms);
+    if answer.is_none() && r.ttfa_ms.p50.is_none() && r.ttfa_ms.p99.is_none() {
+        return Vec::new();
+    }
+    vec![
+        pair(
+            "TTFA p50 ms",
+            r.ttfa_ms.p50,
+            answer.and_then(|a| a.p50),
+            "answer.ttfaMs.p50",
+        ),
+        pair(
+            "TTFA p99 ms",
+            r.ttfa_ms.p99,
+            answer.and_then(|a| a.p99),
+            "answer.ttfaMs.p99",
+        ),
     ]
 }
 

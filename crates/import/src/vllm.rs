@@ -111,6 +111,12 @@ struct VllmResult {
     #[serde(default)]
     p99_e2el_ms: Option<Loose>,
     #[serde(default)]
+    mean_itl_ms: Option<Loose>,
+    #[serde(default)]
+    median_itl_ms: Option<Loose>,
+    #[serde(default)]
+    p99_itl_ms: Option<Loose>,
+    #[serde(default)]
     start_times: Option<Vec<f64>>,
     ttfts: Vec<Option<f64>>,
     itls: Vec<Vec<f64>>,
@@ -239,7 +245,7 @@ fn error_label(text: &str) -> String {
 /// Imports a vLLM result file (see the module docs for the mapping).
 pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportError> {
     let fixed = python_literals_to_json(bytes);
-    let doc: VllmResult = parse_typed(&fixed, Within::Document)?;
+    let mut doc: VllmResult = parse_typed(&fixed, Within::Document)?;
     let shape = Shape::of(&doc);
     let n = check_lengths(&doc)?;
     check_duration(doc.duration)?;
@@ -255,6 +261,7 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         }
         rows.push(row);
     }
+    let gaps = apply_gaps(&mut doc, &mut rows, options.gaps)?;
     let trace = trace_doc(options, &doc, &shape, rows, latest_ms);
     let goodput = doc
         .request_goodput
@@ -262,7 +269,35 @@ pub fn import(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ImportE
         .or(doc.request_goodput_colon.as_ref())
         .and_then(num);
     let reported = reported(&doc, &shape, n, successful, goodput);
-    Ok(Imported { trace, reported })
+    Ok(Imported {
+        trace,
+        reported,
+        gaps: (gaps.rows_with_list > 0).then_some(gaps),
+        // vLLM's benchmark does not tell reasoning from answer tokens.
+        first_answers: false,
+    })
+}
+
+/// Each completed row's `itls` (s) → its `gapsMs` by the rule of
+/// [`crate::gaps`]; every ITL of such a row must be a number >= 0. The lists
+/// are moved out of the parsed file (they are its largest part).
+fn apply_gaps(
+    doc: &mut VllmResult,
+    rows: &mut [TraceRow],
+    keep: bool,
+) -> Result<crate::gaps::GapChecks, ImportError> {
+    let mut checks = crate::gaps::GapChecks::new("itls", keep);
+    for (i, row) in rows.iter_mut().enumerate() {
+        if row.status != RowStatus::Completed {
+            continue;
+        }
+        let mut itls = std::mem::take(&mut doc.itls[i]);
+        for (j, itl) in itls.iter_mut().enumerate() {
+            *itl = non_negative(*itl, format!("/itls/{i}/{j}"))? * 1000.0;
+        }
+        checks.apply(row, itls);
+    }
+    Ok(checks)
 }
 
 impl Shape {
@@ -529,6 +564,14 @@ fn reported(
             p50: num(&doc.median_e2el_ms),
             p99: num(&doc.p99_e2el_ms),
         },
+        itl_ms: crate::model::Itl {
+            mean: num(&doc.mean_itl_ms),
+            p50: num(&doc.median_itl_ms),
+            p99: num(&doc.p99_itl_ms),
+        },
+        itl_from: (doc.mean_itl_ms.is_some() || doc.median_itl_ms.is_some())
+            .then(|| "mean_itl_ms, median_itl_ms, p99_itl_ms (every ITL of every successful request, pooled)".to_owned()),
+        ttfa_ms: Quantiles::default(),
         percentile_method: "vLLM reports numpy.percentile (linear interpolation between the \
                             two nearest ranks; median = p50)"
             .into(),

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use goodput_import::fidelity::{Fidelity, RateCheck, TokenAgreement};
+use goodput_import::gaps::GapChecks;
 use goodput_import::{fmt_num, Comparison};
 
 const WIDTH: usize = 100;
@@ -83,7 +84,7 @@ pub fn placeholder_gates_line(tool: &str, gates: &str) -> String {
 /// The fidelity checks, one line each (the sentences below explain them):
 /// configured beside offered rate, and the tool's token counts beside usage.
 fn checks_into(s: &mut String, f: &Fidelity) {
-    if f.rate.is_none() && f.tokens.is_none() {
+    if f.rate.is_none() && f.tokens.is_none() && f.gaps.is_none() {
         return;
     }
     let _ = writeln!(s, "checks:");
@@ -93,7 +94,31 @@ fn checks_into(s: &mut String, f: &Fidelity) {
     if let Some(t) = &f.tokens {
         wrap_into(s, &token_line(t), "  tokens  ", "          ");
     }
+    if let Some(g) = &f.gaps {
+        wrap_into(s, &gap_line(g), "  gaps    ", "          ");
+    }
     let _ = writeln!(s);
+}
+
+/// The gap rule's counts, each named check with its number.
+fn gap_line(g: &GapChecks) -> String {
+    if g.left_out {
+        return format!(
+            "{} left out (--no-gaps) on {} completed rows",
+            g.field, g.rows_with_list
+        );
+    }
+    format!(
+        "{} kept on {} of {} completed rows (trimmed {}); more_gaps_than_tokens {}, \
+         gaps_exceed_span {}, over_row_cap {}",
+        g.field,
+        g.kept,
+        g.rows_with_list,
+        g.trimmed,
+        g.more_gaps_than_tokens,
+        g.gaps_exceed_span,
+        g.over_row_cap
+    )
 }
 
 fn rate_line(r: &RateCheck) -> String {

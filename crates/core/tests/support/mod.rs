@@ -1,0 +1,3 @@
+//! Support code shared by the core's integration tests.
+
+pub mod streams;

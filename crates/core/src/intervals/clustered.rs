@@ -143,3 +143,89 @@ pub fn clustered_quantile(rows: &[&[f64]], p: u32, confidence: Confidence) -> Qu
         reason: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intervals::{quantile_ranks, wilson};
+
+    fn close(got: f64, want: f64, tol: f64) {
+        assert!((got - want).abs() <= tol, "got {got}, want {want} ± {tol}");
+    }
+
+    /// Two rows of 4 tokens reasoning 1 and 3: M = 8, R = 0.5,
+    /// Σ (y − R m)² = (1 − 2)² + (3 − 2)² = 2, V = 2/1 × 2/64 = 0.0625,
+    /// n_eff = 0.25 / 0.0625 = 4. Wilson(0.5, 4), z = 1.959964:
+    /// z²/n = 0.9603647, half = z √(0.0625 + 0.0600228) / 1.9603647 =
+    /// 0.3499610: [0.1500390, 0.8499610], wider than the token-level
+    /// Wilson 4 of 8, [0.2152161, 0.7847839].
+    #[test]
+    fn rows_that_differ_count_as_fewer_trials() {
+        let rows = [(1.0, 4.0), (3.0, 4.0)];
+        assert_eq!(effective_trials(&rows), Some((0.5, 4.0)));
+        let i = clustered_share(&rows, Confidence::default()).unwrap();
+        close(i.lower, 0.150_039_0, 1e-7);
+        close(i.upper, 0.849_961_0, 1e-7);
+        let tokens = wilson(4, 8, Confidence::default()).unwrap();
+        close(tokens.lower, 0.215_216_1, 1e-7);
+    }
+
+    /// Rows that all reason 2 of 4 show no variation (V = 0): the
+    /// token-level interval, n_eff = M = 8. One row shows none at all.
+    #[test]
+    fn equal_rows_give_the_token_interval_and_one_row_none() {
+        let rows = [(2.0, 4.0), (2.0, 4.0)];
+        assert_eq!(effective_trials(&rows), Some((0.5, 8.0)));
+        let i = clustered_share(&rows, Confidence::default()).unwrap();
+        assert_eq!(Some(i), wilson(4, 8, Confidence::default()));
+        assert_eq!(clustered_share(&[(2.0, 4.0), (0.0, 0.0)], Confidence::default()), None);
+    }
+
+    /// Four rows of five gaps, 1‥20 in row order: p50 = X₍₁₀₎ = 10, rows
+    /// 1 and 2 are wholly ≤ 10 (c = 5, 5, 0, 0), Σ (c − 2.5)² = 25,
+    /// V = 4/3 × 25/400 = 0.0833333, n_eff = 0.25 / V = 3; Wilson(0.5, 3):
+    /// [0.1253345, 0.8746655]; ranks ⌊20 × 0.1253345 + ½⌋ = 3 and
+    /// ⌈20 × 0.8746655 + ½⌉ = 18: [3, 18]. The same twenty values dealt
+    /// round the rows (row j holds j, j + 4, …) give c = 3, 3, 2, 2,
+    /// Σ = 1, V = 4/3 × 1/400, n_eff = 75 capped at M = 20: Wilson(0.5, 20)
+    /// = [0.2992980, 0.7007020], ranks 6 and 15, exactly the
+    /// distribution-free interval of 20 independent values.
+    #[test]
+    fn clustered_rows_widen_the_median_and_mixed_rows_do_not() {
+        let blocks: Vec<Vec<f64>> = (0..4)
+            .map(|r| (1..=5).map(|j| f64::from(r * 5 + j)).collect())
+            .collect();
+        let rows: Vec<&[f64]> = blocks.iter().map(Vec::as_slice).collect();
+        let i = clustered_quantile(&rows, 50, Confidence::default());
+        assert_eq!((i.lower_rank, i.upper_rank), (Some(3), Some(18)));
+        assert_eq!((i.lower, i.upper), (Some(3.0), Some(18.0)));
+        assert_eq!(i.coverage, None);
+        let dealt: Vec<Vec<f64>> = (1..=4)
+            .map(|r| (0..5).map(|j| f64::from(r + 4 * j)).collect())
+            .collect();
+        let rows: Vec<&[f64]> = dealt.iter().map(Vec::as_slice).collect();
+        let i = clustered_quantile(&rows, 50, Confidence::default());
+        assert_eq!((i.lower, i.upper), (Some(6.0), Some(15.0)));
+        let (l, u, _) = quantile_ranks(20, 50, Confidence::default()).unwrap();
+        assert_eq!((l, u), (6, 15));
+    }
+
+    /// One row cannot show the spread between rows; and a p99 whose upper
+    /// rank would pass the largest value has no interval. Two rows of 50
+    /// gaps: p99 = X₍₉₉₎; at best n_eff = M = 100 and Wilson(0.99, 100) has
+    /// upper 0.9973 > (100 − ½)/100, so u = ⌈99.73 + ½⌉ = 101 > 100.
+    #[test]
+    fn too_few_rows_or_values_have_a_reason_not_an_interval() {
+        let one = [1.0, 2.0, 3.0];
+        let i = clustered_quantile(&[&one], 50, Confidence::default());
+        assert_eq!(i.lower, None);
+        assert!(i.reason.unwrap().starts_with("fewer than 2 rows"));
+        let a: Vec<f64> = (0..50).map(f64::from).collect();
+        let b: Vec<f64> = (50..100).map(f64::from).collect();
+        let i = clustered_quantile(&[&a, &b], 99, Confidence::default());
+        assert_eq!(i.upper, None);
+        assert!(i.reason.unwrap().contains("rank"), "too few");
+        let w = wilson_real(0.99, 100.0, Confidence::default());
+        assert!(w.upper > 0.995, "{}", w.upper);
+    }
+}

@@ -780,3 +780,32 @@ fn ttfa_no_answer_and_reasoning_share_compare_with_hand_computed_intervals() {
     assert_eq!(r["verdict"], "worse");
     assert_eq!(c["methods"]["pooledShareDifference"], "newcombe-row-clustered");
 }
+
+#[test]
+fn the_text_and_markdown_show_the_answer_and_gap_lines_with_their_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.json", &answer_trace(100.0, [2; 6], 0));
+    let b = write(dir.path(), "b.json", &answer_trace(200.0, [2, 4, 2, 4, 2, 4], 2));
+    let (code, text) = compare(&[&a, &b, "--percentiles", "50"]);
+    assert_eq!(code, 0, "{text}");
+    // Values as the hand-computed test above: 0 % vs 25 % no answer, 20 %
+    // vs 47.5 % reasoning (worse), TTFA p50 300 vs 600 ms.
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start}: {text}"))
+            .to_owned()
+    };
+    assert!(line("no answer").contains("25.0 %"), "{text}");
+    let reasoning = line("reasoning");
+    assert!(reasoning.contains("47.5 %") && reasoning.contains("worse"), "{reasoning}");
+    assert!(line("p50 TTFA ms").contains("+300.0 [-200.0, +932.5]"), "{text}");
+    assert!(text.contains("reasoning share (tokens pooled over rows) newcombe-row-clustered"), "{text}");
+    let (_, md) = compare(&[&a, &b, "--percentiles", "50", "--markdown"]);
+    assert!(md.contains("| reasoning | 20.0 % | 47.5 % |"), "{md}");
+    let a = write(dir.path(), "ga.json", &plain_trace(&gap_rows(1.0)));
+    let b = write(dir.path(), "gb.json", &plain_trace(&gap_rows(2.0)));
+    let (_, text) = compare(&[&a, &b, "--percentiles", "50"]);
+    assert!(text.contains("ITL (gaps pooled over rows) mover-woodruff-row-clustered"), "{text}");
+    assert!(text.lines().any(|l| l.trim_start().starts_with("p50 ITL ms") && l.contains("+10.0 [-6.1, +27.5]")), "{text}");
+}

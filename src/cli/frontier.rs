@@ -66,7 +66,9 @@ pub struct FrontierArgs {
     pub csv: bool,
     /// Also draw, against offered/s, into FILE (atomically): served/s and
     /// goodput/s, the pass share with the target, then p95 TTFT and p95 TPOT
-    /// each with the classes' gates.
+    /// each with the classes' gates, and, when the traces carry gaps or
+    /// answer instants, the p99 gap (with the stall gates) and the p95 TTFA
+    /// (with the TTFA gates).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Input limits, per trace.

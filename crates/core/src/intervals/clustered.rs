@@ -10,8 +10,8 @@
 //! Both methods here are closed-form, so the same rows always give the same
 //! bounds: the **row-clustered share** (the ratio `R = Σ y_i / Σ m_i` of
 //! `y_i` units of interest among `m_i` units of row `i`, with the
-//! linearized variance of a ratio estimator over independent rows, turned
-//! into an effective number of trials for Wilson's interval), and the
+//! delete-one-row jackknife variance of a ratio over independent rows,
+//! turned into an effective number of trials for Wilson's interval), and the
 //! **row-clustered quantile** (Woodruff's interval: the row-clustered share
 //! interval of the pooled CDF at the percentile, carried back through the
 //! pooled order statistics).
@@ -26,12 +26,16 @@ pub const QUANTILE: &str = "woodruff-row-clustered";
 
 /// The effective number of independent trials behind the pooled share of
 /// `rows` (`(y_i, m_i)`: units of interest and units of each row), and the
-/// share itself. With `k` rows of `m_i > 0`, `M = Σ m_i` and `R = Σ y_i / M`,
-/// the variance of `R` over independent rows is
-/// `V = k/(k − 1) · Σ (y_i − R m_i)² / M²`, and `n_eff = R(1 − R) / V`
-/// (the binomial variance it matches), at most `M`; `M` when `V = 0` (no
-/// variation between rows was seen). `None` with fewer than two such rows:
-/// one row cannot show how rows vary.
+/// share itself. With `k` rows of `m_i > 0`, `M = Σ m_i`, `R = Σ y_i / M`,
+/// the residuals `e_i = y_i − R m_i` and the leverages `h_i = m_i / M`, the
+/// variance of `R` over independent rows is the delete-one-row jackknife's,
+/// `V = (k − 1)/k · Σ (e_i / (1 − h_i))² / M²` (leaving row `i` out moves
+/// `R` by `−e_i / (M (1 − h_i))`), which with rows of equal length is the
+/// linearized `k/(k − 1) · Σ e_i² / M²`, and with one long row (a heavy
+/// tail of output lengths) weighs it as the influence it has. Then
+/// `n_eff = R(1 − R) / V` (the binomial variance it matches), at most `M`;
+/// `M` when `V = 0` (no variation between rows was seen). `None` with fewer
+/// than two such rows: one row cannot show how rows vary.
 pub fn effective_trials(rows: &[(f64, f64)]) -> Option<(f64, f64)> {
     let used = rows.iter().filter(|(_, m)| *m > 0.0);
     let (k, y, m) = used.clone().fold((0u64, 0.0, 0.0), |(k, y, m), (yi, mi)| {
@@ -41,9 +45,12 @@ pub fn effective_trials(rows: &[(f64, f64)]) -> Option<(f64, f64)> {
         return None;
     }
     let share = y / m;
-    let sum_sq: f64 = used.map(|(yi, mi)| (yi - share * mi).powi(2)).sum();
+    // Every used m_i < M (k ≥ 2 rows of m_i > 0), so 1 − h_i > 0.
+    let sum_sq: f64 = used
+        .map(|(yi, mi)| ((yi - share * mi) / (1.0 - mi / m)).powi(2))
+        .sum();
     let kf = k as f64;
-    let variance = kf / (kf - 1.0) * sum_sq / (m * m);
+    let variance = (kf - 1.0) / kf * sum_sq / (m * m);
     let n_eff = if variance > 0.0 {
         (share * (1.0 - share) / variance).min(m)
     } else {

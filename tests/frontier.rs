@@ -1282,3 +1282,27 @@ fn a_frontier_whose_rows_have_no_gaps_says_so_rather_than_drawing_zeros() {
     let plain = build(&classic(), 0.9);
     assert!(!text(&plain).contains("p99 gap") && !svg(&plain).contains("p99 gap"));
 }
+
+#[test]
+fn a_p95_ttfa_limit_names_its_figure_in_ms_like_the_other_tails() {
+    // p95 TTFA ≤ 370 ms: 5/s (350) holds, 10/s (380) does not. Before, the
+    // text read "p95 ttfa ms 38000.0 % > 37000.0 %" (taken for a share).
+    let receipts: Vec<_> = [("s-10.json", 10, 0, 380.0), ("s-5.json", 5, 0, 350.0)]
+        .iter()
+        .map(|(label, n, stalled, ttfa)| {
+            let bytes = stream_trace(*n, *stalled, *ttfa, true);
+            let a = analyze_bytes(&bytes, AnalyzeOptions::default()).expect("accepted");
+            (label.to_string(), a.receipt)
+        })
+        .collect();
+    let limits = BlockLimits {
+        max_p95_ttfa_ms: Some("370".parse().expect("decimal")),
+        ..BlockLimits::default()
+    };
+    let f = frontier_judged(&receipts, None, 0.9, &limits).expect("frontier");
+    assert!(matches!(f.capacity, Capacity::Limited { offered_per_s, .. } if offered_per_s == 5.0));
+    let t = flat(&text(&f));
+    assert!(t.contains("10/s: p95 TTFA 380 ms > 370 ms"), "{t}");
+    assert!(t.contains("p95 TTFA ≤ 370 ms"), "{t}");
+    assert!(!t.contains("ttfa ms"), "{t}");
+}

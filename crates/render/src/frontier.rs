@@ -80,15 +80,21 @@ pub fn knee_sentence(knee: &Knee) -> String {
     }
 }
 
-/// A criterion's figure for people: `p95 TTFT` and ms for the gate's
-/// `p95 ttft ms`; a share (`pass share`, `failure share`) as itself.
-fn figure_name(name: &str) -> (&str, bool) {
-    match name {
-        "p95 ttft ms" => ("p95 TTFT", false),
-        "p95 e2e ms" => ("p95 E2E", false),
-        "p95 tpot ms" => ("p95 TPOT", false),
-        other => (other, true),
-    }
+/// A criterion's figure for people, and whether it is a share: `p95 TTFT`
+/// in ms for the gate's `p95 ttft ms` (TPOT, E2E and TTFA alike, at any
+/// percentile), any other `… ms` figure as its words (`largest gap`); a
+/// share (`pass share`, `failure share`) as itself.
+fn figure_name(name: &str) -> (String, bool) {
+    let Some(figure) = name.strip_suffix(" ms") else {
+        return (name.to_owned(), true);
+    };
+    let label = match figure.split_once(' ') {
+        Some((p, metric)) if matches!(metric, "ttft" | "tpot" | "e2e" | "ttfa") => {
+            format!("{p} {}", metric.to_uppercase())
+        }
+        _ => figure.to_owned(),
+    };
+    (label, false)
 }
 
 /// A limit as written in a sentence: `p95 TTFT ≤ 1000 ms`, `failure share ≤ 5 %`.

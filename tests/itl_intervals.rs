@@ -1,17 +1,18 @@
 //! The row-clustered interval of a pooled inter-token percentile, checked on
 //! simulated streams whose truth is known by construction
-//! (`support::streams`): over seeded replications, how often the interval
+//! (`tests/common/streams.rs`): over seeded replications, how often the interval
 //! of B − A covers the true difference, and how often two runs of the same
 //! process get a verdict other than "indistinguishable". The naive interval
 //! (order statistics over the pooled gaps, as if every gap were independent)
 //! fails the same checks. `GOODPUT_LONG_SIM=1` runs 2,000 replications
 //! instead of 200 (docs/intervals.md quotes both).
 
-mod support;
+#[path = "common/streams.rs"]
+mod streams;
 
 use goodput_core::intervals::clustered::clustered_quantile;
 use goodput_core::intervals::{mover, quantile_interval, Confidence, Estimate, QuantileInterval};
-use support::streams::Process;
+use streams::Process;
 
 /// Replications: 200, or 2,000 with `GOODPUT_LONG_SIM`.
 fn replications() -> u64 {

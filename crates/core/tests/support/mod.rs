@@ -1,3 +1,0 @@
-//! Support code shared by the core's integration tests.
-
-pub mod streams;

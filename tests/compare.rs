@@ -665,7 +665,9 @@ fn gap_rows(scale: f64) -> Vec<Value> {
 }
 
 fn close(got: &Value, want: f64) {
-    let got = got.as_f64().unwrap_or_else(|| panic!("not a number: {got}"));
+    let got = got
+        .as_f64()
+        .unwrap_or_else(|| panic!("not a number: {got}"));
     assert!((got - want).abs() < 1e-6, "got {got}, want {want}");
 }
 
@@ -684,7 +686,10 @@ fn itl_percentiles_compare_on_row_clustered_intervals() {
     let a = write(dir.path(), "a.json", &plain_trace(&gap_rows(1.0)));
     let b = write(dir.path(), "b.json", &plain_trace(&gap_rows(2.0)));
     let c = compare_json_with(Path::new(&a), Path::new(&b), &["--percentiles", "50,95"]);
-    assert_eq!(c["methods"]["pooledQuantileDifference"], "mover-woodruff-row-clustered");
+    assert_eq!(
+        c["methods"]["pooledQuantileDifference"],
+        "mover-woodruff-row-clustered"
+    );
     let p50 = figure(&c, "p50_itl");
     close(&p50["a"], 10.0);
     close(&p50["b"], 20.0);
@@ -696,7 +701,13 @@ fn itl_percentiles_compare_on_row_clustered_intervals() {
     // u = ⌈19.81 + ½⌉ = 21 > 20, no interval: too few values, with why.
     let p95 = figure(&c, "p95_itl");
     assert_eq!(p95["verdict"], "too_few_values");
-    assert!(p95["note"].as_str().unwrap().contains("past the largest value"), "{p95}");
+    assert!(
+        p95["note"]
+            .as_str()
+            .unwrap()
+            .contains("past the largest value"),
+        "{p95}"
+    );
     assert_eq!(p95["requiredRequestsPerRun"], Value::Null);
     // The class block (the only class) compares the same figure.
     assert_eq!(c["blocks"][1]["class"], "chat");
@@ -713,8 +724,10 @@ fn itl_percentiles_compare_on_row_clustered_intervals() {
 fn runs_without_gaps_or_answers_compare_no_itl_or_ttfa_and_the_gate_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let rows: Vec<Value> = (0..3)
-        .map(|i| serde_json::json!({"id": format!("r{i}"), "arrivalMs": 0, "status": "completed",
-            "firstTokenMs": 100, "completedMs": 1000, "outputTokens": 6}))
+        .map(|i| {
+            serde_json::json!({"id": format!("r{i}"), "arrivalMs": 0, "status": "completed",
+            "firstTokenMs": 100, "completedMs": 1000, "outputTokens": 6})
+        })
         .collect();
     let a = write(dir.path(), "a.json", &plain_trace(&rows));
     let c = compare_json_with(Path::new(&a), Path::new(&a), &[]);
@@ -724,12 +737,21 @@ fn runs_without_gaps_or_answers_compare_no_itl_or_ttfa_and_the_gate_says_so() {
         .iter()
         .map(|f| f["figure"].as_str().unwrap())
         .collect();
-    assert!(!names.iter().any(|n| n.contains("itl") || n.contains("ttfa") || n.contains("answer") || n.contains("reasoning")), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.contains("itl")
+            || n.contains("ttfa")
+            || n.contains("answer")
+            || n.contains("reasoning")),
+        "{names:?}"
+    );
     assert!(c["methods"].get("pooledQuantileDifference").is_none());
     // Watching a figure neither run has fails the gate: it cannot be judged.
     let (code, out) = compare(&[&a, &a, "--fail-if-worse", "p99_itl"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("too few values to judge p99_itl (all)"), "{out}");
+    assert!(
+        out.contains("too few values to judge p99_itl (all)"),
+        "{out}"
+    );
 }
 
 /// Six answered rows (TTFA 100·k, k = 1‥6 for A, 200·k for B), each of 10
@@ -737,13 +759,17 @@ fn runs_without_gaps_or_answers_compare_no_itl_or_ttfa_and_the_gate_says_so() {
 /// tokens that spent all 10 reasoning.
 fn answer_trace(ttfa_step: f64, reasoning: [u64; 6], unanswered: usize) -> String {
     let mut rows: Vec<Value> = (1..=6)
-        .map(|k| serde_json::json!({"id": format!("r{k}"), "arrivalMs": 0, "status": "completed",
+        .map(|k| {
+            serde_json::json!({"id": format!("r{k}"), "arrivalMs": 0, "status": "completed",
             "firstTokenMs": 50, "firstAnswerMs": ttfa_step * k as f64, "completedMs": 2000,
-            "outputTokens": 10, "reasoningTokens": reasoning[k - 1]}))
+            "outputTokens": 10, "reasoningTokens": reasoning[k - 1]})
+        })
         .collect();
-    rows.extend((0..unanswered).map(|i| serde_json::json!({"id": format!("n{i}"), "arrivalMs": 0,
+    rows.extend((0..unanswered).map(|i| {
+        serde_json::json!({"id": format!("n{i}"), "arrivalMs": 0,
         "status": "completed", "firstTokenMs": 50, "completedMs": 2000, "outputTokens": 10,
-        "reasoningTokens": 10})));
+        "reasoningTokens": 10})
+    }));
     plain_trace(&rows)
 }
 
@@ -751,7 +777,11 @@ fn answer_trace(ttfa_step: f64, reasoning: [u64; 6], unanswered: usize) -> Strin
 fn ttfa_no_answer_and_reasoning_share_compare_with_hand_computed_intervals() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.json", &answer_trace(100.0, [2; 6], 0));
-    let b = write(dir.path(), "b.json", &answer_trace(200.0, [2, 4, 2, 4, 2, 4], 2));
+    let b = write(
+        dir.path(),
+        "b.json",
+        &answer_trace(200.0, [2, 4, 2, 4, 2, 4], 2),
+    );
     let c = compare_json_with(Path::new(&a), Path::new(&b), &["--percentiles", "50,95"]);
     // TTFA p50 of six values: rank 3 (300 and 600); the distribution-free
     // 95 % ranks of n = 6 are (1, 6): A [100, 600], B [200, 1200]. MOVER:
@@ -784,14 +814,21 @@ fn ttfa_no_answer_and_reasoning_share_compare_with_hand_computed_intervals() {
     close(&r["interval"]["lower"], 0.036_731_4);
     close(&r["interval"]["upper"], 0.506_008_6);
     assert_eq!(r["verdict"], "worse");
-    assert_eq!(c["methods"]["pooledShareDifference"], "newcombe-row-clustered");
+    assert_eq!(
+        c["methods"]["pooledShareDifference"],
+        "newcombe-row-clustered"
+    );
 }
 
 #[test]
 fn the_text_and_markdown_show_the_answer_and_gap_lines_with_their_methods() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.json", &answer_trace(100.0, [2; 6], 0));
-    let b = write(dir.path(), "b.json", &answer_trace(200.0, [2, 4, 2, 4, 2, 4], 2));
+    let b = write(
+        dir.path(),
+        "b.json",
+        &answer_trace(200.0, [2, 4, 2, 4, 2, 4], 2),
+    );
     let (code, text) = compare(&[&a, &b, "--percentiles", "50"]);
     assert_eq!(code, 0, "{text}");
     // Values as the hand-computed test above: 0 % vs 25 % no answer, 20 %
@@ -804,14 +841,30 @@ fn the_text_and_markdown_show_the_answer_and_gap_lines_with_their_methods() {
     };
     assert!(line("no answer").contains("25.0 %"), "{text}");
     let reasoning = line("reasoning");
-    assert!(reasoning.contains("47.5 %") && reasoning.contains("worse"), "{reasoning}");
-    assert!(line("p50 TTFA ms").contains("+300.0 [-200.0, +932.5]"), "{text}");
-    assert!(text.contains("reasoning share (tokens pooled over rows) newcombe-row-clustered"), "{text}");
+    assert!(
+        reasoning.contains("47.5 %") && reasoning.contains("worse"),
+        "{reasoning}"
+    );
+    assert!(
+        line("p50 TTFA ms").contains("+300.0 [-200.0, +932.5]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("reasoning share (tokens pooled over rows) newcombe-row-clustered"),
+        "{text}"
+    );
     let (_, md) = compare(&[&a, &b, "--percentiles", "50", "--markdown"]);
     assert!(md.contains("| reasoning | 20.0 % | 47.5 % |"), "{md}");
     let a = write(dir.path(), "ga.json", &plain_trace(&gap_rows(1.0)));
     let b = write(dir.path(), "gb.json", &plain_trace(&gap_rows(2.0)));
     let (_, text) = compare(&[&a, &b, "--percentiles", "50"]);
-    assert!(text.contains("ITL (gaps pooled over rows) mover-woodruff-row-clustered"), "{text}");
-    assert!(text.lines().any(|l| l.trim_start().starts_with("p50 ITL ms") && l.contains("+10.0 [-6.1, +27.5]")), "{text}");
+    assert!(
+        text.contains("ITL (gaps pooled over rows) mover-woodruff-row-clustered"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("p50 ITL ms") && l.contains("+10.0 [-6.1, +27.5]")),
+        "{text}"
+    );
 }

@@ -1230,7 +1230,15 @@ fn each_step_shows_its_p99_gap_and_p95_ttfa_with_the_stall_and_ttfa_gates() {
     let got: Vec<_> = f
         .points
         .iter()
-        .map(|p| (p.offered_per_s, p.gap_rows, p.p99_gap_ms, p.answered, p.p95_ttfa_ms))
+        .map(|p| {
+            (
+                p.offered_per_s,
+                p.gap_rows,
+                p.p99_gap_ms,
+                p.answered,
+                p.p95_ttfa_ms,
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -1239,7 +1247,10 @@ fn each_step_shows_its_p99_gap_and_p95_ttfa_with_the_stall_and_ttfa_gates() {
             (10.0, Some(10), Some(275.0), Some(10), Some(380.0))
         ]
     );
-    assert_eq!((f.gates[0].stall_ms, f.gates[0].ttfa_ms), (Some(200.0), Some(400.0)));
+    assert_eq!(
+        (f.gates[0].stall_ms, f.gates[0].ttfa_ms),
+        (Some(200.0), Some(400.0))
+    );
     let t = text(&f);
     let row = |label: &str| -> Vec<String> {
         t.lines()
@@ -1254,7 +1265,10 @@ fn each_step_shows_its_p99_gap_and_p95_ttfa_with_the_stall_and_ttfa_gates() {
     assert!(t.contains("offered/s p99 gap ms p95 TTFA ms  trace"), "{t}");
     assert!(!t.contains("no step has gaps"), "{t}");
     let md = markdown(&f);
-    assert!(md.contains("| p99 gap (ms) | p95 TTFA (ms) | in flight (λW) |"), "{md}");
+    assert!(
+        md.contains("| p99 gap (ms) | p95 TTFA (ms) | in flight (λW) |"),
+        "{md}"
+    );
     let s = svg(&f);
     // Two stream panels below TPOT: 1010 + 2 × 220 = 1450 px tall.
     assert!(s.contains("height=\"1450\""), "{s}");
@@ -1268,15 +1282,31 @@ fn each_step_shows_its_p99_gap_and_p95_ttfa_with_the_stall_and_ttfa_gates() {
 fn a_frontier_whose_rows_have_no_gaps_says_so_rather_than_drawing_zeros() {
     // The stall gate puts a `gaps` block in every receipt, with no row.
     let f = stream_frontier(false);
-    assert!(f.points.iter().all(|p| p.gap_rows == Some(0) && p.p99_gap_ms.is_none()));
+    assert!(f
+        .points
+        .iter()
+        .all(|p| p.gap_rows == Some(0) && p.p99_gap_ms.is_none()));
     let v = serde_json::to_value(&f).unwrap();
     assert!(v["points"][0].get("p99GapMs").is_none(), "{v}");
     let t = text(&f);
-    assert!(t.contains("no step has gaps: no completed cohort row carries gapsMs"), "{t}");
-    assert!(t.lines().filter(|l| l.ends_with("s-5.json")).nth(1).unwrap().contains('—'), "{t}");
+    assert!(
+        t.contains("no step has gaps: no completed cohort row carries gapsMs"),
+        "{t}"
+    );
+    assert!(
+        t.lines()
+            .filter(|l| l.ends_with("s-5.json"))
+            .nth(1)
+            .unwrap()
+            .contains('—'),
+        "{t}"
+    );
     assert!(markdown(&f).contains("- **Note:** no step has gaps"));
     let s = svg(&f);
-    assert!(s.contains("no step has gaps (no row carries gapsMs)"), "{s}");
+    assert!(
+        s.contains("no step has gaps (no row carries gapsMs)"),
+        "{s}"
+    );
     // TTFA is still there, and a frontier with neither has no stream lines.
     assert!(!t.contains("no step has a first answer"), "{t}");
     let plain = build(&classic(), 0.9);

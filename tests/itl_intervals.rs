@@ -107,6 +107,9 @@ fn two_runs_of_one_process_rarely_differ_under_the_clustered_interval() {
          naive {naive_false} (covers 0: {naive_covered}), without interval {unjudged}"
     );
     // α = 0.05 plus a slack of 4 points (2.6 binomial SDs at 200 replications).
-    assert!(false_verdicts <= 0.09, "clustered false verdicts {false_verdicts}");
+    assert!(
+        false_verdicts <= 0.09,
+        "clustered false verdicts {false_verdicts}"
+    );
     assert!(naive_false >= 0.2, "naive false verdicts {naive_false}");
 }

@@ -156,7 +156,9 @@ impl Figure {
                 percentiles
                     .as_slice()
                     .iter()
-                    .filter(|p| !metric.fixed_only() || Metric::FIXED.map(Percentile::whole).contains(p))
+                    .filter(|p| {
+                        !metric.fixed_only() || Metric::FIXED.map(Percentile::whole).contains(p)
+                    })
                     .map(|&p| Figure::Latency(metric, p)),
             );
         }
@@ -691,8 +693,10 @@ pub fn compare_at(
             rate_difference: intervals::method::RATE_DIFFERENCE.to_owned(),
             rate_difference_known_cohort: KNOWN_COHORT_RATE_DIFFERENCE.to_owned(),
             quantile_difference: intervals::method::QUANTILE_DIFFERENCE.to_owned(),
-            pooled_quantile_difference: compares(&blocks, |f| matches!(f, Figure::Latency(Metric::Itl, _)))
-                .then(|| intervals::method::CLUSTERED_QUANTILE_DIFFERENCE.to_owned()),
+            pooled_quantile_difference: compares(&blocks, |f| {
+                matches!(f, Figure::Latency(Metric::Itl, _))
+            })
+            .then(|| intervals::method::CLUSTERED_QUANTILE_DIFFERENCE.to_owned()),
             pooled_share_difference: compares(&blocks, |f| f == Figure::ReasoningShare)
                 .then(|| intervals::method::CLUSTERED_SHARE_DIFFERENCE.to_owned()),
             minimum_detectable:
@@ -945,9 +949,7 @@ fn share_sides((xa, na): (u64, u64), (xb, nb): (u64, u64), confidence: Confidenc
 fn applies(figure: Figure, a: &Block, b: &Block) -> bool {
     let either = |has: fn(&Block) -> bool| has(a) || has(b);
     match figure {
-        Figure::NoAnswerShare | Figure::Latency(Metric::Ttfa, _) => {
-            either(|x| x.answer.is_some())
-        }
+        Figure::NoAnswerShare | Figure::Latency(Metric::Ttfa, _) => either(|x| x.answer.is_some()),
         Figure::ReasoningShare => either(|x| reasoning_of(x).is_some()),
         Figure::Latency(Metric::Itl, _) => either(|x| x.gaps.is_some()),
         _ => true,
@@ -1005,9 +1007,7 @@ fn reasoning_sides(a: &Block, b: &Block) -> Sides {
     };
     let interval = match (estimate(ra), estimate(rb)) {
         (Some(ea), Some(eb)) => Ok(mover(ea, eb)),
-        _ if ra.is_none() || rb.is_none() => {
-            Err(absent(ra.is_none(), NO_REASONING))
-        }
+        _ if ra.is_none() || rb.is_none() => Err(absent(ra.is_none(), NO_REASONING)),
         _ => Err(NoInterval::TooFewRows(
             "fewer than 2 rows with output and reasoning counts: a row-clustered interval \
              needs the spread between rows"

@@ -125,7 +125,9 @@ fn footer(c: &Comparison) -> String {
         pooled.push_str(&format!("; ITL (gaps pooled over rows) {method}"));
     }
     if let Some(method) = &m.pooled_share_difference {
-        pooled.push_str(&format!("; reasoning share (tokens pooled over rows) {method}"));
+        pooled.push_str(&format!(
+            "; reasoning share (tokens pooled over rows) {method}"
+        ));
     }
     format!(
         "\nMethods: shares {}; goodput/s {} (same cohort: Newcombe x cohort / window s), \

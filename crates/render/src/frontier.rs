@@ -894,7 +894,11 @@ impl Panel {
 pub fn svg(f: &Frontier) -> String {
     let panels = Panels::for_frontier(f);
     let mut o = String::new();
-    svg_open(&mut o, f, SVG_H + STREAM_PANEL_STEP * panels.streams.len() as f64);
+    svg_open(
+        &mut o,
+        f,
+        SVG_H + STREAM_PANEL_STEP * panels.streams.len() as f64,
+    );
     throughput_panel(&mut o, &panels.top, f);
     pass_share_panel(&mut o, &panels.share, f);
     ttft_panel(&mut o, &panels.bottom, f);

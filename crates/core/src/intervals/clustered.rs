@@ -115,14 +115,21 @@ pub fn clustered_quantile(rows: &[&[f64]], p: u32, confidence: Confidence) -> Qu
     };
     let level = percent(confidence.level());
     if m == 0 {
-        return none(format!("no values for a row-clustered {level}% interval of p{p}"));
+        return none(format!(
+            "no values for a row-clustered {level}% interval of p{p}"
+        ));
     }
     let q = f64::from(p) / 100.0;
     let rank = ((q * m as f64).ceil() as usize).clamp(1, m);
     let at = pooled[rank - 1];
     let counts: Vec<(f64, f64)> = rows
         .iter()
-        .map(|r| (r.iter().filter(|&&g| g <= at).count() as f64, r.len() as f64))
+        .map(|r| {
+            (
+                r.iter().filter(|&&g| g <= at).count() as f64,
+                r.len() as f64,
+            )
+        })
         .collect();
     let Some((_, n_eff)) = effective_trials(&counts) else {
         return none(format!(
@@ -185,7 +192,10 @@ mod tests {
         assert_eq!(effective_trials(&rows), Some((0.5, 8.0)));
         let i = clustered_share(&rows, Confidence::default()).unwrap();
         assert_eq!(Some(i), wilson(4, 8, Confidence::default()));
-        assert_eq!(clustered_share(&[(2.0, 4.0), (0.0, 0.0)], Confidence::default()), None);
+        assert_eq!(
+            clustered_share(&[(2.0, 4.0), (0.0, 0.0)], Confidence::default()),
+            None
+        );
     }
 
     /// Four rows of five gaps, 1‥20 in row order: p50 = X₍₁₀₎ = 10, rows

@@ -136,7 +136,7 @@ impl AnswerTally {
             self.reasoning_rows += 1;
             self.reasoning_tokens += n as u64;
             self.reasoning_output += m.output_tokens;
-            self.reasoning_by_row.push((n as f64, m.output_tokens as f64));
+            self.reasoning_by_row.push((n, m.output_tokens as f64));
         }
     }
 

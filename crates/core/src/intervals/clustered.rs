@@ -16,7 +16,7 @@
 //! interval of the pooled CDF at the percentile, carried back through the
 //! pooled order statistics).
 
-use super::{percent, Confidence, Interval, QuantileInterval};
+use super::{min_n_for_quantile, percent, Confidence, Interval, QuantileInterval};
 use crate::stats::sort_ascending;
 
 /// The method name of [`clustered_share`].
@@ -99,8 +99,12 @@ pub fn clustered_share(rows: &[(f64, f64)], confidence: Confidence) -> Option<In
 /// `l = max(1, ⌊M·p_L + ½⌋)` and `u = ⌈M·p_U + ½⌉` (the continuity
 /// correction that puts the order-statistic interval's ranks at `M·p_L`
 /// and `M·p_U` when every row has one value). No interval (a `reason`
-/// instead) with fewer than two rows with values, or when `u > M`: the
-/// upper bound would lie past the largest value seen.
+/// instead) with fewer values than the distribution-free interval of `M`
+/// independent values needs ([`min_n_for_quantile`]: values that cluster
+/// by row carry no more information than independent ones, and the normal
+/// band is no guide where the exact one refuses), with fewer than two rows
+/// with values, or when `u > M`: the upper bound would lie past the largest
+/// value seen.
 pub fn clustered_quantile(rows: &[&[f64]], p: u32, confidence: Confidence) -> QuantileInterval {
     let mut pooled: Vec<f64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
     sort_ascending(&mut pooled);
@@ -117,6 +121,13 @@ pub fn clustered_quantile(rows: &[&[f64]], p: u32, confidence: Confidence) -> Qu
     if m == 0 {
         return none(format!(
             "no values for a row-clustered {level}% interval of p{p}"
+        ));
+    }
+    let least = min_n_for_quantile(p, confidence);
+    if (m as u64) < least {
+        return none(format!(
+            "{m} values are too few for a row-clustered {level}% interval of p{p}: it needs at \
+             least {least}, as a distribution-free interval of independent values does"
         ));
     }
     let q = f64::from(p) / 100.0;
@@ -227,22 +238,32 @@ mod tests {
         assert_eq!((l, u), (6, 15));
     }
 
-    /// One row cannot show the spread between rows; and a p99 whose upper
-    /// rank would pass the largest value has no interval. Two rows of 50
-    /// gaps: p99 = X₍₉₉₎; at best n_eff = M = 100 and Wilson(0.99, 100) has
-    /// upper 0.9973 > (100 − ½)/100, so u = ⌈99.73 + ½⌉ = 101 > 100.
+    /// One row cannot show the spread between rows; fewer values than the
+    /// distribution-free interval needs (p99 at 95 %: 368) get none either;
+    /// and a p99 whose tail sits in one short row has none. Rows 0‥359 and
+    /// 1000‥1009 (M = 370): p99 = X₍₃₆₇₎ = 1006, c = 360, 7, F̂ = 367/370,
+    /// residuals ±2.9189 over 1 − h = 10/370 and 360/370: 108.0 and −3.0,
+    /// V = ½ × 11,673 / 370² = 0.0426333, n_eff = 0.99189 × 0.00811 / V =
+    /// 0.189; Wilson(0.99, 0.189) upper 0.999995, u = ⌈369.998 + ½⌉ = 371.
     #[test]
     fn too_few_rows_or_values_have_a_reason_not_an_interval() {
-        let one = [1.0, 2.0, 3.0];
-        let i = clustered_quantile(&[&one], 50, Confidence::default());
+        let ci = Confidence::default();
+        let one: Vec<f64> = (0..400).map(f64::from).collect();
+        let i = clustered_quantile(&[&one], 50, ci);
         assert_eq!(i.lower, None);
         assert!(i.reason.unwrap().starts_with("fewer than 2 rows"));
         let a: Vec<f64> = (0..50).map(f64::from).collect();
         let b: Vec<f64> = (50..100).map(f64::from).collect();
-        let i = clustered_quantile(&[&a, &b], 99, Confidence::default());
+        let i = clustered_quantile(&[&a, &b], 99, ci);
         assert_eq!(i.upper, None);
-        assert!(i.reason.unwrap().contains("rank"), "too few");
-        let w = wilson_real(0.99, 100.0, Confidence::default());
-        assert!(w.upper > 0.995, "{}", w.upper);
+        assert!(i.reason.unwrap().contains("it needs at least 368"));
+        let long: Vec<f64> = (0..360).map(f64::from).collect();
+        let short: Vec<f64> = (1000..1010).map(f64::from).collect();
+        let i = clustered_quantile(&[&long, &short], 99, ci);
+        assert_eq!(i.upper, None);
+        let reason = i.reason.unwrap();
+        assert!(reason.contains("(rank 371 of 370)"), "{reason}");
+        let (_, n_eff) = effective_trials(&[(360.0, 360.0), (7.0, 10.0)]).unwrap();
+        assert!((n_eff - 0.188_640_5).abs() < 1e-6, "{n_eff}");
     }
 }

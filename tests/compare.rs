@@ -223,10 +223,13 @@ fn two_runs_with_identical_settings_and_different_seeds_are_indistinguishable() 
         compare(&[&a.display().to_string(), &b.display().to_string()]).1
     );
     // About 90 requests per run: enough for a p95 interval (72), too few for
-    // a p99 one (368), which cannot be judged.
+    // a p99 one (368), which cannot be judged. The ITL figures pool every
+    // row's gaps (thousands), so even their p99 has a row-clustered
+    // interval: indistinguishable too.
     for block in c["blocks"].as_array().unwrap() {
         for x in block["figures"].as_array().unwrap() {
-            let want = if x["figure"].as_str().unwrap().starts_with("p99") {
+            let name = x["figure"].as_str().unwrap();
+            let want = if name.starts_with("p99") && !name.ends_with("_itl") {
                 "too_few_values"
             } else {
                 "indistinguishable"
@@ -267,6 +270,9 @@ fn a_slower_decode_step_is_worse_on_tpot_and_pass_share() {
     assert_eq!(figure(&c, "pass_share")["verdict"], "worse");
     assert_eq!(figure(&c, "p95_tpot")["verdict"], "worse");
     assert_eq!(figure(&c, "goodput")["verdict"], "worse");
+    // Every gap of B is a 30 ms decode step against A's 10 ms: the pooled
+    // ITL p99 is worse beyond its row-clustered noise.
+    assert_eq!(figure(&c, "p99_itl")["verdict"], "worse");
     // The regression gate: exit 1, naming the figure.
     let (code, out) = compare(&[&a, &b, BIG[0], BIG[1], "--fail-if-worse", "p95_tpot"]);
     assert_eq!(code, 1, "{out}");
@@ -632,4 +638,233 @@ fn open_loops_whose_caps_differ_are_refused_unless_allowed_and_the_cap_is_shown(
     let closed = fixture("reviewer/closed-loop.json");
     let (code, message) = compare(&[&closed, &closed, "--json"]);
     assert_eq!(code, 0, "{message}");
+}
+
+/// A trace of `rows` (JSON row objects) in one class with TTFT and E2E
+/// gates only, in a 10 s window.
+fn plain_trace(rows: &[Value]) -> String {
+    serde_json::json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": 10000},
+        "equality": "inclusive",
+        "classes": {"chat": {"ttftMs": 1000, "tpotMs": null, "e2eMs": 10000}},
+        "rows": rows,
+    })
+    .to_string()
+}
+
+/// Four rows of five gaps each: row r holds `scale × (5r + 1 … 5r + 5)`.
+fn gap_rows(scale: f64) -> Vec<Value> {
+    (0..4)
+        .map(|r| {
+            let gaps: Vec<f64> = (1..=5).map(|j| scale * f64::from(5 * r + j)).collect();
+            serde_json::json!({"id": format!("r{r}"), "arrivalMs": 0, "status": "completed",
+                "firstTokenMs": 100, "completedMs": 1000, "outputTokens": 6, "gapsMs": gaps})
+        })
+        .collect()
+}
+
+fn close(got: &Value, want: f64) {
+    let got = got
+        .as_f64()
+        .unwrap_or_else(|| panic!("not a number: {got}"));
+    assert!((got - want).abs() < 1e-6, "got {got}, want {want}");
+}
+
+#[test]
+fn itl_percentiles_compare_on_row_clustered_intervals() {
+    // A's gaps are 1‥20, four rows of five in order; B's are twice A's.
+    // A: pooled p50 = X₍₁₀₎ = 10; rows 1 and 2 wholly ≤ 10 (c = 5, 5, 0, 0),
+    // V = 4/3 × Σ (c − 2.5)² / 20² = 4/3 × 25/400, n_eff = 0.25 / V = 3,
+    // Wilson(0.5, 3) = [0.1253345, 0.8746655], ranks ⌊2.507 + ½⌋ = 3 and
+    // ⌈17.493 + ½⌉ = 18: [3, 18]. B: the same ranks, [6, 36], p50 = 20.
+    // MOVER: d = 10, L = 10 − √(14² + 8²) = −6.1245155,
+    // U = 10 + √(16² + 7²) = 27.4642492: indistinguishable. The naive
+    // order-statistic ranks of 20 values (6, 15) would give A [6, 15],
+    // B [12, 30] and L = 10 − √(8² + 5²) = +0.566: "worse" on four rows.
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.json", &plain_trace(&gap_rows(1.0)));
+    let b = write(dir.path(), "b.json", &plain_trace(&gap_rows(2.0)));
+    let c = compare_json_with(Path::new(&a), Path::new(&b), &["--percentiles", "50,95"]);
+    assert_eq!(
+        c["methods"]["pooledQuantileDifference"],
+        "mover-woodruff-row-clustered"
+    );
+    let p50 = figure(&c, "p50_itl");
+    close(&p50["a"], 10.0);
+    close(&p50["b"], 20.0);
+    close(&p50["interval"]["lower"], -6.124_515_5);
+    close(&p50["interval"]["upper"], 27.464_249_2);
+    assert_eq!(p50["verdict"], "indistinguishable");
+    // p95 from 20 gaps: a distribution-free interval of 20 independent
+    // values would need 72 (0.95⁷² ≤ 0.025); gaps that cluster by row
+    // carry no more information, so none: too few values, with why.
+    let p95 = figure(&c, "p95_itl");
+    assert_eq!(p95["verdict"], "too_few_values");
+    let note = p95["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(
+            "20 values are too few for a row-clustered 95% interval of p95: it needs at least 72"
+        ),
+        "{p95}"
+    );
+    assert_eq!(p95["requiredRequestsPerRun"], Value::Null);
+    // The class block (the only class) compares the same figure.
+    assert_eq!(c["blocks"][1]["class"], "chat");
+    let in_class = c["blocks"][1]["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["figure"] == "p50_itl")
+        .unwrap();
+    assert_eq!(in_class, p50);
+}
+
+#[test]
+fn runs_without_gaps_or_answers_compare_no_itl_or_ttfa_and_the_gate_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<Value> = (0..3)
+        .map(|i| {
+            serde_json::json!({"id": format!("r{i}"), "arrivalMs": 0, "status": "completed",
+            "firstTokenMs": 100, "completedMs": 1000, "outputTokens": 6})
+        })
+        .collect();
+    let a = write(dir.path(), "a.json", &plain_trace(&rows));
+    let c = compare_json_with(Path::new(&a), Path::new(&a), &[]);
+    let names: Vec<&str> = c["blocks"][0]["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["figure"].as_str().unwrap())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.contains("itl")
+            || n.contains("ttfa")
+            || n.contains("answer")
+            || n.contains("reasoning")),
+        "{names:?}"
+    );
+    assert!(c["methods"].get("pooledQuantileDifference").is_none());
+    // Watching a figure neither run has fails the gate: it cannot be judged.
+    let (code, out) = compare(&[&a, &a, "--fail-if-worse", "p99_itl"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("too few values to judge p99_itl (all)"),
+        "{out}"
+    );
+}
+
+/// Six answered rows (TTFA 100·k, k = 1‥6 for A, 200·k for B), each of 10
+/// output tokens reasoning `reasoning[k]`, and `unanswered` rows of 10
+/// tokens that spent all 10 reasoning.
+fn answer_trace(ttfa_step: f64, reasoning: [u64; 6], unanswered: usize) -> String {
+    let mut rows: Vec<Value> = (1..=6)
+        .map(|k| {
+            serde_json::json!({"id": format!("r{k}"), "arrivalMs": 0, "status": "completed",
+            "firstTokenMs": 50, "firstAnswerMs": ttfa_step * k as f64, "completedMs": 2000,
+            "outputTokens": 10, "reasoningTokens": reasoning[k - 1]})
+        })
+        .collect();
+    rows.extend((0..unanswered).map(|i| {
+        serde_json::json!({"id": format!("n{i}"), "arrivalMs": 0,
+        "status": "completed", "firstTokenMs": 50, "completedMs": 2000, "outputTokens": 10,
+        "reasoningTokens": 10})
+    }));
+    plain_trace(&rows)
+}
+
+#[test]
+fn ttfa_no_answer_and_reasoning_share_compare_with_hand_computed_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.json", &answer_trace(100.0, [2; 6], 0));
+    let b = write(
+        dir.path(),
+        "b.json",
+        &answer_trace(200.0, [2, 4, 2, 4, 2, 4], 2),
+    );
+    let c = compare_json_with(Path::new(&a), Path::new(&b), &["--percentiles", "50,95"]);
+    // TTFA p50 of six values: rank 3 (300 and 600); the distribution-free
+    // 95 % ranks of n = 6 are (1, 6): A [100, 600], B [200, 1200]. MOVER:
+    // d = 300, L = 300 − √(400² + 300²) = −200, U = 300 + √(600² + 200²)
+    // = 932.4555320.
+    let p50 = figure(&c, "p50_ttfa");
+    close(&p50["difference"], 300.0);
+    close(&p50["interval"]["lower"], -200.0);
+    close(&p50["interval"]["upper"], 932.455_532_0);
+    assert_eq!(p50["verdict"], "indistinguishable");
+    // p95 needs 72 values for any interval.
+    let p95 = figure(&c, "p95_ttfa");
+    assert_eq!(p95["verdict"], "too_few_values");
+    assert_eq!(p95["requiredRequestsPerRun"], 72);
+    // No answer: 0 of 6 vs 2 of 8 completed rows. Wilson 0/6 = [0, 0.3903343],
+    // 2/8 = [0.0714792, 0.5907246]; Newcombe: L = 0.25 − √(0.1785208² +
+    // 0.3903343²) = −0.1792208, U = 0.25 + √(0.3407246² + 0) = 0.5907246.
+    let none = figure(&c, "no_answer_share");
+    close(&none["b"], 0.25);
+    close(&none["interval"]["lower"], -0.179_220_8);
+    close(&none["interval"]["upper"], 0.590_724_6);
+    // Reasoning: A 12 of 60 tokens in rows all alike (V = 0, n_eff = 60):
+    // Wilson(0.2, 60) = [0.1182851, 0.3178181]. B 38 of 80: R = 0.475,
+    // residuals r − 4.75 = −2.75, −0.75 (×3 each) and 5.25 (×2), squares
+    // summing to 79.5; V = 8/7 × 79.5/6400 = 0.0141964, n_eff = 0.249375 / V
+    // = 17.5660377, Wilson = [0.2678990, 0.6910732]. MOVER: d = 0.275,
+    // L = 0.275 − √(0.207101² + 0.1178181²) = 0.0367314,
+    // U = 0.275 + √(0.2160732² + 0.0817149²) = 0.5060086: worse (more reasoning).
+    let r = figure(&c, "reasoning_share");
+    close(&r["interval"]["lower"], 0.036_731_4);
+    close(&r["interval"]["upper"], 0.506_008_6);
+    assert_eq!(r["verdict"], "worse");
+    assert_eq!(
+        c["methods"]["pooledShareDifference"],
+        "newcombe-row-clustered"
+    );
+}
+
+#[test]
+fn the_text_and_markdown_show_the_answer_and_gap_lines_with_their_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.json", &answer_trace(100.0, [2; 6], 0));
+    let b = write(
+        dir.path(),
+        "b.json",
+        &answer_trace(200.0, [2, 4, 2, 4, 2, 4], 2),
+    );
+    let (code, text) = compare(&[&a, &b, "--percentiles", "50"]);
+    assert_eq!(code, 0, "{text}");
+    // Values as the hand-computed test above: 0 % vs 25 % no answer, 20 %
+    // vs 47.5 % reasoning (worse), TTFA p50 300 vs 600 ms.
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start}: {text}"))
+            .to_owned()
+    };
+    assert!(line("no answer").contains("25.0 %"), "{text}");
+    let reasoning = line("reasoning");
+    assert!(
+        reasoning.contains("47.5 %") && reasoning.contains("worse"),
+        "{reasoning}"
+    );
+    assert!(
+        line("p50 TTFA ms").contains("+300.0 [-200.0, +932.5]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("reasoning share (tokens pooled over rows) newcombe-row-clustered"),
+        "{text}"
+    );
+    let (_, md) = compare(&[&a, &b, "--percentiles", "50", "--markdown"]);
+    assert!(md.contains("| reasoning | 20.0 % | 47.5 % |"), "{md}");
+    let a = write(dir.path(), "ga.json", &plain_trace(&gap_rows(1.0)));
+    let b = write(dir.path(), "gb.json", &plain_trace(&gap_rows(2.0)));
+    let (_, text) = compare(&[&a, &b, "--percentiles", "50"]);
+    assert!(
+        text.contains("ITL (gaps pooled over rows) mover-woodruff-row-clustered"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("p50 ITL ms") && l.contains("+10.0 [-6.1, +27.5]")),
+        "{text}"
+    );
 }

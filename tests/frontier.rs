@@ -1170,3 +1170,169 @@ fn the_help_says_what_the_chart_draws() {
     assert!(!flat.contains("completed/s (top)"), "{out}");
     assert!(flat.contains("--no-sidecar"), "{out}");
 }
+
+/// A trace of `n` completed rows in a 1 s window (class `chat`: TTFT ≤ 1000,
+/// stall ≤ 200, TTFA ≤ 400 ms), each TTFT 300 ms then 11 tokens over 500 ms
+/// and its first answer token `ttfa_ms` after arrival. With `gaps`, a row's
+/// ten gaps are 50 ms each, except the first `stalled` rows: nine of 25 ms
+/// and one of 275 ms (500 ms in all, a stall over the gate).
+fn stream_trace(n: usize, stalled: usize, ttfa_ms: f64, gaps: bool) -> Vec<u8> {
+    let rows: Vec<Value> = (0..n)
+        .map(|i| {
+            let arrival = (i * 1000 / n) as f64;
+            let mut row = json!({"id": format!("r{i}"), "arrivalMs": arrival,
+                "status": "completed", "firstTokenMs": arrival + 300.0,
+                "firstAnswerMs": arrival + ttfa_ms, "completedMs": arrival + 800.0,
+                "outputTokens": 11});
+            if gaps {
+                let g: Vec<f64> = if i < stalled {
+                    let mut g = vec![25.0; 9];
+                    g.push(275.0);
+                    g
+                } else {
+                    vec![50.0; 10]
+                };
+                row["gapsMs"] = json!(g);
+            }
+            row
+        })
+        .collect();
+    serde_json::to_vec(&json!({
+        "schema": "goodput-trace/1",
+        "window": {"startMs": 0, "endMs": 1000, "horizonMs": 20000},
+        "equality": "inclusive",
+        "classes": {"chat": {"ttftMs": 1000, "tpotMs": null, "e2eMs": null,
+                             "stallMs": 200, "ttfaMs": 400}},
+        "workload": {"arrival": "constant", "ratePerS": n as f64},
+        "rows": rows,
+    }))
+    .expect("serialize")
+}
+
+fn stream_frontier(gaps: bool) -> Frontier {
+    let receipts: Vec<_> = [("s-10.json", 10, 2, 380.0), ("s-5.json", 5, 0, 350.0)]
+        .iter()
+        .map(|(label, n, stalled, ttfa)| {
+            let bytes = stream_trace(*n, *stalled, *ttfa, gaps);
+            let a = analyze_bytes(&bytes, AnalyzeOptions::default()).expect("accepted");
+            (label.to_string(), a.receipt)
+        })
+        .collect();
+    frontier(&receipts, None, 0.9).expect("frontier")
+}
+
+#[test]
+fn each_step_shows_its_p99_gap_and_p95_ttfa_with_the_stall_and_ttfa_gates() {
+    let f = stream_frontier(true);
+    // 5/s: 50 gaps of 50 ms, p99 = 50; TTFA 350 on every row, p95 = 350.
+    // 10/s: 80 gaps of 50, 18 of 25 and 2 of 275 (M = 100): sorted, rank
+    // ⌈0.99 × 100⌉ = 99 is 275; TTFA 380 everywhere.
+    let got: Vec<_> = f
+        .points
+        .iter()
+        .map(|p| {
+            (
+                p.offered_per_s,
+                p.gap_rows,
+                p.p99_gap_ms,
+                p.answered,
+                p.p95_ttfa_ms,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (5.0, Some(5), Some(50.0), Some(5), Some(350.0)),
+            (10.0, Some(10), Some(275.0), Some(10), Some(380.0))
+        ]
+    );
+    assert_eq!(
+        (f.gates[0].stall_ms, f.gates[0].ttfa_ms),
+        (Some(200.0), Some(400.0))
+    );
+    let t = text(&f);
+    let row = |label: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.ends_with(label))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no stream row for {label}: {t}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(row("s-10.json"), ["10.00", "275.0", "380.0", "s-10.json"]);
+    assert!(t.contains("offered/s p99 gap ms p95 TTFA ms  trace"), "{t}");
+    assert!(!t.contains("no step has gaps"), "{t}");
+    let md = markdown(&f);
+    assert!(
+        md.contains("| p99 gap (ms) | p95 TTFA (ms) | in flight (λW) |"),
+        "{md}"
+    );
+    let s = svg(&f);
+    // Two stream panels below TPOT: 1010 + 2 × 220 = 1450 px tall.
+    assert!(s.contains("height=\"1450\""), "{s}");
+    assert!(s.contains("p99 gap between token-carrying events (pooled) vs offered load"));
+    assert!(s.contains("stall gate 200 ms (chat)") && s.contains("TTFA gate 400 ms (chat)"));
+    let v = serde_json::to_value(&f).unwrap();
+    assert_eq!(v["points"][1]["p99GapMs"], 275.0);
+}
+
+#[test]
+fn a_frontier_whose_rows_have_no_gaps_says_so_rather_than_drawing_zeros() {
+    // The stall gate puts a `gaps` block in every receipt, with no row.
+    let f = stream_frontier(false);
+    assert!(f
+        .points
+        .iter()
+        .all(|p| p.gap_rows == Some(0) && p.p99_gap_ms.is_none()));
+    let v = serde_json::to_value(&f).unwrap();
+    assert!(v["points"][0].get("p99GapMs").is_none(), "{v}");
+    let t = text(&f);
+    assert!(
+        t.contains("no step has gaps: no completed cohort row carries gapsMs"),
+        "{t}"
+    );
+    assert!(
+        t.lines()
+            .filter(|l| l.ends_with("s-5.json"))
+            .nth(1)
+            .unwrap()
+            .contains('—'),
+        "{t}"
+    );
+    assert!(markdown(&f).contains("- **Note:** no step has gaps"));
+    let s = svg(&f);
+    assert!(
+        s.contains("no step has gaps (no row carries gapsMs)"),
+        "{s}"
+    );
+    // TTFA is still there, and a frontier with neither has no stream lines.
+    assert!(!t.contains("no step has a first answer"), "{t}");
+    let plain = build(&classic(), 0.9);
+    assert!(!text(&plain).contains("p99 gap") && !svg(&plain).contains("p99 gap"));
+}
+
+#[test]
+fn a_p95_ttfa_limit_names_its_figure_in_ms_like_the_other_tails() {
+    // p95 TTFA ≤ 370 ms: 5/s (350) holds, 10/s (380) does not. Before, the
+    // text read "p95 ttfa ms 38000.0 % > 37000.0 %" (taken for a share).
+    let receipts: Vec<_> = [("s-10.json", 10, 0, 380.0), ("s-5.json", 5, 0, 350.0)]
+        .iter()
+        .map(|(label, n, stalled, ttfa)| {
+            let bytes = stream_trace(*n, *stalled, *ttfa, true);
+            let a = analyze_bytes(&bytes, AnalyzeOptions::default()).expect("accepted");
+            (label.to_string(), a.receipt)
+        })
+        .collect();
+    let limits = BlockLimits {
+        max_p95_ttfa_ms: Some("370".parse().expect("decimal")),
+        ..BlockLimits::default()
+    };
+    let f = frontier_judged(&receipts, None, 0.9, &limits).expect("frontier");
+    assert!(matches!(f.capacity, Capacity::Limited { offered_per_s, .. } if offered_per_s == 5.0));
+    let t = flat(&text(&f));
+    assert!(t.contains("10/s: p95 TTFA 380 ms > 370 ms"), "{t}");
+    assert!(t.contains("p95 TTFA ≤ 370 ms"), "{t}");
+    assert!(!t.contains("ttfa ms"), "{t}");
+}

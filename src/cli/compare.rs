@@ -38,10 +38,16 @@ Exit status:
 
 Figures: goodput, pass_share, failure_share, p95_ttft, p99_ttft, p95_tpot,
 p99_tpot, p95_e2e, p99_e2e; with --percentiles LIST, pP_ttft, pP_tpot and
-pP_e2e for each P listed instead (p50_ttft, p99.9_e2e). Differences are B - A: shares by Newcombe's hybrid
-score interval; goodput/s by Newcombe's interval times cohort / window when
-both blocks have the same cohort, else by the MOVER on exact Poisson
-intervals; percentiles by the MOVER on order-statistic intervals.";
+pP_e2e for each P listed instead (p50_ttft, p99.9_e2e). Runs with answer
+instants or reasoning counts add no_answer_share, reasoning_share, p95_ttfa
+and p99_ttfa; runs with gaps add p95_itl and p99_itl (TTFA and ITL at those
+of 50, 95, 99 that --percentiles lists). Differences are B - A: shares by
+Newcombe's hybrid score interval; goodput/s by Newcombe's interval times
+cohort / window when both blocks have the same cohort, else by the MOVER on
+exact Poisson intervals; percentiles by the MOVER on order-statistic
+intervals; ITL (gaps pooled over rows) by the MOVER on Woodruff's
+row-clustered intervals, the reasoning share (tokens pooled over rows) by
+the MOVER on row-clustered Wilson intervals (docs/intervals.md).";
 
 /// Whose contract to judge both runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -34,8 +34,9 @@ last rate before goodput stops rising for good (each later rate adds at most
 completions, p95 TTFT growing faster than load, or failed + censored work. The
 capacity is the highest offered rate whose pass share is at least --attainment,
 interpolated linearly to the crossing (DistServe's per-GPU goodput). With
---max-p95-ttft-ms, --max-p95-e2e-ms, --max-p95-tpot-ms, --max-failure-share or
---max-censored-share (gate's criteria, checked as gate checks them), a rate
+--max-p95-ttft-ms, --max-p95-e2e-ms, --max-p95-tpot-ms, --max-p95-ttfa-ms,
+--max-failure-share or --max-censored-share (gate's criteria, checked as gate
+checks them), a rate
 holds only when every repeat also meets every limit; the capacity is then the
 highest rate that held, and the output names what failed at the next rate.
 Full rules: docs/frontier.md.";
@@ -66,7 +67,9 @@ pub struct FrontierArgs {
     pub csv: bool,
     /// Also draw, against offered/s, into FILE (atomically): served/s and
     /// goodput/s, the pass share with the target, then p95 TTFT and p95 TPOT
-    /// each with the classes' gates.
+    /// each with the classes' gates, and, when the traces carry gaps or
+    /// answer instants, the p99 gap (with the stall gates) and the p95 TTFA
+    /// (with the TTFA gates).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Input limits, per trace.

@@ -73,6 +73,11 @@ pub enum Figure {
     PassShare,
     /// failed / cohort.
     FailureShare,
+    /// Completed rows without a first answer token / completed rows
+    /// (docs/contract.md §10.16), for blocks with an `answer` block.
+    NoAnswerShare,
+    /// Reasoning tokens / output tokens of the rows that report them.
+    ReasoningShare,
     /// A nearest-rank percentile of one latency metric (`p95_ttft`, `p99.9_e2e`).
     Latency(Metric, Percentile),
 }
@@ -86,25 +91,39 @@ pub enum Metric {
     Tpot,
     /// End to end.
     E2e,
+    /// Time to first answer token (docs/contract.md §10.16).
+    Ttfa,
+    /// The gaps between token-carrying events, pooled over rows (§10.15).
+    Itl,
 }
 
 impl Metric {
-    const ALL: [Metric; 3] = [Metric::Ttft, Metric::Tpot, Metric::E2e];
+    const ALL: [Metric; 5] = [
+        Metric::Ttft,
+        Metric::Tpot,
+        Metric::E2e,
+        Metric::Ttfa,
+        Metric::Itl,
+    ];
+
+    /// The percentiles a receipt's `answer` and `gaps` blocks hold: TTFA and
+    /// ITL are compared at these only.
+    const FIXED: [u32; 3] = [50, 95, 99];
 
     fn name(self) -> &'static str {
         match self {
             Metric::Ttft => "ttft",
             Metric::Tpot => "tpot",
             Metric::E2e => "e2e",
+            Metric::Ttfa => "ttfa",
+            Metric::Itl => "itl",
         }
     }
 
-    fn of_block(self) -> LatencyMetric {
-        match self {
-            Metric::Ttft => LatencyMetric::Ttft,
-            Metric::Tpot => LatencyMetric::Tpot,
-            Metric::E2e => LatencyMetric::E2e,
-        }
+    /// Whether a block's fixed fields are all it has of this metric (p50,
+    /// p95 and p99; no `--percentiles`).
+    fn fixed_only(self) -> bool {
+        matches!(self, Metric::Ttfa | Metric::Itl)
     }
 }
 
@@ -119,14 +138,27 @@ impl Figure {
     }
 
     /// The figures compared at `percentiles` (`compare --percentiles`): the
-    /// three counts, then each metric at each percentile, in print order.
+    /// counts and shares, then each metric at each percentile, in print
+    /// order; TTFA and ITL only at those of p50, p95 and p99 listed (the
+    /// percentiles their receipt blocks hold). A block compares the answer
+    /// figures only when a run has an `answer` block, and ITL only when a
+    /// run has a `gaps` block.
     pub fn at(percentiles: &PercentileSet) -> Vec<Figure> {
-        let mut out = vec![Figure::Goodput, Figure::PassShare, Figure::FailureShare];
+        let mut out = vec![
+            Figure::Goodput,
+            Figure::PassShare,
+            Figure::FailureShare,
+            Figure::NoAnswerShare,
+            Figure::ReasoningShare,
+        ];
         for metric in Metric::ALL {
             out.extend(
                 percentiles
                     .as_slice()
                     .iter()
+                    .filter(|p| {
+                        !metric.fixed_only() || Metric::FIXED.map(Percentile::whole).contains(p)
+                    })
                     .map(|&p| Figure::Latency(metric, p)),
             );
         }
@@ -139,11 +171,15 @@ impl Figure {
             Figure::Goodput => "goodput".to_owned(),
             Figure::PassShare => "pass_share".to_owned(),
             Figure::FailureShare => "failure_share".to_owned(),
+            Figure::NoAnswerShare => "no_answer_share".to_owned(),
+            Figure::ReasoningShare => "reasoning_share".to_owned(),
             Figure::Latency(metric, p) => format!("p{p}_{}", metric.name()),
         }
     }
 
-    /// Whether a larger value is the better one.
+    /// Whether a larger value is the better one. A lower reasoning share is
+    /// read as the better one: the same work answered with fewer thinking
+    /// tokens is sooner and cheaper (docs/intervals.md).
     pub fn higher_is_better(self) -> bool {
         matches!(self, Figure::Goodput | Figure::PassShare)
     }
@@ -152,7 +188,10 @@ impl Figure {
     pub fn unit(self) -> &'static str {
         match self {
             Figure::Goodput => "req/s",
-            Figure::PassShare | Figure::FailureShare => "share",
+            Figure::PassShare
+            | Figure::FailureShare
+            | Figure::NoAnswerShare
+            | Figure::ReasoningShare => "share",
             Figure::Latency(..) => "ms",
         }
     }
@@ -173,7 +212,7 @@ impl fmt::Display for Figure {
 
 /// A figure name that is not a figure.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown figure {0:?}: use goodput, pass_share, failure_share, or pP_ttft, pP_tpot, pP_e2e with P a percentile (p95_ttft, p99.9_e2e)")]
+#[error("unknown figure {0:?}: use goodput, pass_share, failure_share, no_answer_share, reasoning_share, or pP_ttft, pP_tpot, pP_e2e with P a percentile (p95_ttft, p99.9_e2e), pP_ttfa or pP_itl with P 50, 95 or 99")]
 pub struct UnknownFigure(pub String);
 
 impl FromStr for Figure {
@@ -185,6 +224,8 @@ impl FromStr for Figure {
             "goodput" => return Ok(Figure::Goodput),
             "pass_share" => return Ok(Figure::PassShare),
             "failure_share" => return Ok(Figure::FailureShare),
+            "no_answer_share" => return Ok(Figure::NoAnswerShare),
+            "reasoning_share" => return Ok(Figure::ReasoningShare),
             _ => {}
         }
         let (p, metric) = name
@@ -196,6 +237,9 @@ impl FromStr for Figure {
             .find(|m| m.name() == metric)
             .ok_or_else(unknown)?;
         let p = Percentile::parse(p).map_err(|_| unknown())?;
+        if metric.fixed_only() && !Metric::FIXED.map(Percentile::whole).contains(&p) {
+            return Err(unknown());
+        }
         Ok(Figure::Latency(metric, p))
     }
 }
@@ -266,6 +310,15 @@ pub struct CompareMethods {
     pub rate_difference_known_cohort: String,
     /// Difference of two percentiles: `mover-order-statistic`.
     pub quantile_difference: String,
+    /// Difference of two percentiles of values pooled over rows (the ITL
+    /// figures): `mover-woodruff-row-clustered`; absent when no block
+    /// compares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled_quantile_difference: Option<String>,
+    /// Difference of two shares of units pooled over rows (the reasoning
+    /// share): `newcombe-row-clustered`; absent when no block compares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled_share_difference: Option<String>,
     /// The formula of `minimumDetectable`.
     pub minimum_detectable: String,
     /// The formula of `requiredRequestsPerRun`.
@@ -352,10 +405,22 @@ impl Comparison {
     }
 
     /// Every (block, figure) among `watched` that cannot be judged
-    /// (`too_few_values`): the regression gate fails on these too, since a
-    /// gate that cannot judge must not say "not worse".
+    /// (`too_few_values`), and every watched figure the `all` block does
+    /// not compare at all (an ITL figure of two runs without gaps, a TTFA
+    /// figure of two runs without answer instants): the regression gate
+    /// fails on these too, since a gate that cannot judge must not say
+    /// "not worse".
     pub fn unjudged_on(&self, watched: &[Figure]) -> Vec<(String, String)> {
-        self.with_verdict(watched, Verdict::TooFewValues)
+        let mut out = self.with_verdict(watched, Verdict::TooFewValues);
+        if let Some(all) = self.blocks.first() {
+            for figure in watched {
+                let key = figure.key();
+                if !all.figures.iter().any(|f| f.figure == key) {
+                    out.push((block_name(all), key));
+                }
+            }
+        }
+        out
     }
 
     fn with_verdict(&self, watched: &[Figure], verdict: Verdict) -> Vec<(String, String)> {
@@ -628,6 +693,12 @@ pub fn compare_at(
             rate_difference: intervals::method::RATE_DIFFERENCE.to_owned(),
             rate_difference_known_cohort: KNOWN_COHORT_RATE_DIFFERENCE.to_owned(),
             quantile_difference: intervals::method::QUANTILE_DIFFERENCE.to_owned(),
+            pooled_quantile_difference: compares(&blocks, |f| {
+                matches!(f, Figure::Latency(Metric::Itl, _))
+            })
+            .then(|| intervals::method::CLUSTERED_QUANTILE_DIFFERENCE.to_owned()),
+            pooled_share_difference: compares(&blocks, |f| f == Figure::ReasoningShare)
+                .then(|| intervals::method::CLUSTERED_SHARE_DIFFERENCE.to_owned()),
             minimum_detectable:
                 "(z(1-alpha/2) + z(0.80)) * SE, SE = (upper - lower) / (2 z(1-alpha/2))".to_owned(),
             required_requests_per_run:
@@ -641,6 +712,14 @@ pub fn compare_at(
         closed_loop,
         blocks,
     })
+}
+
+/// Whether any block compares a figure that `which` picks.
+fn compares(blocks: &[BlockComparison], which: impl Fn(Figure) -> bool) -> bool {
+    blocks
+        .iter()
+        .flat_map(|b| &b.figures)
+        .any(|f| f.figure.parse().is_ok_and(&which))
 }
 
 /// Refuses a closed-loop run against an open-loop one unless `allow`; any
@@ -687,16 +766,26 @@ fn compare_blocks(
         window_s,
     };
     let goodput = goodput_difference(side(a, windows.0), side(b, windows.1), confidence);
+    let cohort = |x: &Block, count: u64| (count, x.counts.cohort);
     let figures = figures
         .iter()
+        .filter(|&&figure| applies(figure, a, b))
         .map(|&figure| {
             let sides = match figure {
                 Figure::Goodput => rate_sides(a, b, goodput.interval),
-                Figure::PassShare => share_sides(a.counts.pass, a, b.counts.pass, b, confidence),
-                Figure::FailureShare => {
-                    share_sides(a.counts.failed, a, b.counts.failed, b, confidence)
-                }
-                _ => percentile_sides(figure, a, b, confidence),
+                Figure::PassShare => share_sides(
+                    cohort(a, a.counts.pass),
+                    cohort(b, b.counts.pass),
+                    confidence,
+                ),
+                Figure::FailureShare => share_sides(
+                    cohort(a, a.counts.failed),
+                    cohort(b, b.counts.failed),
+                    confidence,
+                ),
+                Figure::NoAnswerShare => no_answer_sides(a, b, confidence),
+                Figure::ReasoningShare => reasoning_sides(a, b),
+                Figure::Latency(..) => percentile_sides(figure, a, b, confidence),
             };
             figure_comparison(figure, sides, n_now, confidence)
         })
@@ -727,6 +816,18 @@ enum NoInterval {
     /// The figure is not a percentile (never asked of one that is).
     #[error("not a percentile")]
     NotAPercentile,
+    /// A run's receipt has no block to read the figure from.
+    #[error("{side}'s receipt has no {what}")]
+    Absent {
+        /// `A` or `B`.
+        side: &'static str,
+        /// What is missing, in words.
+        what: &'static str,
+    },
+    /// A row-clustered interval does not exist (its reason, as the receipt
+    /// gives it).
+    #[error("{0}")]
+    TooFewRows(String),
     /// A run has too few values for a distribution-free interval of the percentile.
     #[error(
         "too few values for a distribution-free {percent}% interval of p{p}: it needs at least {needed} per run"
@@ -747,7 +848,10 @@ impl NoInterval {
     fn needed_per_run(&self) -> Option<u64> {
         match self {
             NoInterval::TooFewValues { needed, .. } => Some(*needed),
-            NoInterval::EmptyCohort | NoInterval::NotAPercentile => None,
+            NoInterval::EmptyCohort
+            | NoInterval::NotAPercentile
+            | NoInterval::Absent { .. }
+            | NoInterval::TooFewRows(_) => None,
         }
     }
 }
@@ -829,13 +933,143 @@ fn rate_sides(a: &Block, b: &Block, interval: Interval) -> Sides {
     }
 }
 
-fn share_sides(xa: u64, a: &Block, xb: u64, b: &Block, confidence: Confidence) -> Sides {
+/// A share of `(x, n)` in each run, by Newcombe's interval.
+fn share_sides((xa, na): (u64, u64), (xb, nb): (u64, u64), confidence: Confidence) -> Sides {
     let share = |x: u64, n: u64| (n > 0).then(|| x as f64 / n as f64);
     Sides {
-        a: share(xa, a.counts.cohort),
-        b: share(xb, b.counts.cohort),
-        interval: newcombe(xa, a.counts.cohort, xb, b.counts.cohort, confidence)
-            .ok_or(NoInterval::EmptyCohort),
+        a: share(xa, na),
+        b: share(xb, nb),
+        interval: newcombe(xa, na, xb, nb, confidence).ok_or(NoInterval::EmptyCohort),
+    }
+}
+
+/// Whether a block compares `figure`: the answer figures when a run has an
+/// `answer` block (the reasoning share when a run has reasoning counts),
+/// ITL when a run has a `gaps` block; every other figure always.
+fn applies(figure: Figure, a: &Block, b: &Block) -> bool {
+    let either = |has: fn(&Block) -> bool| has(a) || has(b);
+    match figure {
+        Figure::NoAnswerShare | Figure::Latency(Metric::Ttfa, _) => either(|x| x.answer.is_some()),
+        Figure::ReasoningShare => either(|x| reasoning_of(x).is_some()),
+        Figure::Latency(Metric::Itl, _) => either(|x| x.gaps.is_some()),
+        _ => true,
+    }
+}
+
+/// What a receipt lacks when it has no `answer` block.
+const NO_ANSWER_BLOCK: &str = "answer figures (no firstAnswerMs, reasoningTokens or ttfaMs gate)";
+/// What a receipt lacks when it has no reasoning counts.
+const NO_REASONING: &str = "reasoning counts (no row carries reasoningTokens)";
+/// What a receipt lacks when it has no `gaps` block.
+const NO_GAPS: &str = "gap figures (no row carries gapsMs)";
+
+/// `what` is missing from A's receipt when `a_lacks`, else from B's.
+fn absent(a_lacks: bool, what: &'static str) -> NoInterval {
+    NoInterval::Absent {
+        side: if a_lacks { "A" } else { "B" },
+        what,
+    }
+}
+
+/// A block's reasoning counts, when it has them.
+fn reasoning_of(x: &Block) -> Option<&crate::receipt::answer::Reasoning> {
+    x.answer.as_ref().and_then(|y| y.reasoning.as_ref())
+}
+
+/// The no-answer share (completed rows without a first answer token of the
+/// completed rows), by Newcombe's interval: each row answers or not.
+fn no_answer_sides(a: &Block, b: &Block, confidence: Confidence) -> Sides {
+    let count = |x: &Block| {
+        x.answer
+            .as_ref()
+            .map(|y| (y.no_answer, y.answered + y.no_answer))
+    };
+    match (count(a), count(b)) {
+        (Some(ca), Some(cb)) => share_sides(ca, cb, confidence),
+        (ca, cb) => Sides {
+            a: ca.and_then(|(x, n)| (n > 0).then(|| x as f64 / n as f64)),
+            b: cb.and_then(|(x, n)| (n > 0).then(|| x as f64 / n as f64)),
+            interval: Err(absent(ca.is_none(), NO_ANSWER_BLOCK)),
+        },
+    }
+}
+
+/// The reasoning share, by the MOVER on the two row-clustered Wilson
+/// intervals the receipts carry (a row's tokens are not independent trials).
+fn reasoning_sides(a: &Block, b: &Block) -> Sides {
+    let (ra, rb) = (reasoning_of(a), reasoning_of(b));
+    let estimate = |r: Option<&crate::receipt::answer::Reasoning>| {
+        let r = r?;
+        Some(Estimate {
+            value: r.share?,
+            interval: r.interval?,
+        })
+    };
+    let interval = match (estimate(ra), estimate(rb)) {
+        (Some(ea), Some(eb)) => Ok(mover(ea, eb)),
+        _ if ra.is_none() || rb.is_none() => Err(absent(ra.is_none(), NO_REASONING)),
+        _ => Err(NoInterval::TooFewRows(
+            "fewer than 2 rows with output and reasoning counts: a row-clustered interval \
+             needs the spread between rows"
+                .to_owned(),
+        )),
+    };
+    Sides {
+        a: ra.and_then(|r| r.share),
+        b: rb.and_then(|r| r.share),
+        interval,
+    }
+}
+
+/// One percentile of one block's metric, as the receipt holds it.
+enum Held {
+    /// The value and its interval (either may be null).
+    Found(Option<f64>, Option<QuantileInterval>),
+    /// The block has no such figures at all.
+    Absent(&'static str),
+}
+
+/// A held figure's value, and what its block lacks when it is absent.
+fn found_value(h: Held) -> (Option<f64>, Option<&'static str>) {
+    match h {
+        Held::Found(v, _) => (v, None),
+        Held::Absent(what) => (None, Some(what)),
+    }
+}
+
+/// The p50, p95 or p99 of a summary with its fixed intervals.
+fn fixed_percentile(
+    summary: &crate::receipt::LatencySummary,
+    intervals: Option<&crate::receipt::PercentileIntervals>,
+    p: Percentile,
+) -> Held {
+    let (value, interval) = match p.thousandths() {
+        50_000 => (summary.p50, intervals.map(|i| &i.p50)),
+        95_000 => (summary.p95, intervals.map(|i| &i.p95)),
+        99_000 => (summary.p99, intervals.map(|i| &i.p99)),
+        _ => (None, None),
+    };
+    Held::Found(value, interval.cloned())
+}
+
+/// Percentile `p` of `metric` in block `x`, wherever the receipt holds it.
+fn held(metric: Metric, x: &Block, p: Percentile) -> Held {
+    let of_block = |m| match x.percentile(m, p) {
+        Some((v, i)) => Held::Found(v, i),
+        None => Held::Found(None, None),
+    };
+    match metric {
+        Metric::Ttft => of_block(LatencyMetric::Ttft),
+        Metric::Tpot => of_block(LatencyMetric::Tpot),
+        Metric::E2e => of_block(LatencyMetric::E2e),
+        Metric::Ttfa => match &x.answer {
+            Some(y) => fixed_percentile(&y.ttfa_ms, Some(&y.intervals.ttfa_ms), p),
+            None => Held::Absent(NO_ANSWER_BLOCK),
+        },
+        Metric::Itl => match &x.gaps {
+            Some(g) => fixed_percentile(&g.gap_ms, g.intervals.gap_ms_by_row.as_ref(), p),
+            None => Held::Absent(NO_GAPS),
+        },
     }
 }
 
@@ -849,11 +1083,19 @@ fn percentile_sides(figure: Figure, a: &Block, b: &Block, confidence: Confidence
     };
     // A receipt holds the interval of every percentile it was built for
     // (`contract.percentiles`); one it was not built for has no interval.
-    let pick = |x: &Block| -> (Option<f64>, Option<QuantileInterval>) {
-        x.percentile(metric.of_block(), p).unwrap_or((None, None))
+    let (va, ia, vb, ib) = match (held(metric, a, p), held(metric, b, p)) {
+        (Held::Found(va, ia), Held::Found(vb, ib)) => (va, ia, vb, ib),
+        (ha, hb) => {
+            let (value_a, a_lacks) = found_value(ha);
+            let (value_b, b_lacks) = found_value(hb);
+            let what = a_lacks.or(b_lacks).unwrap_or(NO_GAPS);
+            return Sides {
+                a: value_a,
+                b: value_b,
+                interval: Err(absent(a_lacks.is_some(), what)),
+            };
+        }
     };
-    let (va, ia) = pick(a);
-    let (vb, ib) = pick(b);
     let estimate = |v: Option<f64>, i: &Option<QuantileInterval>| {
         let i = i.as_ref()?;
         Some(Estimate {
@@ -866,6 +1108,15 @@ fn percentile_sides(figure: Figure, a: &Block, b: &Block, confidence: Confidence
     };
     let interval = match (estimate(va, &ia), estimate(vb, &ib)) {
         (Some(ea), Some(eb)) => Ok(mover(ea, eb)),
+        _ if metric == Metric::Itl => Err(NoInterval::TooFewRows(
+            [&ia, &ib]
+                .into_iter()
+                .find_map(|i| i.as_ref().and_then(|i| i.reason.clone()))
+                .unwrap_or_else(|| {
+                    "no row-clustered interval of the pooled gaps (a receipt older than it)"
+                        .to_owned()
+                }),
+        )),
         _ => Err(NoInterval::TooFewValues {
             percent: percent(confidence.level()),
             p,

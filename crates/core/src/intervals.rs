@@ -38,6 +38,8 @@
 //!   intervals of two rates and to the order-statistic intervals of two
 //!   quantiles.
 
+pub mod clustered;
+
 use crate::stats::Percentile;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -59,6 +61,18 @@ pub mod method {
     pub const RATE_DIFFERENCE: &str = "mover-exact-poisson";
     /// Differences of two quantiles.
     pub const QUANTILE_DIFFERENCE: &str = "mover-order-statistic";
+    /// Percentiles of values pooled over rows (inter-token gaps): Woodruff's
+    /// interval with the row-clustered variance ([`super::clustered`]).
+    pub const CLUSTERED_QUANTILE: &str = super::clustered::QUANTILE;
+    /// Shares of units pooled over rows (reasoning tokens): Wilson at the
+    /// row-clustered effective number of trials.
+    pub const CLUSTERED_SHARE: &str = super::clustered::SHARE;
+    /// Differences of two pooled percentiles: the MOVER on the two
+    /// row-clustered intervals.
+    pub const CLUSTERED_QUANTILE_DIFFERENCE: &str = "mover-woodruff-row-clustered";
+    /// Differences of two pooled shares: the MOVER on the two row-clustered
+    /// Wilson intervals (Newcombe's construction).
+    pub const CLUSTERED_SHARE_DIFFERENCE: &str = "newcombe-row-clustered";
 }
 
 /// A confidence level strictly between 0.5 and 1 (the share of repeated runs

@@ -120,9 +120,18 @@ fn header(c: &Comparison) -> String {
 
 fn footer(c: &Comparison) -> String {
     let m = &c.methods;
+    let mut pooled = String::new();
+    if let Some(method) = &m.pooled_quantile_difference {
+        pooled.push_str(&format!("; ITL (gaps pooled over rows) {method}"));
+    }
+    if let Some(method) = &m.pooled_share_difference {
+        pooled.push_str(&format!(
+            "; reasoning share (tokens pooled over rows) {method}"
+        ));
+    }
     format!(
         "\nMethods: shares {}; goodput/s {} (same cohort: Newcombe x cohort / window s), \
-         else {}; percentiles {}.\n\
+         else {}; percentiles {}{pooled}.\n\
          Detectable = (z(1-a/2) + z(0.80)) x SE, SE = interval width / (2 z(1-a/2)); \
          requests per run needed = n x (detectable / |B - A|)^2, n = mean cohort.\n",
         m.share_difference,
@@ -148,6 +157,8 @@ fn label(f: &FigureComparison) -> String {
         "goodput" => "goodput/s".to_owned(),
         "pass_share" => "pass share".to_owned(),
         "failure_share" => "failure share".to_owned(),
+        "no_answer_share" => "no answer".to_owned(),
+        "reasoning_share" => "reasoning".to_owned(),
         other => match other.split_once('_') {
             Some((p, metric)) => format!("{p} {} ms", metric.to_uppercase()),
             None => other.to_owned(),

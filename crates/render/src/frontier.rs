@@ -80,15 +80,21 @@ pub fn knee_sentence(knee: &Knee) -> String {
     }
 }
 
-/// A criterion's figure for people: `p95 TTFT` and ms for the gate's
-/// `p95 ttft ms`; a share (`pass share`, `failure share`) as itself.
-fn figure_name(name: &str) -> (&str, bool) {
-    match name {
-        "p95 ttft ms" => ("p95 TTFT", false),
-        "p95 e2e ms" => ("p95 E2E", false),
-        "p95 tpot ms" => ("p95 TPOT", false),
-        other => (other, true),
-    }
+/// A criterion's figure for people, and whether it is a share: `p95 TTFT`
+/// in ms for the gate's `p95 ttft ms` (TPOT, E2E and TTFA alike, at any
+/// percentile), any other `… ms` figure as its words (`largest gap`); a
+/// share (`pass share`, `failure share`) as itself.
+fn figure_name(name: &str) -> (String, bool) {
+    let Some(figure) = name.strip_suffix(" ms") else {
+        return (name.to_owned(), true);
+    };
+    let label = match figure.split_once(' ') {
+        Some((p, metric)) if matches!(metric, "ttft" | "tpot" | "e2e" | "ttfa") => {
+            format!("{p} {}", metric.to_uppercase())
+        }
+        _ => figure.to_owned(),
+    };
+    (label, false)
 }
 
 /// A limit as written in a sentence: `p95 TTFT ≤ 1000 ms`, `failure share ≤ 5 %`.
@@ -365,6 +371,93 @@ fn text_cells(p: &FrontierPoint, attainment: f64) -> [String; 9] {
     ]
 }
 
+/// A figure of the streams shown only when some point has it: the p99 of
+/// the pooled gaps (a point whose block has a `gaps` block), the p95 TTFA
+/// (a point whose block has an `answer` block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stream {
+    P99Gap,
+    P95Ttfa,
+}
+
+impl Stream {
+    /// The columns in play for `f`, in print order.
+    fn columns(f: &Frontier) -> Vec<Stream> {
+        let mut out = Vec::new();
+        if f.points.iter().any(|p| p.gap_rows.is_some()) {
+            out.push(Stream::P99Gap);
+        }
+        if f.points.iter().any(|p| p.answered.is_some()) {
+            out.push(Stream::P95Ttfa);
+        }
+        out
+    }
+
+    fn head(self) -> &'static str {
+        match self {
+            Stream::P99Gap => "p99 gap ms",
+            Stream::P95Ttfa => "p95 TTFA ms",
+        }
+    }
+
+    fn value(self, p: &FrontierPoint) -> Option<f64> {
+        match self {
+            Stream::P99Gap => p.p99_gap_ms,
+            Stream::P95Ttfa => p.p95_ttfa_ms,
+        }
+    }
+
+    /// The sentence for a frontier in which no point has the figure: said,
+    /// never drawn as zeros.
+    fn none_sentence(self) -> &'static str {
+        match self {
+            Stream::P99Gap => {
+                "no step has gaps: no completed cohort row carries gapsMs (recorded with \
+                 --no-gaps, or by a tool that exports none), so there is no p99 gap to show"
+            }
+            Stream::P95Ttfa => {
+                "no step has a first answer token: no completed cohort row carries \
+                 firstAnswerMs, so there is no TTFA to show"
+            }
+        }
+    }
+
+    /// Whether no point of `f` has the figure.
+    fn none_in(self, f: &Frontier) -> bool {
+        f.points.iter().all(|p| self.value(p).is_none())
+    }
+}
+
+/// The table of the stream figures in play (p99 gap, p95 TTFA) by offered
+/// load, below the main table (which is already as wide as a line may be),
+/// and a note for each figure no step has.
+fn stream_table(o: &mut String, f: &Frontier) {
+    let columns = Stream::columns(f);
+    if columns.is_empty() {
+        return;
+    }
+    let _ = writeln!(o);
+    let mut line = |cells: Vec<String>, label: &str| {
+        let mut l = format!("{:>9} ", cells[0]);
+        for (cell, c) in cells[1..].iter().zip(&columns) {
+            let _ = write!(l, "{cell:>w$} ", w = c.head().len());
+        }
+        let _ = write!(l, " {}", goodput_util::escape::terminal(label));
+        let _ = writeln!(o, "{}", l.trim_end());
+    };
+    let mut head = vec!["offered/s".to_owned()];
+    head.extend(columns.iter().map(|c| c.head().to_owned()));
+    line(head, "trace");
+    for p in &f.points {
+        let mut cells = vec![format!("{:.2}", p.offered_per_s)];
+        cells.extend(columns.iter().map(|c| fixed(c.value(p), 1)));
+        line(cells, &p.label);
+    }
+    for c in columns.iter().filter(|c| c.none_in(f)) {
+        wrap(o, "note", c.none_sentence());
+    }
+}
+
 /// Goodput/s with its interval, e.g. `4.50 (3.60–5.56)`.
 fn goodput_with_interval(p: &FrontierPoint) -> String {
     let i = p.goodput_interval;
@@ -436,6 +529,7 @@ pub fn text(f: &Frontier) -> String {
     for p in &f.points {
         line(&text_cells(p, f.attainment), &p.label);
     }
+    stream_table(&mut o, f);
     let _ = writeln!(o);
     wrap(&mut o, "knee", &knee_sentence(&f.knee));
     for (i, s) in capacity_sentences(&f.capacity, f.attainment, &f.limits)
@@ -506,20 +600,30 @@ pub fn markdown(f: &Frontier) -> String {
         f.points.len(),
         if f.points.len() == 1 { "" } else { "s" }
     );
+    let streams = Stream::columns(f);
+    let stream_heads: String = streams
+        .iter()
+        .map(|c| format!(" {} |", c.head().replace(" ms", " (ms)")))
+        .collect();
     let _ = writeln!(
         o,
         "| offered/s | served/s | completed/s | goodput/s | pass share | failure share \
-         | censored share | p95 TTFT (ms) | p95 TPOT (ms) | in flight (λW) | trace |"
+         | censored share | p95 TTFT (ms) | p95 TPOT (ms) |{stream_heads} in flight (λW) | trace |"
     );
     let _ = writeln!(
         o,
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---|"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}---:|:---|",
+        "---:|".repeat(streams.len())
     );
     for p in &f.points {
         let c = text_cells(p, f.attainment);
+        let stream_cells: String = streams
+            .iter()
+            .map(|s| format!("{} | ", fixed(s.value(p), 1)))
+            .collect();
         let _ = writeln!(
             o,
-            "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {stream_cells}{} | {} |",
             c[0],
             c[1],
             p.completed_per_s,
@@ -534,6 +638,9 @@ pub fn markdown(f: &Frontier) -> String {
         );
     }
     let _ = writeln!(o);
+    for s in streams.iter().filter(|s| s.none_in(f)) {
+        let _ = writeln!(o, "- **Note:** {}.", s.none_sentence());
+    }
     let _ = writeln!(o, "- **Knee:** {}", knee_sentence(&f.knee));
     let caps = capacity_sentences(&f.capacity, f.attainment, &f.limits);
     if let Some((first, rest)) = caps.split_first() {
@@ -569,6 +676,12 @@ const SERVED_COLOUR: &str = "#2166ac";
 const DIAGONAL_COLOUR: &str = "#999999";
 const TTFT_COLOUR: &str = "#b2182b";
 const TPOT_COLOUR: &str = "#e08214";
+const GAP_COLOUR: &str = "#8c510a";
+const TTFA_COLOUR: &str = "#c51b7d";
+/// How far below the previous panel's top each stream panel (p99 gap,
+/// p95 TTFA) starts, and its plot height: the TPOT panel's spacing.
+const STREAM_PANEL_STEP: f64 = 220.0;
+const STREAM_PANEL_HEIGHT: f64 = 160.0;
 const GATE_COLOUR: &str = "#000000";
 const KNEE_COLOUR: &str = "#555555";
 
@@ -781,11 +894,18 @@ impl Panel {
 pub fn svg(f: &Frontier) -> String {
     let panels = Panels::for_frontier(f);
     let mut o = String::new();
-    svg_open(&mut o, f);
+    svg_open(
+        &mut o,
+        f,
+        SVG_H + STREAM_PANEL_STEP * panels.streams.len() as f64,
+    );
     throughput_panel(&mut o, &panels.top, f);
     pass_share_panel(&mut o, &panels.share, f);
     ttft_panel(&mut o, &panels.bottom, f);
     tpot_panel(&mut o, &panels.tpot, f);
+    for (stream, panel) in &panels.streams {
+        stream_panel(&mut o, panel, f, *stream);
+    }
     knee_and_capacity_marks(&mut o, &panels, f);
     legend(&mut o);
     let _ = writeln!(o, "</svg>");
@@ -802,6 +922,8 @@ struct Panels {
     bottom: Panel,
     /// p95 TPOT.
     tpot: Panel,
+    /// The stream figures in play (p99 gap, p95 TTFA), one panel each below.
+    streams: Vec<(Stream, Panel)>,
 }
 
 impl Panels {
@@ -856,16 +978,33 @@ impl Panels {
                     &gate_lines(f, Gate::Tpot),
                 ),
             },
+            streams: Stream::columns(f)
+                .into_iter()
+                .enumerate()
+                .map(|(i, stream)| {
+                    let top = TPOT_PANEL.0 + STREAM_PANEL_STEP * (i + 1) as f64;
+                    let panel = Panel {
+                        top,
+                        bottom: top + STREAM_PANEL_HEIGHT,
+                        x,
+                        y: latency_axis(
+                            pts.iter().filter_map(|p| stream.value(p)),
+                            &gate_lines(f, stream.gate()),
+                        ),
+                    };
+                    (stream, panel)
+                })
+                .collect(),
         }
     }
 }
 
-/// The `<svg>` element, its title and the white background.
-fn svg_open(o: &mut String, f: &Frontier) {
+/// The `<svg>` element (`height` tall), its title and the white background.
+fn svg_open(o: &mut String, f: &Frontier, height: f64) {
     let _ = writeln!(
         o,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{SVG_W}\" height=\"{SVG_H}\" \
-         viewBox=\"0 0 {SVG_W} {SVG_H}\" font-family=\"sans-serif\" font-size=\"12\">"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{SVG_W}\" height=\"{height}\" \
+         viewBox=\"0 0 {SVG_W} {height}\" font-family=\"sans-serif\" font-size=\"12\">"
     );
     let _ = writeln!(
         o,
@@ -875,7 +1014,7 @@ fn svg_open(o: &mut String, f: &Frontier) {
     );
     let _ = writeln!(
         o,
-        "  <rect width=\"{SVG_W}\" height=\"{SVG_H}\" fill=\"#fff\"/>"
+        "  <rect width=\"{SVG_W}\" height=\"{height}\" fill=\"#fff\"/>"
     );
 }
 
@@ -971,6 +1110,8 @@ fn latency_axis(p95s: impl Iterator<Item = f64>, gates: &[(f64, String)]) -> Axi
 enum Gate {
     Ttft,
     Tpot,
+    Stall,
+    Ttfa,
 }
 
 /// The distinct gates of `metric` among the frontier's classes, ascending,
@@ -981,6 +1122,8 @@ fn gate_lines(f: &Frontier, metric: Gate) -> Vec<(f64, String)> {
         let value = match metric {
             Gate::Ttft => g.ttft_ms,
             Gate::Tpot => g.tpot_ms,
+            Gate::Stall => g.stall_ms,
+            Gate::Ttfa => g.ttfa_ms,
         };
         let Some(v) = value.filter(|v| v.is_finite()) else {
             continue;
@@ -1054,6 +1197,71 @@ fn tpot_panel(o: &mut String, panel: &Panel, f: &Frontier) {
     );
 }
 
+impl Stream {
+    /// The gate drawn on the figure's panel: the stall gate (on the largest
+    /// gap of a row: a p99 gap above it means stalls in many rows), the
+    /// TTFA gate.
+    fn gate(self) -> Gate {
+        match self {
+            Stream::P99Gap => Gate::Stall,
+            Stream::P95Ttfa => Gate::Ttfa,
+        }
+    }
+
+    /// (panel title, y-axis title, gate name, colour).
+    fn svg_words(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            Stream::P99Gap => (
+                "p99 gap between token-carrying events (pooled) vs offered load",
+                "p99 gap (ms)",
+                "stall",
+                GAP_COLOUR,
+            ),
+            Stream::P95Ttfa => (
+                "p95 time to first answer token vs offered load",
+                "p95 TTFA (ms)",
+                "TTFA",
+                TTFA_COLOUR,
+            ),
+        }
+    }
+}
+
+/// A stream panel below TPOT: the p99 gap or the p95 TTFA with the
+/// classes' stall or TTFA gates, or, when no step has the figure, a
+/// sentence saying so (never a line of zeros).
+fn stream_panel(o: &mut String, panel: &Panel, f: &Frontier, stream: Stream) {
+    let (title, y_title, gate, colour) = stream.svg_words();
+    let _ = writeln!(
+        o,
+        "  <text class=\"panel-title\" x=\"{LEFT:.1}\" y=\"{:.1}\" font-size=\"14\">{title}</text>",
+        panel.top - 12.0
+    );
+    panel.axes(o, y_title, "offered load (requests/s)");
+    if stream.none_in(f) {
+        let _ = writeln!(
+            o,
+            "  <text class=\"no-data\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#555\" font-style=\"italic\">{}</text>",
+            LEFT + 6.0,
+            panel.top + 30.0,
+            match stream {
+                Stream::P99Gap => "no step has gaps (no row carries gapsMs)",
+                Stream::P95Ttfa => "no step has a first answer token (no row carries firstAnswerMs)",
+            }
+        );
+    }
+    draw_gates(o, panel, f, stream.gate(), gate);
+    panel.series(
+        o,
+        y_title,
+        colour,
+        &f.points
+            .iter()
+            .filter_map(|p| stream.value(p).map(|v| (p.offered_per_s, v)))
+            .collect::<Vec<_>>(),
+    );
+}
+
 /// The third panel: p95 TTFT with the classes' TTFT gates.
 fn ttft_panel(o: &mut String, bottom: &Panel, f: &Frontier) {
     let _ = writeln!(
@@ -1121,7 +1329,11 @@ fn rate_mark(o: &mut String, panels: &Panels, rate: f64, label: &str, dash: &str
         o,
         "  <g class=\"{class}\" stroke=\"{KNEE_COLOUR}\" stroke-dasharray=\"{dash}\">"
     );
-    for p in [&panels.top, &panels.share, &panels.bottom, &panels.tpot] {
+    let streams = panels.streams.iter().map(|(_, p)| p);
+    for p in [&panels.top, &panels.share, &panels.bottom, &panels.tpot]
+        .into_iter()
+        .chain(streams)
+    {
         let _ = writeln!(
             o,
             "    <line x1=\"{px:.1}\" y1=\"{:.1}\" x2=\"{px:.1}\" y2=\"{:.1}\"/>",

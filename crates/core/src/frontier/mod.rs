@@ -167,6 +167,12 @@ pub struct ClassGates {
     pub tpot_ms: Option<f64>,
     /// E2E gate, ms (null: no gate).
     pub e2e_ms: Option<f64>,
+    /// Stall gate (largest gap), ms; absent when the class has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall_ms: Option<f64>,
+    /// TTFA gate, ms; absent when the class has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfa_ms: Option<f64>,
 }
 
 /// A bracket is wide when its upper rate is more than this times its lower
@@ -310,6 +316,22 @@ pub struct FrontierPoint {
     pub p95_tpot_ms: Option<f64>,
     /// `tpot`, or `chunk_cadence` when the trace counted stream chunks.
     pub tpot_label: String,
+    /// Completed cohort rows with at least one gap (`gaps.rows`); absent
+    /// when the block has no `gaps` block (docs/contract.md §10.15), 0 when
+    /// it has one but no row carries gaps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_rows: Option<u64>,
+    /// Nearest-rank p99 of the gaps pooled over those rows (ITL), ms;
+    /// absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_gap_ms: Option<f64>,
+    /// Completed cohort rows with a first answer token (`answer.answered`);
+    /// absent when the block has no `answer` block (§10.16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered: Option<u64>,
+    /// Nearest-rank p95 TTFA of those rows, ms; absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ttfa_ms: Option<f64>,
     /// Little's-law in-flight estimate: completed/s × mean E2E (λ·W).
     pub littles_in_flight: Option<f64>,
     /// Measured time-averaged in-flight requests over the window (L).
@@ -494,6 +516,10 @@ fn point(label: &str, receipt: &Receipt, block: &Block) -> FrontierPoint {
         p95_ttft_ms: block.latency.ttft_ms.p95,
         p95_tpot_ms: block.latency.tpot_ms.p95,
         tpot_label: receipt.contract.tpot_label.clone(),
+        gap_rows: block.gaps.as_ref().map(|g| g.rows),
+        p99_gap_ms: block.gaps.as_ref().and_then(|g| g.gap_ms.p99),
+        answered: block.answer.as_ref().map(|a| a.answered),
+        p95_ttfa_ms: block.answer.as_ref().and_then(|a| a.ttfa_ms.p95),
         littles_in_flight: block.littles_law.predicted_in_flight,
         in_flight_mean: block.littles_law.in_flight_mean,
         peak_waiting: None,
@@ -568,13 +594,17 @@ fn class_gates(traces: &[(String, Receipt)], class: Option<&str>) -> Vec<ClassGa
                 ttft_ms: g.ttft_ms,
                 tpot_ms: g.tpot_ms,
                 e2e_ms: g.e2e_ms,
+                stall_ms: g.stall_ms,
+                ttfa_ms: g.ttfa_ms,
             };
             if !out.contains(&entry) {
                 out.push(entry);
             }
         }
     }
-    let key = |g: &ClassGates| [g.ttft_ms, g.tpot_ms, g.e2e_ms].map(|v| v.unwrap_or(-1.0));
+    let key = |g: &ClassGates| {
+        [g.ttft_ms, g.tpot_ms, g.e2e_ms, g.stall_ms, g.ttfa_ms].map(|v| v.unwrap_or(-1.0))
+    };
     out.sort_by(|a, b| {
         a.class.cmp(&b.class).then_with(|| {
             let (x, y) = (key(a), key(b));

@@ -10,7 +10,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::intervals::{quantile_interval, Confidence};
+use crate::intervals::clustered::clustered_share;
+use crate::intervals::{quantile_interval, Confidence, Interval};
 use crate::receipt::{LatencySummary, PercentileIntervals, Results};
 use crate::stats::summarize;
 use crate::trace::{Equality, Gates, RawRow, Trace};
@@ -77,6 +78,13 @@ pub struct Reasoning {
     pub output_tokens: u64,
     /// reasoning / output tokens; null when the output is 0.
     pub share: Option<f64>,
+    /// Interval of the share, clustered by row (Wilson at the row-clustered
+    /// effective number of tokens, docs/intervals.md "Pooled over rows"):
+    /// a row reasons for a whole block of tokens, so its tokens are not
+    /// independent trials. Null with fewer than two rows with output.
+    /// Added within schema major version 1 (absent from older receipts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
 }
 
 /// Running answer figures of one block.
@@ -95,6 +103,8 @@ struct AnswerTally {
     reasoning_rows: u64,
     reasoning_tokens: u64,
     reasoning_output: u64,
+    /// Each reasoning row's (reasoning tokens, output tokens).
+    reasoning_by_row: Vec<(f64, f64)>,
 }
 
 impl AnswerTally {
@@ -126,6 +136,7 @@ impl AnswerTally {
             self.reasoning_rows += 1;
             self.reasoning_tokens += n as u64;
             self.reasoning_output += m.output_tokens;
+            self.reasoning_by_row.push((n, m.output_tokens as f64));
         }
     }
 
@@ -141,6 +152,8 @@ impl AnswerTally {
         self.reasoning_rows += other.reasoning_rows;
         self.reasoning_tokens += other.reasoning_tokens;
         self.reasoning_output += other.reasoning_output;
+        self.reasoning_by_row
+            .extend_from_slice(&other.reasoning_by_row);
     }
 
     fn finish(mut self, confidence: Confidence) -> Option<AnswerBlock> {
@@ -157,6 +170,7 @@ impl AnswerTally {
             output_tokens: self.reasoning_output,
             share: (self.reasoning_output > 0)
                 .then(|| self.reasoning_tokens as f64 / self.reasoning_output as f64),
+            interval: clustered_share(&self.reasoning_by_row, confidence),
         });
         Some(AnswerBlock {
             answered,

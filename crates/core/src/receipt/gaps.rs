@@ -11,6 +11,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::intervals::clustered::clustered_quantile;
 use crate::intervals::{wilson, Confidence, Interval};
 use crate::receipt::answer::summary_with_intervals;
 use crate::receipt::{LatencySummary, PercentileIntervals, Results};
@@ -53,6 +54,14 @@ pub struct GapIntervals {
     pub gap_ms: PercentileIntervals,
     /// Of the per-row largest gaps.
     pub largest_gap_ms: PercentileIntervals,
+    /// Of the pooled gaps, clustered by row (Woodruff's interval with the
+    /// row-clustered variance, docs/intervals.md "Pooled over rows"): the
+    /// rows of an open-loop run are independent where their gaps are not,
+    /// so this is the interval `compare` uses for the ITL percentiles.
+    /// `coverage` is null: it is approximate, not a binomial sum. Added
+    /// within schema major version 1 (absent from older receipts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_ms_by_row: Option<PercentileIntervals>,
 }
 
 /// Per-token deadlines met, with the schedule restarted at each miss
@@ -110,6 +119,8 @@ struct GapTally {
     /// Whether a class of the block declares a per-token deadline.
     deadline_declared: bool,
     gaps: Vec<f64>,
+    /// How many of `gaps` each row holds, in order.
+    row_lens: Vec<usize>,
     largest: Vec<f64>,
     not_judged: u64,
     stall_misses: u64,
@@ -142,6 +153,7 @@ impl GapTally {
         self.per_event |=
             contract.tokens == TokenCount::Chunks || (gaps.len() as u64) + 1 != m.output_tokens;
         self.gaps.extend_from_slice(gaps);
+        self.row_lens.push(gaps.len());
         self.largest.extend(largest_gap(gaps).map(|(g, _)| g));
         if let Some(d) = gates.token_deadline_ms {
             let (deadlines, met) = fluidity_of(gaps, d, contract.equality);
@@ -155,6 +167,7 @@ impl GapTally {
         self.stall_gated |= other.stall_gated;
         self.deadline_declared |= other.deadline_declared;
         self.gaps.extend_from_slice(&other.gaps);
+        self.row_lens.extend_from_slice(&other.row_lens);
         self.largest.extend_from_slice(&other.largest);
         self.not_judged += other.not_judged;
         self.stall_misses += other.stall_misses;
@@ -163,11 +176,30 @@ impl GapTally {
         self.met += other.met;
     }
 
+    /// The row-clustered intervals of the pooled p50, p95 and p99 (before
+    /// `gaps` is sorted: each row's gaps are still together).
+    fn by_row(&self, confidence: Confidence) -> PercentileIntervals {
+        let mut rows: Vec<&[f64]> = Vec::with_capacity(self.row_lens.len());
+        let mut rest: &[f64] = &self.gaps;
+        for &n in &self.row_lens {
+            let (row, tail) = rest.split_at(n.min(rest.len()));
+            rows.push(row);
+            rest = tail;
+        }
+        let at = |p| clustered_quantile(&rows, p, confidence);
+        PercentileIntervals {
+            p50: at(50),
+            p95: at(95),
+            p99: at(99),
+        }
+    }
+
     fn finish(mut self, confidence: Confidence) -> Option<GapBlock> {
         if !self.shown {
             return None;
         }
         let rows = self.largest.len() as u64;
+        let by_row = self.by_row(confidence);
         let (gap_ms, gap_intervals) = summary_with_intervals(&mut self.gaps, confidence);
         let (largest_gap_ms, largest_intervals) =
             summary_with_intervals(&mut self.largest, confidence);
@@ -191,6 +223,7 @@ impl GapTally {
             intervals: GapIntervals {
                 gap_ms: gap_intervals,
                 largest_gap_ms: largest_intervals,
+                gap_ms_by_row: Some(by_row),
             },
             fluidity,
         })

@@ -117,8 +117,7 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if let Some(lines) =
         crate::cli::sidecar::power_readings(&args.trace, workload, args.no_sidecar)?
     {
-        analysis.receipt.energy =
-            goodput_core::energy::energy(&analysis.receipt, &lines, &args.power_metric);
+        analysis.receipt.energy = analysis.receipt.energy_from(&lines, &args.power_metric);
     }
     if args.sweep {
         let factors = args.sweep_factors.as_deref().unwrap_or(&DEFAULT_FACTORS);

@@ -151,8 +151,7 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if criteria.energy.max_joules_per_good_request.is_some() {
         let workload = &analysis.trace.contract.workload;
         if let Some(lines) = crate::cli::sidecar::power_readings(&args.trace, workload, false)? {
-            analysis.receipt.energy =
-                goodput_core::energy::energy(&analysis.receipt, &lines, &args.power_metric);
+            analysis.receipt.energy = analysis.receipt.energy_from(&lines, &args.power_metric);
         }
     }
     let decision =

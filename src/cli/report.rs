@@ -112,11 +112,9 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         Sidecar::None => (None, String::new()),
     };
     if let Some(lines) = lines {
-        analysis.receipt.energy = goodput_core::energy::energy(
-            &analysis.receipt,
-            lines,
-            goodput_core::energy::DEFAULT_POWER_METRIC,
-        );
+        analysis.receipt.energy = analysis
+            .receipt
+            .energy_from(lines, goodput_core::energy::DEFAULT_POWER_METRIC);
     }
     let html = page_with_server(&analysis, lines).map_err(|e| Error::Usage(e.to_string()))?;
     write_file(&args.out, html.as_bytes())?;

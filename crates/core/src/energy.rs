@@ -16,7 +16,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::receipt::Receipt;
 use crate::server_metrics::MetricsLine;
 
 /// The power metric read when none is named: NVIDIA DCGM's per-GPU power
@@ -127,19 +126,31 @@ fn integrate(lines: &[MetricsLine], metric: &str, start: f64, end: f64) -> Integ
     out
 }
 
-/// The `energy` block of `receipt` from the sidecar `lines`, or `None` when
-/// no scrape read `metric`.
-pub fn energy(receipt: &Receipt, lines: &[MetricsLine], metric: &str) -> Option<EnergyBlock> {
-    let window = &receipt.contract.window;
-    let (start, end) = (window.start_ms, window.end_ms);
+/// What the energy is divided by: the judged window and the good work in it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GoodWork {
+    /// The window's start, ms.
+    pub start_ms: f64,
+    /// The window's end, ms.
+    pub end_ms: f64,
+    /// Requests that passed every gate.
+    pub good_requests: u64,
+    /// Their output tokens per window second.
+    pub good_tokens_per_s: f64,
+}
+
+/// The `energy` block of a window's good work from the sidecar `lines`, or
+/// `None` when no scrape read `metric` (`Receipt::energy_from` fills it in
+/// from a receipt).
+pub fn energy(work: GoodWork, lines: &[MetricsLine], metric: &str) -> Option<EnergyBlock> {
+    let (start, end) = (work.start_ms, work.end_ms);
     let i = integrate(lines, metric, start, end);
     if i.readings == 0 {
         return None;
     }
-    let all = &receipt.results.all;
     let window_ms = end - start;
-    let good = all.counts.pass;
-    let good_tokens = all.rates.good_tokens_per_s * window_ms / 1000.0;
+    let good = work.good_requests;
+    let good_tokens = work.good_tokens_per_s * window_ms / 1000.0;
     let per = |d: f64| (d > 0.0).then(|| i.joules / d);
     let note = (i.covered_ms < window_ms).then(|| {
         format!(

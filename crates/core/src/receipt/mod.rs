@@ -79,6 +79,25 @@ pub struct Receipt {
     pub energy: Option<crate::energy::EnergyBlock>,
 }
 
+impl Receipt {
+    /// The `energy` block of this receipt's window and pass count from a
+    /// metrics sidecar's `lines` (docs/contract.md §10.18).
+    pub fn energy_from(
+        &self,
+        lines: &[crate::server_metrics::MetricsLine],
+        metric: &str,
+    ) -> Option<crate::energy::EnergyBlock> {
+        let all = &self.results.all;
+        let work = crate::energy::GoodWork {
+            start_ms: self.contract.window.start_ms,
+            end_ms: self.contract.window.end_ms,
+            good_requests: all.counts.pass,
+            good_tokens_per_s: all.rates.good_tokens_per_s,
+        };
+        crate::energy::energy(work, lines, metric)
+    }
+}
+
 /// The tool that produced a receipt.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -16,7 +16,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::analyze::{analyze_bytes_at, AnalyzeOptions};
-use crate::energy::energy;
 use crate::intervals::Confidence;
 use crate::receipt::recovery::{RecoveryOptions, DEFAULT_TOLERANCE};
 use crate::receipt::release::{attach, ReleaseOptions};
@@ -470,7 +469,7 @@ fn recompute_energy(
     let claim = claimed.tree.get("energy").cloned().unwrap_or(Value::Null);
     let metric = claim.get("metric").and_then(Value::as_str);
     match (power, metric) {
-        (Some(lines), Some(metric)) => receipt.energy = energy(receipt, lines, metric),
+        (Some(lines), Some(metric)) => receipt.energy = receipt.energy_from(lines, metric),
         _ => {
             receipt.energy = serde_json::from_value(claim).ok();
             report.notes.push(

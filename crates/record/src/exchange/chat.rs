@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::exchange::chunk::{non_empty, Chunk, Tokens, Usage};
+use crate::exchange::chunk::{non_empty, Chunk, RawDetails, Tokens, Usage};
 use crate::exchange::sse::Event;
 
 #[derive(Deserialize)]
@@ -58,14 +58,6 @@ struct RawUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens_details: Option<RawDetails>,
-}
-
-/// `completion_tokens_details` (and the Responses API's
-/// `output_tokens_details`, which has the same member).
-#[derive(Deserialize)]
-pub(crate) struct RawDetails {
-    #[serde(default)]
-    pub(crate) reasoning_tokens: Option<u64>,
 }
 
 /// What the `choices` array says, folded as it is read (no vector per

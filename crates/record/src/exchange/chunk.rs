@@ -10,7 +10,6 @@
 use std::borrow::Cow;
 
 use crate::exchange::sse::Event;
-use crate::workload::body::Api;
 
 /// What one event's data says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,13 +154,10 @@ pub(crate) fn error_event(data: &[u8]) -> Chunk {
 /// The reader of one streamed event for an API.
 pub type Reader = fn(Event<'_>) -> Chunk;
 
-/// The event reader of `api`'s streams (embeddings are not streamed: their
-/// document is read by [`crate::exchange::embeddings`], and an event stream
-/// in answer to one is read as chat chunks, which fail it as `no_content`).
-pub fn reader(api: Api) -> Reader {
-    match api {
-        Api::Chat | Api::Completions | Api::Embeddings => crate::exchange::chat::classify,
-        Api::Responses => crate::exchange::responses::classify,
-        Api::Messages => crate::exchange::messages::classify,
-    }
+/// `completion_tokens_details` (and the Responses API's
+/// `output_tokens_details`, which has the same member).
+#[derive(serde::Deserialize)]
+pub(crate) struct RawDetails {
+    #[serde(default)]
+    pub(crate) reasoning_tokens: Option<u64>,
 }

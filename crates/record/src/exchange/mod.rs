@@ -53,7 +53,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::exchange::chunk::{reader, Chunk, Reader, Tokens, Usage};
+use crate::exchange::chunk::{Chunk, Reader, Tokens, Usage};
 use crate::exchange::sse::SseParser;
 use crate::transport::client::{Head, ResponseBody, SendError, Transport};
 use crate::transport::error_text::read_head;
@@ -696,6 +696,17 @@ pub async fn run_one<T: Transport>(
 async fn cancelled(cancel: &mut watch::Receiver<Option<f64>>) {
     if cancel.wait_for(Option::is_some).await.is_err() {
         std::future::pending::<()>().await;
+    }
+}
+
+/// The event reader of `api`'s streams (embeddings are not streamed: their
+/// document is read by [`embeddings`], and an event stream in answer to one
+/// is read as chat chunks, which fail it as `no_content`).
+pub fn reader(api: Api) -> Reader {
+    match api {
+        Api::Chat | Api::Completions | Api::Embeddings => chat::classify,
+        Api::Responses => responses::classify,
+        Api::Messages => messages::classify,
     }
 }
 

@@ -19,8 +19,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::exchange::chat::RawDetails;
-use crate::exchange::chunk::{error_event, non_empty, Chunk, Tokens, Usage};
+use crate::exchange::chunk::{error_event, non_empty, Chunk, RawDetails, Tokens, Usage};
 use crate::exchange::sse::Event;
 
 #[derive(Deserialize)]

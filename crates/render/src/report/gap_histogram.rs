@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use crate::report::histograms::{chart, Bars, Chart};
+use crate::report::chart::{chart, Bars, Chart};
 use crate::sensitivity::short;
 use crate::text::{opt, share};
 use goodput_core::analyze::Analysis;

@@ -35,6 +35,7 @@
 //! helpers the sections share.
 
 pub mod analysis_page;
+mod chart;
 mod gap_histogram;
 mod header;
 pub mod headline;
@@ -56,7 +57,7 @@ mod time_split;
 use goodput_core::analyze::Analysis;
 use goodput_core::review::sensitivity::SweepEntry;
 
-pub use histograms::HISTOGRAM_BINS;
+pub use chart::HISTOGRAM_BINS;
 pub use html::escape;
 pub use invalid::MAX_LISTED_INVALID_ROWS;
 pub use lane_stalls::STALL_MARK_LIMIT;

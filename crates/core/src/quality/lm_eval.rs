@@ -127,6 +127,28 @@ pub fn import(
     })
 }
 
+/// Reads back an imported figure written by `goodput quality import`
+/// (`gate --quality-import`): its schema tag checked, every field typed.
+pub fn read_imported(bytes: &[u8]) -> Result<ImportedQuality, QualityError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let q: ImportedQuality = serde_path_to_error::deserialize(&mut de).map_err(|e| QualityError::ImportRecord {
+        pointer: crate::merge::pointer(e.path()),
+        problem: e.inner().to_string(),
+    })?;
+    if q.schema != crate::quality::IMPORT_SCHEMA || !(0.0..=1.0).contains(&q.value) {
+        return Err(QualityError::ImportRecord {
+            pointer: "/schema".to_owned(),
+            problem: format!(
+                "is {:?} with value {}: not a {} record of a share",
+                q.schema,
+                q.value,
+                crate::quality::IMPORT_SCHEMA
+            ),
+        });
+    }
+    Ok(q)
+}
+
 fn pick_task<'m>(results: &'m Map<String, Value>, task: Option<&str>) -> Result<&'m str, QualityError> {
     let names = || results.keys().cloned().collect::<Vec<_>>().join(", ");
     match task {

@@ -167,6 +167,14 @@ pub enum QualityError {
         /// The verdict the bank gives.
         judged: &'static str,
     },
+    /// An imported figure (`gate --quality-import`) that is not one.
+    #[error("imported quality figure{}: {problem}", at(pointer))]
+    ImportRecord {
+        /// JSON pointer of the problem (empty: the document).
+        pointer: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// An evaluation harness's results file that cannot be read as one.
     #[error("lm-eval results{}: {problem}", at(pointer))]
     Import {

@@ -641,6 +641,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         recovery: None,
         cost: None,
         tokenizer_mismatch: crate::receipt::tokenizer::mismatch(trace),
+        quality: None,
     }
 }
 

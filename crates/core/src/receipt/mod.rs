@@ -70,6 +70,11 @@ pub struct Receipt {
     /// within schema major version 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer_mismatch: Option<tokenizer::TokenizerMismatch>,
+    /// The quality bank's figures (only when the trace names a quality
+    /// sidecar and it was read beside the trace, its sha256 checked;
+    /// docs/contract.md §10.17). Added within schema major version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::quality::QualityBlock>,
 }
 
 /// The tool that produced a receipt.

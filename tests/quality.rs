@@ -102,13 +102,19 @@ fn run_dir(dir: &Path, sidecar: Option<&str>) -> PathBuf {
         sha256(s.as_bytes())
     });
     let trace = dir.join("run.json");
-    std::fs::write(&trace, trace_text(quality.as_deref().map(|sha| (name, sha)))).unwrap();
+    std::fs::write(
+        &trace,
+        trace_text(quality.as_deref().map(|sha| (name, sha))),
+    )
+    .unwrap();
     trace
 }
 
 /// 45 met, 3 missed, 1 failed, 1 without an expectation.
 fn mixed_sidecar() -> String {
-    let mut lines: Vec<String> = (0..45).map(|i| answered(&format!("m{i}"), "4", "met")).collect();
+    let mut lines: Vec<String> = (0..45)
+        .map(|i| answered(&format!("m{i}"), "4", "met"))
+        .collect();
     lines.extend((0..3).map(|i| answered(&format!("x{i}"), "5", "missed")));
     lines.push(failed("f0"));
     lines.push(answered("b0", "free text", "baseline"));
@@ -147,20 +153,53 @@ fn the_receipt_carries_the_sidecars_figures_and_stays_byte_identical_without_one
     // z √(0.9183673 × 0.0816327 / 49 + z²/9604) / 1.0783971 = 0.0798442
     // → [0.8081087, 0.9677972].
     assert_eq!(
-        (&q["items"], &q["met"], &q["missed"], &q["failed"], &q["baselineJudged"]),
-        (&Value::from(50), &Value::from(45), &Value::from(3), &Value::from(1), &Value::from(1))
+        (
+            &q["items"],
+            &q["met"],
+            &q["missed"],
+            &q["failed"],
+            &q["baselineJudged"]
+        ),
+        (
+            &Value::from(50),
+            &Value::from(45),
+            &Value::from(3),
+            &Value::from(1),
+            &Value::from(1)
+        )
     );
     assert!(close(q["share"].as_f64().unwrap(), 45.0 / 49.0));
-    assert!(close(q["interval"]["lower"].as_f64().unwrap(), 0.808_108_7), "{q}");
-    assert!(close(q["interval"]["upper"].as_f64().unwrap(), 0.967_797_2), "{q}");
+    assert!(
+        close(q["interval"]["lower"].as_f64().unwrap(), 0.808_108_7),
+        "{q}"
+    );
+    assert!(
+        close(q["interval"]["upper"].as_f64().unwrap(), 0.967_797_2),
+        "{q}"
+    );
     assert_eq!(q["sidecar"], "run.json.quality.jsonl");
     assert_eq!(q["sidecarSha256"], sha256(mixed_sidecar().as_bytes()));
     // The receipt validates against the committed schema, and so does the report.
-    common::assert_valid(&common::validator("receipt.schema.json"), &json(&o), "the receipt");
-    let report = json(&goodput(&["quality", path(&dir.path().join("run.json.quality.jsonl")), "--json"]));
-    common::assert_valid(&common::validator("quality.schema.json"), &report, "the report");
+    common::assert_valid(
+        &common::validator("receipt.schema.json"),
+        &json(&o),
+        "the receipt",
+    );
+    let report = json(&goodput(&[
+        "quality",
+        path(&dir.path().join("run.json.quality.jsonl")),
+        "--json",
+    ]));
+    common::assert_valid(
+        &common::validator("quality.schema.json"),
+        &report,
+        "the report",
+    );
     let text = out(&goodput(&["analyze", path(&trace)]));
-    assert!(text.contains("Quality: 45 of 49 bank answers met their expectation"), "{text}");
+    assert!(
+        text.contains("Quality: 45 of 49 bank answers met their expectation"),
+        "{text}"
+    );
 
     // The same trace without the member: no quality block, and the bytes
     // are those of a trace that never had one.
@@ -180,7 +219,14 @@ fn a_sidecar_that_is_not_the_traces_is_refused_with_exit_2() {
     std::fs::write(dir.path().join("run.json.quality.jsonl"), &edited).unwrap();
     for args in [
         vec!["analyze", path(&trace)],
-        vec!["gate", path(&trace), "--min-goodput", "0", "--min-quality", "0.5"],
+        vec![
+            "gate",
+            path(&trace),
+            "--min-goodput",
+            "0",
+            "--min-quality",
+            "0.5",
+        ],
     ] {
         let o = goodput(&args);
         assert_eq!(code(&o), 2, "{args:?}");
@@ -202,13 +248,31 @@ fn the_gate_admits_at_the_minimum_and_refuses_below_it() {
     let dir = tempfile::tempdir().unwrap();
     // 49 / 50 = 0.98 exactly.
     let trace = run_dir(dir.path(), Some(&sidecar_of(49)));
-    let admit = goodput(&["gate", path(&trace), "--min-goodput", "0", "--min-quality", "0.98"]);
+    let admit = goodput(&[
+        "gate",
+        path(&trace),
+        "--min-goodput",
+        "0",
+        "--min-quality",
+        "0.98",
+    ]);
     assert_eq!(code(&admit), 0, "{}{}", out(&admit), err(&admit));
     let text = out(&admit);
     // Wilson 95 % of 49 / 50: centre 0.9457532, half-width 0.0507076 → [0.8950456, 0.9964607].
     assert!(text.contains("quality share"), "{text}");
-    assert!(text.contains("49 of 50 judged items good, 95 % interval 89.5 %–99.6 %"), "{text}");
-    let refuse = goodput(&["gate", path(&trace), "--min-goodput", "0", "--min-quality", "0.99", "--json"]);
+    assert!(
+        text.contains("49 of 50 judged items good, 95 % interval 89.5 %–99.6 %"),
+        "{text}"
+    );
+    let refuse = goodput(&[
+        "gate",
+        path(&trace),
+        "--min-goodput",
+        "0",
+        "--min-quality",
+        "0.99",
+        "--json",
+    ]);
     assert_eq!(code(&refuse), 1);
     let d = json(&refuse);
     let check = d["checks"]
@@ -217,12 +281,29 @@ fn the_gate_admits_at_the_minimum_and_refuses_below_it() {
         .iter()
         .find(|c| c["name"] == "quality share")
         .unwrap();
-    assert_eq!((check["measured"].as_f64(), check["limit"].as_f64()), (Some(0.98), Some(0.99)));
-    assert_eq!((&check["comparison"], &check["pass"], &d["admit"]), (&Value::from(">="), &Value::from(false), &Value::from(false)));
+    assert_eq!(
+        (check["measured"].as_f64(), check["limit"].as_f64()),
+        (Some(0.98), Some(0.99))
+    );
+    assert_eq!(
+        (&check["comparison"], &check["pass"], &d["admit"]),
+        (&Value::from(">="), &Value::from(false), &Value::from(false))
+    );
     // Out of range is a usage error before any work.
-    let o = goodput(&["gate", path(&trace), "--min-goodput", "0", "--min-quality", "1.5"]);
+    let o = goodput(&[
+        "gate",
+        path(&trace),
+        "--min-goodput",
+        "0",
+        "--min-quality",
+        "1.5",
+    ]);
     assert_eq!(code(&o), 2);
-    assert!(err(&o).contains("--min-quality: 1.5 is not allowed"), "{}", err(&o));
+    assert!(
+        err(&o).contains("--min-quality: 1.5 is not allowed"),
+        "{}",
+        err(&o)
+    );
 }
 
 #[test]
@@ -230,7 +311,14 @@ fn the_gate_refuses_a_trace_whose_sidecar_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     let trace = run_dir(dir.path(), Some(&sidecar_of(50)));
     std::fs::remove_file(dir.path().join("run.json.quality.jsonl")).unwrap();
-    let o = goodput(&["gate", path(&trace), "--min-goodput", "0", "--min-quality", "0.9"]);
+    let o = goodput(&[
+        "gate",
+        path(&trace),
+        "--min-goodput",
+        "0",
+        "--min-quality",
+        "0.9",
+    ]);
     assert_eq!(code(&o), 1, "{}", err(&o));
     let text = out(&o);
     assert!(text.contains("quality share"), "{text}");
@@ -241,13 +329,28 @@ fn the_gate_refuses_a_trace_whose_sidecar_is_missing() {
     let o = goodput(&["analyze", path(&trace), "--json"]);
     assert_eq!(code(&o), 0);
     assert!(json(&o).get("quality").is_none());
-    assert!(err(&o).contains("the receipt has no quality block"), "{}", err(&o));
+    assert!(
+        err(&o).contains("the receipt has no quality block"),
+        "{}",
+        err(&o)
+    );
     // A trace that names no sidecar refuses too, saying so.
     let plain = dir.path().join("plain.json");
     std::fs::write(&plain, trace_text(None)).unwrap();
-    let o = goodput(&["gate", path(&plain), "--min-goodput", "0", "--min-quality", "0.9"]);
+    let o = goodput(&[
+        "gate",
+        path(&plain),
+        "--min-goodput",
+        "0",
+        "--min-quality",
+        "0.9",
+    ]);
     assert_eq!(code(&o), 1);
-    assert!(out(&o).contains("the trace names no quality sidecar"), "{}", out(&o));
+    assert!(
+        out(&o).contains("the trace names no quality sidecar"),
+        "{}",
+        out(&o)
+    );
     // Without --min-quality the gate does not look for it (admits on latency).
     let o = goodput(&["gate", path(&trace), "--min-goodput", "0"]);
     assert_eq!(code(&o), 0, "{}", out(&o));
@@ -259,7 +362,11 @@ fn three_of_fifty_changed_answers_are_listed_with_the_share_and_its_interval() {
     let answers = |changed: &[usize]| {
         let lines: Vec<String> = (0..50)
             .map(|i| {
-                let a = if changed.contains(&i) { format!("reply {i}, changed") } else { format!("reply {i}") };
+                let a = if changed.contains(&i) {
+                    format!("reply {i}, changed")
+                } else {
+                    format!("reply {i}")
+                };
                 answered(&format!("q{i:02}"), &a, "baseline")
             })
             .collect();
@@ -279,16 +386,40 @@ fn three_of_fifty_changed_answers_are_listed_with_the_share_and_its_interval() {
     assert_eq!(r["share"], 0.94);
     assert!(close(r["interval"]["lower"].as_f64().unwrap(), 0.837_829_1));
     assert!(close(r["interval"]["upper"].as_f64().unwrap(), 0.979_385_0));
-    let ids: Vec<&str> = r["changes"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = r["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["q03", "q17", "q40"]);
-    let text = out(&goodput(&["quality", path(&run), "--baseline", path(&base)]));
-    assert!(text.contains("share    94.0 %   95 % interval 83.8 % – 97.9 %  (47 of 50 judged"), "{text}");
-    assert!(text.contains("changes  3: worse 0, better 0, answer changed 3"), "{text}");
-    assert!(text.contains("  q17  answer changed (baseline → baseline)  \"reply 17\" → \"reply 17, changed\""), "{text}");
+    let text = out(&goodput(&[
+        "quality",
+        path(&run),
+        "--baseline",
+        path(&base),
+    ]));
+    assert!(
+        text.contains("share    94.0 %   95 % interval 83.8 % – 97.9 %  (47 of 50 judged"),
+        "{text}"
+    );
+    assert!(
+        text.contains("changes  3: worse 0, better 0, answer changed 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  q17  answer changed (baseline → baseline)  \"reply 17\" → \"reply 17, changed\""
+        ),
+        "{text}"
+    );
     // Without the baseline nothing is judged.
     let text = out(&goodput(&["quality", path(&run)]));
     assert!(text.contains("n/a (nothing judged)"), "{text}");
-    assert!(text.contains("50 item(s) have no expectation: give --baseline SIDECAR"), "{text}");
+    assert!(
+        text.contains("50 item(s) have no expectation: give --baseline SIDECAR"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -297,16 +428,30 @@ fn a_hostile_answer_never_reaches_the_terminal_raw() {
     let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2J ok \u{202e}gnp.exe";
     let base = dir.path().join("a.jsonl");
     let run = dir.path().join("b.jsonl");
-    std::fs::write(&base, sidecar_text("m", &[answered("q\u{1b}[31m", "4", "met")])).unwrap();
-    std::fs::write(&run, sidecar_text("m\\u009b", &[answered("q\u{1b}[31m", hostile, "missed")])).unwrap();
+    std::fs::write(
+        &base,
+        sidecar_text("m", &[answered("q\u{1b}[31m", "4", "met")]),
+    )
+    .unwrap();
+    std::fs::write(
+        &run,
+        sidecar_text("m\\u009b", &[answered("q\u{1b}[31m", hostile, "missed")]),
+    )
+    .unwrap();
     let o = goodput(&["quality", path(&run), "--baseline", path(&base)]);
     assert_eq!(code(&o), 0, "{}", err(&o));
     let text = out(&o);
     for bad in ['\u{1b}', '\u{7}', '\u{202e}', '\u{9b}'] {
         assert!(!text.contains(bad), "{bad:?} in {text}");
     }
-    assert!(text.contains(r"q\u{1b}[31m  worse (met → missed)"), "{text}");
-    assert!(text.contains(r#""\u{1b}]0;pwned\u{7}\u{1b}[2J ok \u{202e}gnp.exe""#), "{text}");
+    assert!(
+        text.contains(r"q\u{1b}[31m  worse (met → missed)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#""\u{1b}]0;pwned\u{7}\u{1b}[2J ok \u{202e}gnp.exe""#),
+        "{text}"
+    );
 }
 
 #[test]
@@ -335,7 +480,11 @@ fn a_malformed_line_is_named_by_number_and_pointer_and_exits_2() {
     std::fs::write(&good, sidecar_text("m", &[answered("q0", "4", "met")])).unwrap();
     let o = goodput(&["quality", path(&good), "--bank", path(&bank)]);
     assert_eq!(code(&o), 2);
-    assert!(err(&o).starts_with("rejected: bank line 2, /expect/regex: is not a valid regex:"), "{}", err(&o));
+    assert!(
+        err(&o).starts_with("rejected: bank line 2, /expect/regex: is not a valid regex:"),
+        "{}",
+        err(&o)
+    );
 }
 
 #[test]
@@ -347,7 +496,15 @@ fn a_bank_rejudges_the_recorded_verdicts() {
     std::fs::write(&bank, bank_text).unwrap();
     let head = header("m").replace(BANK_SHA, &sha256(bank_text.as_bytes()));
     let p = dir.path().join("s.jsonl");
-    std::fs::write(&p, format!("{head}\n{}\n{}\n", answered("q0", "four", "met"), answered("q1", "It is Paris.", "met"))).unwrap();
+    std::fs::write(
+        &p,
+        format!(
+            "{head}\n{}\n{}\n",
+            answered("q0", "four", "met"),
+            answered("q1", "It is Paris.", "met")
+        ),
+    )
+    .unwrap();
     let o = goodput(&["quality", path(&p), "--bank", path(&bank), "--json"]);
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert_eq!(json(&o)["rejudged"], true);
@@ -357,7 +514,11 @@ fn a_bank_rejudges_the_recorded_verdicts() {
     std::fs::write(&other, sidecar_text("m", &[answered("q0", "4", "met")])).unwrap();
     let o = goodput(&["quality", path(&other), "--bank", path(&bank)]);
     assert_eq!(code(&o), 2);
-    assert!(err(&o).contains("answers to another bank cannot be compared"), "{}", err(&o));
+    assert!(
+        err(&o).contains("answers to another bank cannot be compared"),
+        "{}",
+        err(&o)
+    );
 }
 
 /// Shaped like an lm-evaluation-harness 0.4 results file.
@@ -383,26 +544,67 @@ fn an_imported_lm_eval_figure_gates_like_a_measured_one() {
     let results = dir.path().join("results.json");
     std::fs::write(&results, LM_EVAL).unwrap();
     let figure = dir.path().join("q.json");
-    let o = goodput(&["quality", "import", "lm-eval", path(&results), "--metric", "acc", "--out", path(&figure)]);
+    let o = goodput(&[
+        "quality",
+        "import",
+        "lm-eval",
+        path(&results),
+        "--metric",
+        "acc",
+        "--out",
+        path(&figure),
+    ]);
     assert_eq!(code(&o), 0, "{}", err(&o));
     let text = out(&o);
     // 0.8 ± 1.959964 × 0.01 → [0.7804, 0.8196].
-    assert!(text.contains("task arc_easy metric acc,none: 80.0 %   95 % interval 78.0 % – 82.0 %"), "{text}");
-    assert!(text.contains(&format!("source sha256 {}", sha256(LM_EVAL.as_bytes()))), "{text}");
+    assert!(
+        text.contains("task arc_easy metric acc,none: 80.0 %   95 % interval 78.0 % – 82.0 %"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("source sha256 {}", sha256(LM_EVAL.as_bytes()))),
+        "{text}"
+    );
     let q: Value = serde_json::from_slice(&std::fs::read(&figure).unwrap()).unwrap();
     assert_eq!(q["schema"], "goodput-quality-import/1");
     assert_eq!(q["samples"], 2376);
     let plain = dir.path().join("plain.json");
     std::fs::write(&plain, trace_text(None)).unwrap();
-    let admit = goodput(&["gate", path(&plain), "--min-goodput", "0", "--min-quality", "0.8", "--quality-import", path(&figure)]);
+    let admit = goodput(&[
+        "gate",
+        path(&plain),
+        "--min-goodput",
+        "0",
+        "--min-quality",
+        "0.8",
+        "--quality-import",
+        path(&figure),
+    ]);
     assert_eq!(code(&admit), 0, "{}", out(&admit));
-    assert!(out(&admit).contains("imported from lm-evaluation-harness task arc_easy metric acc,none"), "{}", out(&admit));
-    let refuse = goodput(&["gate", path(&plain), "--min-goodput", "0", "--min-quality", "0.81", "--quality-import", path(&figure)]);
+    assert!(
+        out(&admit).contains("imported from lm-evaluation-harness task arc_easy metric acc,none"),
+        "{}",
+        out(&admit)
+    );
+    let refuse = goodput(&[
+        "gate",
+        path(&plain),
+        "--min-goodput",
+        "0",
+        "--min-quality",
+        "0.81",
+        "--quality-import",
+        path(&figure),
+    ]);
     assert_eq!(code(&refuse), 1);
     // Two metrics and no --metric: the choices are named.
     let o = goodput(&["quality", "import", "lm-eval", path(&results)]);
     assert_eq!(code(&o), 2);
-    assert!(err(&o).contains("has 2 metrics: name one with --metric (acc,none, acc_norm,none)"), "{}", err(&o));
+    assert!(
+        err(&o).contains("has 2 metrics: name one with --metric (acc,none, acc_norm,none)"),
+        "{}",
+        err(&o)
+    );
 }
 
 #[test]
@@ -410,9 +612,18 @@ fn the_traces_quality_member_is_checked_like_the_rest_of_the_document() {
     let dir = tempfile::tempdir().unwrap();
     let sha = "a".repeat(64);
     for (quality, pointer) in [
-        (format!(r#"{{"sidecar": "../x.jsonl", "sha256": "{sha}"}}"#), "/quality/sidecar"),
-        (r#"{"sidecar": "x.jsonl", "sha256": "ABC"}"#.to_owned(), "/quality/sha256"),
-        (format!(r#"{{"sidecar": "x.jsonl", "sha256": "{sha}", "bank": 1}}"#), "/quality/bank"),
+        (
+            format!(r#"{{"sidecar": "../x.jsonl", "sha256": "{sha}"}}"#),
+            "/quality/sidecar",
+        ),
+        (
+            r#"{"sidecar": "x.jsonl", "sha256": "ABC"}"#.to_owned(),
+            "/quality/sha256",
+        ),
+        (
+            format!(r#"{{"sidecar": "x.jsonl", "sha256": "{sha}", "bank": 1}}"#),
+            "/quality/bank",
+        ),
         (format!(r#"{{"sha256": "{sha}"}}"#), "/quality/sidecar"),
         ("[]".to_owned(), "/quality"),
     ] {
@@ -424,6 +635,10 @@ fn the_traces_quality_member_is_checked_like_the_rest_of_the_document() {
         std::fs::write(&p, text).unwrap();
         let o = goodput(&["analyze", path(&p)]);
         assert_eq!(code(&o), 2, "{quality}");
-        assert!(err(&o).starts_with(&format!("rejected: {pointer} ")), "{quality}: {}", err(&o));
+        assert!(
+            err(&o).starts_with(&format!("rejected: {pointer} ")),
+            "{quality}: {}",
+            err(&o)
+        );
     }
 }

@@ -106,7 +106,12 @@ pub struct GateArgs {
     pub min_quality: Option<Decimal>,
     /// A baseline sidecar: the items without an expectation are judged
     /// against its answers.
-    #[arg(long, value_name = "SIDECAR", requires = "min_quality", conflicts_with = "quality_import")]
+    #[arg(
+        long,
+        value_name = "SIDECAR",
+        requires = "min_quality",
+        conflicts_with = "quality_import"
+    )]
     pub quality_baseline: Option<String>,
     /// Judge --min-quality by an imported figure (`goodput quality import
     /// lm-eval … --out FILE`) instead of the trace's sidecar.
@@ -205,12 +210,10 @@ fn quality_check(
         return Ok(quality_check(QualityFigure::Imported(&figure), min));
     }
     let found = crate::cli::quality::beside(&args.trace, &analysis.trace.contract)?;
-    let confidence = goodput_core::intervals::Confidence::new(
-        analysis.receipt.contract.intervals.confidence,
-    )
-    .unwrap_or_default();
-    let report =
-        crate::cli::quality::gate_report(&found, args.baseline.as_deref(), confidence)?;
+    let confidence =
+        goodput_core::intervals::Confidence::new(analysis.receipt.contract.intervals.confidence)
+            .unwrap_or_default();
+    let report = crate::cli::quality::gate_report(&found, args.baseline.as_deref(), confidence)?;
     Ok(match (&found, &report) {
         (crate::cli::quality::Beside::Loaded(name, _), Ok(r)) => {
             quality_check(QualityFigure::Sidecar(name, r), min)

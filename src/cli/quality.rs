@@ -147,7 +147,10 @@ pub fn run(args: QualityArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         emit(stdout, &json_bytes(&report, "report")?)?;
     } else {
         let text = goodput_render::quality::render(&report);
-        emit(stdout, goodput_util::escape::terminal_lines(&text).as_bytes())?;
+        emit(
+            stdout,
+            goodput_util::escape::terminal_lines(&text).as_bytes(),
+        )?;
     }
     Ok(EXIT_OK)
 }
@@ -173,7 +176,10 @@ fn run_import(args: ImportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         emit(stdout, &json)?;
     } else {
         let text = goodput_render::quality::imported(&figure);
-        emit(stdout, goodput_util::escape::terminal_lines(&text).as_bytes())?;
+        emit(
+            stdout,
+            goodput_util::escape::terminal_lines(&text).as_bytes(),
+        )?;
     }
     Ok(EXIT_OK)
 }
@@ -255,7 +261,11 @@ pub fn gate_report(
         }
     };
     let baseline = match baseline {
-        Some(b) => Some(read_sidecar(b, FileKind::Baseline, QualityLimits::default())?),
+        Some(b) => Some(read_sidecar(
+            b,
+            FileKind::Baseline,
+            QualityLimits::default(),
+        )?),
         None => None,
     };
     Ok(Ok(quality::judge(sidecar, baseline.as_ref(), confidence)?))

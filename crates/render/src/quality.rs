@@ -20,11 +20,19 @@ fn answer(text: Option<&str>) -> String {
         return "(failed)".to_owned();
     };
     let cut: String = text.chars().take(ANSWER_CHARS).collect();
-    let more = if text.chars().count() > ANSWER_CHARS { "…" } else { "" };
+    let more = if text.chars().count() > ANSWER_CHARS {
+        "…"
+    } else {
+        ""
+    };
     format!("\"{}{more}\"", terminal(&cut))
 }
 
-fn share_text(share: Option<f64>, interval: Option<goodput_core::intervals::Interval>, confidence: f64) -> String {
+fn share_text(
+    share: Option<f64>,
+    interval: Option<goodput_core::intervals::Interval>,
+    confidence: f64,
+) -> String {
     match (share, interval) {
         (Some(s), Some(i)) => format!(
             "{}   {} interval {} – {}",
@@ -91,10 +99,17 @@ fn notes(o: &mut String, r: &QualityReport) {
         );
     }
     if let Some(b) = r.baseline.as_ref().filter(|b| b.missing_items > 0) {
-        let _ = writeln!(o, "         {} item(s) have no line in the baseline", b.missing_items);
+        let _ = writeln!(
+            o,
+            "         {} item(s) have no line in the baseline",
+            b.missing_items
+        );
     }
     if r.rejudged {
-        let _ = writeln!(o, "         every verdict was recomputed from the bank (--bank) and agrees");
+        let _ = writeln!(
+            o,
+            "         every verdict was recomputed from the bank (--bank) and agrees"
+        );
     }
 }
 
@@ -151,7 +166,9 @@ pub fn imported(q: &goodput_core::quality::lm_eval::ImportedQuality) -> String {
         ),
         _ => "no interval: the harness gave no stderr".to_owned(),
     };
-    let samples = q.samples.map_or_else(String::new, |n| format!("; {n} documents"));
+    let samples = q
+        .samples
+        .map_or_else(String::new, |n| format!("; {n} documents"));
     let model = q
         .model
         .as_deref()
@@ -209,8 +226,14 @@ mod tests {
         };
         let text = render(&report);
         assert!(!text.contains('\u{1b}') && !text.contains('\u{202e}') && !text.contains('\u{7}'));
-        assert!(text.contains(r#""\u{1b}[2J\u{1b}[31mrm -rf /\u{a}fake line""#), "{text}");
-        assert!(text.contains("  q\\u{202e}1  worse (met → missed)  \"4\" → "), "{text}");
+        assert!(
+            text.contains(r#""\u{1b}[2J\u{1b}[31mrm -rf /\u{a}fake line""#),
+            "{text}"
+        );
+        assert!(
+            text.contains("  q\\u{202e}1  worse (met → missed)  \"4\" → "),
+            "{text}"
+        );
         // Every line is our own: the answer's newline did not start one.
         assert_eq!(text.lines().count(), 6, "{text}");
     }
@@ -218,7 +241,10 @@ mod tests {
     #[test]
     fn a_long_answer_is_cut_with_an_ellipsis() {
         let long = "x".repeat(ANSWER_CHARS + 5);
-        assert_eq!(answer(Some(&long)), format!("\"{}…\"", "x".repeat(ANSWER_CHARS)));
+        assert_eq!(
+            answer(Some(&long)),
+            format!("\"{}…\"", "x".repeat(ANSWER_CHARS))
+        );
         assert_eq!(answer(None), "(failed)");
     }
 }

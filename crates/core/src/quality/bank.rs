@@ -170,7 +170,10 @@ pub fn parse_bank(bytes: &[u8], limits: QualityLimits) -> Result<Bank, QualityEr
                 file: FileKind::Bank,
                 line: number,
                 pointer: "/id".to_owned(),
-                problem: format!("{:?} is the id of an earlier item (ids are unique)", item.id),
+                problem: format!(
+                    "{:?} is the id of an earlier item (ids are unique)",
+                    item.id
+                ),
             });
         }
         items.push(item);
@@ -259,7 +262,11 @@ fn compile(src: &str, case_insensitive: bool) -> Result<regex::Regex, ItemProble
         .map_err(|e| {
             // The regex crate's message spans lines (a caret under the
             // pattern); one line is kept per error.
-            let text = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+            let text = e
+                .to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
             ("/expect/regex", format!("is not a valid regex: {text}"))
         })
 }
@@ -330,15 +337,27 @@ mod tests {
     fn each_problem_names_its_line_and_pointer() {
         let good = r#"{"id":"a","prompt":"p","expect":{"exact":"x"}}"#;
         let cases = [
-            (r#"{"id":"b","prompt":"p","expect":{"regex":"(unclosed"}}"#, "/expect/regex"),
+            (
+                r#"{"id":"b","prompt":"p","expect":{"regex":"(unclosed"}}"#,
+                "/expect/regex",
+            ),
             (r#"{"id":"a","prompt":"p"}"#, "/id"),
             (r#"{"id":"b"}"#, ""),
             (r#"{"id":"b","prompt":"p","messages":[]}"#, "/messages"),
             (r#"{"id":"b","prompt":"p","maxTokens":0}"#, "/maxTokens"),
-            (r#"{"id":"b","prompt":"p","expect":{"anyOf":[]}}"#, "/expect/anyOf"),
-            (r#"{"id":"b","prompt":"p","expect":{"exact":3}}"#, "/expect/exact"),
+            (
+                r#"{"id":"b","prompt":"p","expect":{"anyOf":[]}}"#,
+                "/expect/anyOf",
+            ),
+            (
+                r#"{"id":"b","prompt":"p","expect":{"exact":3}}"#,
+                "/expect/exact",
+            ),
             (r#"{"id":"","prompt":"p"}"#, "/id"),
-            (r#"{"id":"b","prompt":"p","expect":{"contains":"  "}}"#, "/expect/contains"),
+            (
+                r#"{"id":"b","prompt":"p","expect":{"contains":"  "}}"#,
+                "/expect/contains",
+            ),
             (r#"{"id":"b","prompt":"p","temperature":1}"#, "/temperature"),
             (r#"{"id":"b","prompt":"p"} {}"#, ""),
             ("not json", ""),
@@ -347,13 +366,20 @@ mod tests {
             let text = format!("{good}\n{line}\n");
             match bank(&text) {
                 Err(QualityError::Line {
-                    line: 2, pointer: p, ..
+                    line: 2,
+                    pointer: p,
+                    ..
                 }) => assert_eq!(p, pointer, "{line}"),
                 other => panic!("{line}: {other:?}"),
             }
         }
-        let e = bank(&format!("{good}\n{}\n", cases[0].0)).unwrap_err().to_string();
-        assert!(e.starts_with("bank line 2, /expect/regex: is not a valid regex: "), "{e}");
+        let e = bank(&format!("{good}\n{}\n", cases[0].0))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("bank line 2, /expect/regex: is not a valid regex: "),
+            "{e}"
+        );
         assert!(!e.contains('\n'), "{e}");
     }
 
@@ -365,6 +391,9 @@ mod tests {
         assert!(e.to_string().contains("is not a valid regex"), "{e}");
         let long = "a".repeat(MAX_REGEX_CHARS + 1);
         let line = format!(r#"{{"id":"a","prompt":"p","expect":{{"regex":"{long}"}}}}"#);
-        assert!(bank(&line).unwrap_err().to_string().contains("1025 characters"));
+        assert!(bank(&line)
+            .unwrap_err()
+            .to_string()
+            .contains("1025 characters"));
     }
 }

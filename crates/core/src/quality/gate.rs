@@ -39,7 +39,11 @@ pub fn quality_check(figure: QualityFigure<'_>, min: &Decimal) -> Check {
             let pass = exact::share_at_least(x, n, min);
             (r.share, pass, sidecar_note(name, r))
         }
-        QualityFigure::Imported(q) => (Some(q.value), exact::at_least(q.value, min), imported_note(q)),
+        QualityFigure::Imported(q) => (
+            Some(q.value),
+            exact::at_least(q.value, min),
+            imported_note(q),
+        ),
         QualityFigure::Missing(why) => (None, false, why.to_owned()),
     };
     Check {
@@ -135,10 +139,16 @@ mod tests {
     #[test]
     fn the_share_must_reach_the_minimum_compared_exactly() {
         // 49 / 50 = 0.98 exactly: at the minimum admits (>=).
-        let c = quality_check(QualityFigure::Sidecar("t.quality.jsonl", &report(49, 1)), &min("0.98"));
+        let c = quality_check(
+            QualityFigure::Sidecar("t.quality.jsonl", &report(49, 1)),
+            &min("0.98"),
+        );
         assert!(c.pass);
         // 48 / 50 = 0.96 < 0.98 refuses.
-        let c = quality_check(QualityFigure::Sidecar("t.quality.jsonl", &report(48, 2)), &min("0.98"));
+        let c = quality_check(
+            QualityFigure::Sidecar("t.quality.jsonl", &report(48, 2)),
+            &min("0.98"),
+        );
         assert!(!c.pass);
         assert_eq!(c.measured, Some(0.96));
         // 98 / 100 against 0.981: 0.98 < 0.981 refuses.
@@ -147,10 +157,16 @@ mod tests {
 
     #[test]
     fn no_figure_fails_with_the_reason_as_its_note() {
-        let c = quality_check(QualityFigure::Missing("the trace names no quality sidecar"), &min("0.9"));
+        let c = quality_check(
+            QualityFigure::Missing("the trace names no quality sidecar"),
+            &min("0.9"),
+        );
         assert!(!c.pass);
         assert_eq!(c.measured, None);
-        assert_eq!(c.note.as_deref(), Some("the trace names no quality sidecar"));
+        assert_eq!(
+            c.note.as_deref(),
+            Some("the trace names no quality sidecar")
+        );
         // Nothing judged (every item without an expectation, no baseline): no share.
         let mut r = report(0, 0);
         r.share = None;

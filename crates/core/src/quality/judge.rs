@@ -361,13 +361,22 @@ mod tests {
         // 50 items without an expectation; the run under load changed the
         // answers of q07, q23 and q41.
         let answer = |i: usize, changed: bool| {
-            let text = if changed { format!("answer {i} (changed)") } else { format!("answer {i}") };
+            let text = if changed {
+                format!("answer {i} (changed)")
+            } else {
+                format!("answer {i}")
+            };
             answered(&format!("q{i:02}"), &text, "baseline")
         };
         let base: Vec<String> = (0..50).map(|i| answer(i, false)).collect();
-        let run: Vec<String> = (0..50).map(|i| answer(i, [7, 23, 41].contains(&i))).collect();
+        let run: Vec<String> = (0..50)
+            .map(|i| answer(i, [7, 23, 41].contains(&i)))
+            .collect();
         let r = judge(&sidecar(&run), Some(&sidecar(&base)), ci95()).unwrap();
-        assert_eq!((r.counts.matched, r.counts.changed, r.counts.judged()), (47, 3, 50));
+        assert_eq!(
+            (r.counts.matched, r.counts.changed, r.counts.judged()),
+            (47, 3, 50)
+        );
         // share 47 / 50 = 0.94. Wilson at 95 %: z = 1.959964, z² = 3.841459;
         // denominator 1 + z²/50 = 1.0768292; centre (0.94 + z²/100) / 1.0768292
         // = 0.9784146 / 1.0768292 = 0.9086070; half-width
@@ -380,16 +389,24 @@ mod tests {
         assert!((i.upper - 0.979_385_0).abs() < 1e-6, "{i:?}");
         let ids: Vec<&str> = r.changes.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["q07", "q23", "q41"]);
-        assert!(r.changes.iter().all(|c| c.kind == ChangeKind::AnswerChanged));
+        assert!(r
+            .changes
+            .iter()
+            .all(|c| c.kind == ChangeKind::AnswerChanged));
         assert_eq!(r.changes[0].before_answer.as_deref(), Some("answer 7"));
-        assert_eq!(r.changes[0].after_answer.as_deref(), Some("answer 7 (changed)"));
+        assert_eq!(
+            r.changes[0].after_answer.as_deref(),
+            Some("answer 7 (changed)")
+        );
         assert_eq!(r.baseline.as_ref().map(|b| b.missing_items), Some(0));
     }
 
     #[test]
     fn each_way_an_item_can_change_is_named() {
         let failed = |id: &str| {
-            format!(r#"{{"id":"{id}","status":"failed","reason":"timeout","verdict":"failed","arrivalMs":1}}"#)
+            format!(
+                r#"{{"id":"{id}","status":"failed","reason":"timeout","verdict":"failed","arrivalMs":1}}"#
+            )
         };
         let base = sidecar(&[
             answered("a", "4", "met"),
@@ -409,7 +426,8 @@ mod tests {
             answered("g", "new", "baseline"),
         ]);
         let r = judge(&run, Some(&base), ci95()).unwrap();
-        let kinds: Vec<(&str, ChangeKind)> = r.changes.iter().map(|c| (c.id.as_str(), c.kind)).collect();
+        let kinds: Vec<(&str, ChangeKind)> =
+            r.changes.iter().map(|c| (c.id.as_str(), c.kind)).collect();
         assert_eq!(
             kinds,
             [
@@ -421,7 +439,17 @@ mod tests {
         );
         // met: b, f; missed: a, e; failed: c; matched: d; g has no baseline line.
         let c = &r.counts;
-        assert_eq!((c.met, c.missed, c.failed, c.matched, c.changed, c.not_judged), (2, 2, 1, 1, 0, 1));
+        assert_eq!(
+            (
+                c.met,
+                c.missed,
+                c.failed,
+                c.matched,
+                c.changed,
+                c.not_judged
+            ),
+            (2, 2, 1, 1, 0, 1)
+        );
         // (2 + 1) / (2 + 2 + 1 + 1) = 3 / 6.
         assert_eq!(r.share, Some(0.5));
         assert_eq!(r.baseline.as_ref().map(|b| b.missing_items), Some(1));
@@ -437,26 +465,48 @@ mod tests {
         ]);
         let r = judge(&run, None, ci95()).unwrap();
         // 1 met of 2 judged; b is not judged.
-        assert_eq!((r.counts.good(), r.counts.judged(), r.counts.not_judged), (1, 2, 1));
+        assert_eq!(
+            (r.counts.good(), r.counts.judged(), r.counts.not_judged),
+            (1, 2, 1)
+        );
         assert_eq!(r.share, Some(0.5));
         assert!(r.changes.is_empty());
         let block = receipt_block("t.quality.jsonl", &run, ci95());
-        assert_eq!((block.met, block.missed, block.baseline_judged, block.share), (1, 1, 1, Some(0.5)));
+        assert_eq!(
+            (block.met, block.missed, block.baseline_judged, block.share),
+            (1, 1, 1, Some(0.5))
+        );
     }
 
     #[test]
     fn a_baseline_of_another_bank_is_refused() {
         let run = sidecar(&[answered("a", "4", "met")]);
         let text = format!("{}\n{}\n", header('b'), answered("a", "4", "met"));
-        let other = parse_sidecar(text.as_bytes(), FileKind::Baseline, QualityLimits::default()).unwrap();
+        let other = parse_sidecar(
+            text.as_bytes(),
+            FileKind::Baseline,
+            QualityLimits::default(),
+        )
+        .unwrap();
         let e = judge(&run, Some(&other), ci95()).unwrap_err();
-        assert!(matches!(e, QualityError::OtherBank { what: "--baseline", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                QualityError::OtherBank {
+                    what: "--baseline",
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 
     #[test]
     fn rejudging_from_the_bank_catches_a_verdict_it_does_not_give() {
-        let bank_text = "{\"id\":\"a\",\"prompt\":\"2+2?\",\"expect\":{\"anyOf\":[\"4\",\"four\"]}}\n";
-        let bank = crate::quality::parse_bank(bank_text.as_bytes(), QualityLimits::default()).unwrap();
+        let bank_text =
+            "{\"id\":\"a\",\"prompt\":\"2+2?\",\"expect\":{\"anyOf\":[\"4\",\"four\"]}}\n";
+        let bank =
+            crate::quality::parse_bank(bank_text.as_bytes(), QualityLimits::default()).unwrap();
         let head = header('0').replace(&"0".repeat(64), &bank.sha256);
         let parse = |line: String| {
             let text = format!("{head}\n{line}\n");
@@ -469,6 +519,9 @@ mod tests {
             "quality sidecar line 2: item \"a\" is recorded as met but the bank's expectation gives missed"
         );
         let e = rejudge(&parse(answered("z", "four", "met")), &bank).unwrap_err();
-        assert!(e.to_string().contains("\"z\" is not an item of the bank"), "{e}");
+        assert!(
+            e.to_string().contains("\"z\" is not an item of the bank"),
+            "{e}"
+        );
     }
 }

@@ -84,7 +84,12 @@ pub fn import(
     let results = doc
         .get("results")
         .and_then(Value::as_object)
-        .ok_or_else(|| bad("/results", "is missing or not an object: not a results file"))?;
+        .ok_or_else(|| {
+            bad(
+                "/results",
+                "is missing or not an object: not a results file",
+            )
+        })?;
     let task = pick_task(results, task)?;
     let here = format!("/results/{}", escape(task));
     let block = results[task]
@@ -131,10 +136,11 @@ pub fn import(
 /// (`gate --quality-import`): its schema tag checked, every field typed.
 pub fn read_imported(bytes: &[u8]) -> Result<ImportedQuality, QualityError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let q: ImportedQuality = serde_path_to_error::deserialize(&mut de).map_err(|e| QualityError::ImportRecord {
-        pointer: crate::merge::pointer(e.path()),
-        problem: e.inner().to_string(),
-    })?;
+    let q: ImportedQuality =
+        serde_path_to_error::deserialize(&mut de).map_err(|e| QualityError::ImportRecord {
+            pointer: crate::merge::pointer(e.path()),
+            problem: e.inner().to_string(),
+        })?;
     if q.schema != crate::quality::IMPORT_SCHEMA || !(0.0..=1.0).contains(&q.value) {
         return Err(QualityError::ImportRecord {
             pointer: "/schema".to_owned(),
@@ -149,17 +155,29 @@ pub fn read_imported(bytes: &[u8]) -> Result<ImportedQuality, QualityError> {
     Ok(q)
 }
 
-fn pick_task<'m>(results: &'m Map<String, Value>, task: Option<&str>) -> Result<&'m str, QualityError> {
+fn pick_task<'m>(
+    results: &'m Map<String, Value>,
+    task: Option<&str>,
+) -> Result<&'m str, QualityError> {
     let names = || results.keys().cloned().collect::<Vec<_>>().join(", ");
     match task {
         Some(t) => results
             .get_key_value(t)
             .map(|(k, _)| k.as_str())
-            .ok_or_else(|| bad("/results", format!("has no task {t:?} (tasks: {})", names()))),
+            .ok_or_else(|| {
+                bad(
+                    "/results",
+                    format!("has no task {t:?} (tasks: {})", names()),
+                )
+            }),
         None if results.len() == 1 => Ok(results.keys().next().map_or("", String::as_str)),
         None => Err(bad(
             "/results",
-            format!("holds {} tasks: name one with --task ({})", results.len(), names()),
+            format!(
+                "holds {} tasks: name one with --task ({})",
+                results.len(),
+                names()
+            ),
         )),
     }
 }
@@ -169,7 +187,10 @@ fn pick_task<'m>(results: &'m Map<String, Value>, task: Option<&str>) -> Result<
 fn metric_keys(block: &Map<String, Value>) -> Vec<&str> {
     block
         .keys()
-        .filter(|k| k.split_once(',').is_some_and(|(m, _)| !m.ends_with("_stderr")))
+        .filter(|k| {
+            k.split_once(',')
+                .is_some_and(|(m, _)| !m.ends_with("_stderr"))
+        })
         .map(String::as_str)
         .collect()
 }
@@ -182,23 +203,38 @@ fn pick_metric(
     let keys = metric_keys(block);
     match metric {
         Some(m) => {
-            let key = if m.contains(',') { m.to_owned() } else { format!("{m},none") };
+            let key = if m.contains(',') {
+                m.to_owned()
+            } else {
+                format!("{m},none")
+            };
             if keys.contains(&key.as_str()) {
                 Ok(key)
             } else {
-                Err(bad(here, format!("has no metric {key:?} (metrics: {})", keys.join(", "))))
+                Err(bad(
+                    here,
+                    format!("has no metric {key:?} (metrics: {})", keys.join(", ")),
+                ))
             }
         }
         None if keys.len() == 1 => Ok(keys[0].to_owned()),
         None => Err(bad(
             here,
-            format!("has {} metrics: name one with --metric ({})", keys.len(), keys.join(", ")),
+            format!(
+                "has {} metrics: name one with --metric ({})",
+                keys.len(),
+                keys.join(", ")
+            ),
         )),
     }
 }
 
 /// `<metric>_stderr,<filter>`: a number >= 0, or "N/A" / absent (none).
-fn stderr_of(block: &Map<String, Value>, here: &str, metric: &str) -> Result<Option<f64>, QualityError> {
+fn stderr_of(
+    block: &Map<String, Value>,
+    here: &str,
+    metric: &str,
+) -> Result<Option<f64>, QualityError> {
     let (m, f) = metric.split_once(',').unwrap_or((metric, "none"));
     let key = format!("{m}_stderr,{f}");
     match block.get(&key) {
@@ -250,14 +286,20 @@ mod tests {
     #[test]
     fn a_metric_and_its_stderr_make_a_normal_interval() {
         let q = import(RESULTS.as_bytes(), Some("arc_easy"), Some("acc"), ci95()).unwrap();
-        assert_eq!((q.metric.as_str(), q.value, q.stderr), ("acc,none", 0.8, Some(0.01)));
+        assert_eq!(
+            (q.metric.as_str(), q.value, q.stderr),
+            ("acc,none", 0.8, Some(0.01))
+        );
         // 0.8 ± 1.959964 × 0.01 = 0.8 ± 0.0195996 → [0.7804004, 0.8195996].
         let i = q.interval.unwrap();
         assert!((i.lower - 0.780_400_4).abs() < 1e-7, "{i:?}");
         assert!((i.upper - 0.819_599_6).abs() < 1e-7, "{i:?}");
         assert_eq!(q.samples, Some(2376));
         assert_eq!(q.model.as_deref(), Some("m"));
-        assert_eq!(q.source_sha256, crate::trace::sha256_hex(RESULTS.as_bytes()));
+        assert_eq!(
+            q.source_sha256,
+            crate::trace::sha256_hex(RESULTS.as_bytes())
+        );
     }
 
     #[test]
@@ -281,10 +323,23 @@ mod tests {
         );
         let e = import(RESULTS.as_bytes(), Some("mmlu"), None, ci95()).unwrap_err();
         assert!(e.to_string().contains("has no task \"mmlu\""), "{e}");
-        let e = import(br#"{"results":{"t":{"perplexity,none":12.5}}}"#, None, None, ci95())
-            .unwrap_err();
-        assert!(e.to_string().starts_with("lm-eval results, /results/t/perplexity,none: is 12.5"), "{e}");
+        let e = import(
+            br#"{"results":{"t":{"perplexity,none":12.5}}}"#,
+            None,
+            None,
+            ci95(),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("lm-eval results, /results/t/perplexity,none: is 12.5"),
+            "{e}"
+        );
         let e = import(b"[]", None, None, ci95()).unwrap_err();
-        assert!(e.to_string().starts_with("lm-eval results, /results: is missing"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("lm-eval results, /results: is missing"),
+            "{e}"
+        );
     }
 }

@@ -268,7 +268,11 @@ pub(crate) fn line_value<T: serde::de::DeserializeOwned>(
     let mut de = serde_json::Deserializer::from_slice(line);
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let pointer = crate::merge::pointer(e.path());
-        let pointer = if pointer == "/?" { String::new() } else { pointer };
+        let pointer = if pointer == "/?" {
+            String::new()
+        } else {
+            pointer
+        };
         QualityError::Line {
             file,
             line: number,

@@ -40,7 +40,10 @@ mod tests {
 
     #[test]
     fn whitespace_is_trimmed_and_collapsed_and_nothing_else_changes() {
-        assert_eq!(normalise("  The answer\n\tis\u{a0} 42.\n"), "The answer is 42.");
+        assert_eq!(
+            normalise("  The answer\n\tis\u{a0} 42.\n"),
+            "The answer is 42."
+        );
         assert_eq!(normalise(""), "");
         assert_eq!(normalise(" \n "), "");
         // Punctuation, case and composition are kept: e + U+0301 stays two code points.

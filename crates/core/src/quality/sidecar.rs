@@ -168,7 +168,10 @@ pub fn parse_sidecar(
         if !seen.insert(item.id.clone()) {
             return Err(bad((
                 "/id",
-                format!("{:?} is the id of an earlier line (one line per item)", item.id),
+                format!(
+                    "{:?} is the id of an earlier line (one line per item)",
+                    item.id
+                ),
             )));
         }
         items.push((number, item));
@@ -183,14 +186,20 @@ pub fn parse_sidecar(
 type LineProblem = (&'static str, String);
 
 fn is_sha256(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn check_header(h: &SidecarHeader) -> Result<(), LineProblem> {
     if h.schema != crate::quality::SIDECAR_SCHEMA {
         return Err((
             "/schema",
-            format!("is {:?}, not {:?}", h.schema, crate::quality::SIDECAR_SCHEMA),
+            format!(
+                "is {:?}, not {:?}",
+                h.schema,
+                crate::quality::SIDECAR_SCHEMA
+            ),
         ));
     }
     if !is_sha256(&h.bank_sha256) {
@@ -235,10 +244,10 @@ fn check_completed(i: &ItemLine) -> Result<(), LineProblem> {
             "is not normalised (trimmed, one space for each whitespace run)".to_owned(),
         ));
     }
-    let sha = i.answer_sha256.as_deref().ok_or((
-        "/answerSha256",
-        "is missing on a completed item".to_owned(),
-    ))?;
+    let sha = i
+        .answer_sha256
+        .as_deref()
+        .ok_or(("/answerSha256", "is missing on a completed item".to_owned()))?;
     let actual = crate::trace::sha256_hex(answer.as_bytes());
     if sha != actual {
         return Err((
@@ -305,7 +314,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_well_formed_sidecar_reads_with_its_line_numbers() {
-        let failed = r#"{"id":"c","status":"failed","reason":"http 503","verdict":"failed","arrivalMs":12}"#;
+        let failed =
+            r#"{"id":"c","status":"failed","reason":"http 503","verdict":"failed","arrivalMs":12}"#;
         let text = format!(
             "{}\n{}\n{}\n{failed}\n",
             header('a'),
@@ -341,14 +351,20 @@ pub(crate) mod tests {
                 3,
                 "/verdict",
             ),
-            (ok.replace("\"completedMs\":250", "\"completedMs\":1"), 3, "/completedMs"),
+            (
+                ok.replace("\"completedMs\":250", "\"completedMs\":1"),
+                3,
+                "/completedMs",
+            ),
             ("[1]".to_owned(), 3, ""),
         ];
         for (line, number, pointer) in cases {
             let text = format!("{h}\n{ok}\n{line}\n");
             match parse(&text) {
                 Err(QualityError::Line {
-                    line: l, pointer: p, ..
+                    line: l,
+                    pointer: p,
+                    ..
                 }) => assert_eq!((l, p.as_str()), (number, pointer), "{line}"),
                 other => panic!("{line}: {other:?}"),
             }
@@ -361,6 +377,8 @@ pub(crate) mod tests {
         );
         let before = h.replace("\"interleaved\"", "\"before\"");
         let e = parse(&format!("{before}\n")).unwrap_err();
-        assert!(e.to_string().starts_with("quality sidecar line 1, /ratePerS: is given"));
+        assert!(e
+            .to_string()
+            .starts_with("quality sidecar line 1, /ratePerS: is given"));
     }
 }

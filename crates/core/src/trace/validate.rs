@@ -198,7 +198,11 @@ fn quality_ref(v: Option<&Value>) -> Result<Option<crate::trace::QualityRef>, Re
         ));
     }
     let sha256 = text("sha256")?;
-    if sha256.len() != 64 || !sha256.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+    if sha256.len() != 64
+        || !sha256
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
         return Err(Rejection::at(
             "/quality/sha256",
             "must be 64 lower-case hex digits",

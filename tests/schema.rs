@@ -57,7 +57,7 @@ fn schema_command_prints_the_committed_schemas() {
 #[test]
 fn every_published_schema_is_committed_and_printed_by_the_schema_command() {
     let all = goodput::cli::schema::all();
-    assert_eq!(all.len(), 9);
+    assert_eq!(all.len(), 10);
     for (which, file, text) in all {
         assert_eq!(
             committed(file),

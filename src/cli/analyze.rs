@@ -119,6 +119,7 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     {
         analysis.receipt.energy = analysis.receipt.energy_from(&lines, &args.power_metric);
     }
+    attach_quality(&args.trace, &mut analysis, confidence)?;
     if args.sweep {
         let factors = args.sweep_factors.as_deref().unwrap_or(&DEFAULT_FACTORS);
         let entries = run_sweep(
@@ -164,4 +165,29 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// The receipt's `quality` block, when the trace names a sidecar and it is
+/// beside the trace (its sha256 checked: a mismatch is exit 2). A named
+/// sidecar that is missing leaves the block out, and says so on standard
+/// error, so the receipt never claims figures it did not judge.
+fn attach_quality(
+    trace: &str,
+    analysis: &mut goodput_core::analyze::Analysis,
+    confidence: goodput_core::intervals::Confidence,
+) -> Result<(), Error> {
+    use crate::cli::quality::{beside, Beside};
+    match beside(trace, &analysis.trace.contract)? {
+        Beside::None => {}
+        Beside::Missing(why) => eprintln!(
+            "note: {}; the receipt has no quality block",
+            goodput_util::escape::terminal(&why)
+        ),
+        Beside::Loaded(name, sidecar) => {
+            analysis.receipt.quality = Some(goodput_core::quality::receipt_block(
+                &name, &sidecar, confidence,
+            ));
+        }
+    }
+    Ok(())
 }

@@ -153,6 +153,11 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+    /// A quality bank, sidecar, baseline or imported figure cannot be used:
+    /// malformed (the message names the line and JSON pointer), of another
+    /// bank, or a sidecar whose sha256 is not the trace's `quality.sha256`.
+    #[error("rejected: {0}")]
+    Quality(#[from] goodput_core::quality::QualityError),
 }
 
 /// The recorder's errors, each as the command line says it: a key that

@@ -56,6 +56,7 @@ impl Error {
             | Error::Runtime(_)
             | Error::Merge(_)
             | Error::Sidecar { .. }
+            | Error::Quality(_)
             | Error::SpoolFailed { .. } => EXIT_ERROR,
             Error::SpoolKept { cause, .. } => cause.exit_code(),
             Error::Interrupted { signal, .. } | Error::InterruptedSweep { signal, .. } => {

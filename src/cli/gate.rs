@@ -23,7 +23,9 @@ pub const GATE_EXIT_HELP: &str = "\
 Exit status:
   0  ADMIT: every criterion holds
   1  REFUSE: at least one criterion fails (each is printed with its value and limit)
-  2  the trace was rejected or unreadable, or a flag is out of range
+  2  the trace was rejected or unreadable, a flag is out of range, or (with
+     --min-quality) the quality sidecar beside the trace is not the one its
+     quality.sha256 names, or is malformed
 
 Criteria: goodput/s > min-goodput × (1 + margin); failure share <= ceiling
 (default 0.05); censored share <= ceiling (default 0.05); p95 and p99 TTFT /
@@ -31,7 +33,9 @@ TPOT / E2E <= the limits given (each its own line); recovery after the burst pha
 --class-limits adds the same criteria for other classes; the largest gap
 between token-carrying events <= --max-stall-ms and their p99 <= --max-p99-gap-ms
 (a trace without gapsMs fails them); the run is open-loop (a
-closed-loop run is refused unless --allow-closed-loop). A figure that cannot be
+closed-loop run is refused unless --allow-closed-loop); the quality share of the
+trace's quality sidecar (or --quality-import) >= --min-quality, compared exactly (a
+trace without its sidecar beside it refuses; docs/quality.md). A figure that cannot be
 measured (empty cohort, no completed rows, no recovery) fails its criterion.
 Each class that lost requests gets a diagnosis line (counts, then a reading).
 The goodput, share, p95 TTFT / E2E and p99 flags are decimals compared exactly as
@@ -103,6 +107,24 @@ pub struct GateArgs {
     /// The power series integrated for --max-joules-per-good-request.
     #[arg(long, value_name = "NAME", default_value = goodput_core::energy::DEFAULT_POWER_METRIC)]
     pub power_metric: String,
+    /// Least quality share allowed (its own criterion line): the share of the
+    /// trace's quality sidecar (docs/quality.md), or of --quality-import.
+    /// A trace without a sidecar beside it then refuses.
+    #[arg(long, value_name = "F")]
+    pub min_quality: Option<Decimal>,
+    /// A baseline sidecar: the items without an expectation are judged
+    /// against its answers.
+    #[arg(
+        long,
+        value_name = "SIDECAR",
+        requires = "min_quality",
+        conflicts_with = "quality_import"
+    )]
+    pub quality_baseline: Option<String>,
+    /// Judge --min-quality by an imported figure (`goodput quality import
+    /// lm-eval … --out FILE`) instead of the trace's sidecar.
+    #[arg(long, value_name = "FILE", requires = "min_quality")]
+    pub quality_import: Option<String>,
     /// Print the decision as JSON.
     #[arg(long)]
     pub json: bool,
@@ -113,6 +135,11 @@ pub struct GateArgs {
 
 /// `goodput gate`.
 pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
+    let quality = QualitySource {
+        trace: args.trace.clone(),
+        import: args.quality_import.clone(),
+        baseline: args.quality_baseline.clone(),
+    };
     let criteria = Criteria {
         min_goodput_per_s: args.min_goodput,
         margin: args.margin,
@@ -138,6 +165,13 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         },
     };
     // Flags first: a bad flag is exit 2 before any work.
+    if let Some(min) = &args.min_quality {
+        if min.is_negative() || min.value() > num_one().value() {
+            return Err(Error::Usage(format!(
+                "--min-quality: {min} is not allowed (a share in [0, 1], e.g. 0.98)"
+            )));
+        }
+    }
     criteria.check().map_err(|e| Error::Usage(e.to_string()))?;
     let release = release_options(Some(&args.recovery), None)?;
     let mut analysis = load(&args.trace, args.limits.limits()?, args.strict)?;
@@ -154,12 +188,54 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
             analysis.receipt.energy = analysis.receipt.energy_from(&lines, &args.power_metric);
         }
     }
-    let decision =
+    let mut decision =
         gate::decide(&analysis.receipt, &criteria).map_err(|e| Error::Usage(e.to_string()))?;
+    if let Some(min) = &args.min_quality {
+        decision.add_check(quality_check(&quality, &analysis, min)?);
+    }
     if args.json {
         emit(stdout, &json_bytes(&decision, "decision")?)?;
     } else {
         emit(stdout, goodput_render::gate::render(&decision).as_bytes())?;
     }
     Ok(if decision.admit { EXIT_OK } else { EXIT_NO })
+}
+
+fn num_one() -> goodput_core::review::exact::Decimal {
+    Decimal::from_integer(1)
+}
+
+/// The `quality share >= F` line: from an imported figure, or the sidecar
+/// beside the trace (checked; a mismatch is exit 2), or failing with why
+/// there is no figure.
+/// Where `--min-quality` takes its figure from.
+struct QualitySource {
+    trace: String,
+    import: Option<String>,
+    baseline: Option<String>,
+}
+
+fn quality_check(
+    args: &QualitySource,
+    analysis: &goodput_core::analyze::Analysis,
+    min: &Decimal,
+) -> Result<goodput_core::review::gate::Check, Error> {
+    use goodput_core::quality::gate::{quality_check, QualityFigure};
+    if let Some(path) = &args.import {
+        let bytes = goodput_util::io::read_limited(path, 1 << 20)?;
+        let figure = goodput_core::quality::lm_eval::read_imported(&bytes)?;
+        return Ok(quality_check(QualityFigure::Imported(&figure), min));
+    }
+    let found = crate::cli::quality::beside(&args.trace, &analysis.trace.contract)?;
+    let confidence =
+        goodput_core::intervals::Confidence::new(analysis.receipt.contract.intervals.confidence)
+            .unwrap_or_default();
+    let report = crate::cli::quality::gate_report(&found, args.baseline.as_deref(), confidence)?;
+    Ok(match (&found, &report) {
+        (crate::cli::quality::Beside::Loaded(name, _), Ok(r)) => {
+            quality_check(QualityFigure::Sidecar(name, r), min)
+        }
+        (_, Err(why)) => quality_check(QualityFigure::Missing(why), min),
+        (_, Ok(_)) => quality_check(QualityFigure::Missing("no quality sidecar"), min),
+    })
 }

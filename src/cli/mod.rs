@@ -20,6 +20,7 @@ pub mod input;
 pub mod merge;
 pub mod mutate;
 pub mod output;
+pub mod quality;
 pub mod record;
 pub mod release;
 pub mod report;
@@ -100,6 +101,9 @@ pub enum Command {
     /// Is B better or worse than A beyond noise? Every headline figure with its interval.
     #[command(after_help = compare::COMPARE_EXIT_HELP)]
     Compare(compare::CompareArgs),
+    /// The share of a quality bank's answers that met their expectation (or a baseline's answers), with its interval; or import a harness's figure.
+    #[command(after_help = quality::QUALITY_EXIT_HELP)]
+    Quality(quality::QualityArgs),
     /// Print the JSON Schema of a trace, a receipt, a comparison, or another command's `--json` output.
     Schema {
         /// Which schema.
@@ -124,6 +128,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<i32, Error> {
         Command::Frontier(args) => frontier::run(args, stdout),
         Command::Import(args) => import::run(args, stdout),
         Command::Compare(args) => compare::run(args, stdout),
+        Command::Quality(args) => quality::run(args, stdout),
         Command::Schema { which } => schema::run(which, stdout),
     }
 }

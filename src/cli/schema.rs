@@ -30,6 +30,8 @@ pub enum SchemaKind {
     Import,
     /// The `goodput-compare/1` document of `goodput compare --json`.
     Compare,
+    /// `goodput quality --json` (`goodput-quality-report/1`).
+    Quality,
 }
 
 /// Every published schema, in the order `goodput schema` lists them: its

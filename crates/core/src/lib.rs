@@ -24,7 +24,8 @@
 //! rate sweep (and searches for the capacity); `compare` sets two receipts
 //! side by side with intervals; `merge` puts the shards of one schedule back
 //! together. `server_metrics` reads the metrics sidecar a recording leaves
-//! beside its trace. `trace::write` is the one writer of trace documents: the
+//! beside its trace; `quality` reads a quality bank, the answers sidecar
+//! and an evaluation harness's results, and judges the share of good answers. `trace::write` is the one writer of trace documents: the
 //! recorder and the importers build their traces with it.
 
 pub mod analyze;
@@ -33,6 +34,7 @@ pub mod energy;
 pub mod frontier;
 pub mod intervals;
 pub mod merge;
+pub mod quality;
 pub mod receipt;
 pub mod review;
 pub mod schema;

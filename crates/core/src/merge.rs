@@ -221,7 +221,7 @@ fn whole(x: f64) -> Option<usize> {
 }
 
 /// The JSON pointer of a place serde reached.
-fn pointer(path: &serde_path_to_error::Path) -> String {
+pub(crate) fn pointer(path: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;
     path.iter()
         .map(|segment| match segment {

@@ -1,6 +1,6 @@
 //! JSON Schemas of every JSON document `goodput` reads or writes, generated
 //! from the types: the trace and the receipt, and the `--json` output of
-//! `sweep`, `mutate`, `verify`, `gate`, `frontier` and `import`.
+//! `sweep`, `mutate`, `verify`, `gate`, `frontier`, `import` and `quality`.
 //!
 //! The receipt schema comes straight from [`crate::receipt::Receipt`]. The trace
 //! schema describes what `analyze` *accepts*: the document level is strict
@@ -102,6 +102,9 @@ pub struct TraceDocument {
     /// The GPUs behind the run and the price of one GPU-hour (optional).
     #[serde(default)]
     pub resources: Option<Resources>,
+    /// The quality sidecar beside the trace, by file name and sha256 (optional; docs/contract.md §10.19).
+    #[serde(default)]
+    pub quality: Option<crate::trace::QualityRef>,
     /// The requests (may be empty; at most the row limit).
     pub rows: Vec<RowDescription>,
 }
@@ -154,6 +157,11 @@ pub fn all() -> Vec<(&'static str, &'static str, String)> {
             titled::<Frontier>("goodput-frontier/1"),
         ),
         ("compare", "compare.schema.json", compare_schema_json()),
+        (
+            "quality",
+            "quality.schema.json",
+            titled::<crate::quality::QualityReport>("goodput quality --json"),
+        ),
     ]
 }
 

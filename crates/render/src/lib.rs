@@ -13,6 +13,7 @@ pub mod frontier;
 pub mod gate;
 pub mod import;
 pub mod mutate;
+pub mod quality;
 pub mod record;
 pub mod report;
 pub mod rows;

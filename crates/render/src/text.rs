@@ -118,6 +118,10 @@ pub fn render(receipt: &Receipt, invalid_rows: &[InvalidRow]) -> String {
     write_littles_law(&mut o, &table);
     write_saturation(&mut o, &table);
     write_reasons(&mut o, &table);
+    if let Some(q) = &receipt.quality {
+        let line = crate::quality::receipt_line(q, c.intervals.confidence);
+        let _ = writeln!(o, "{}", wrap(line.trim_end(), 100, "          "));
+    }
     write_invalid_rows(&mut o, invalid_rows);
     o.push_str(&crate::diagnosis::sections(receipt));
     // The net under the per-string escaping: no raw control byte leaves.

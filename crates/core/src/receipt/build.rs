@@ -644,6 +644,7 @@ pub fn build_receipt(trace: &Trace, judgements: &[Judgement], options: ReceiptOp
         cost: None,
         tokenizer_mismatch: crate::receipt::tokenizer::mismatch(trace),
         energy: None,
+        quality: None,
     }
 }
 

@@ -77,6 +77,11 @@ pub struct Receipt {
     /// version 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<crate::energy::EnergyBlock>,
+    /// The quality bank's figures (only when the trace names a quality
+    /// sidecar and it was read beside the trace, its sha256 checked;
+    /// docs/contract.md §10.19). Added within schema major version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::quality::QualityBlock>,
 }
 
 impl Receipt {

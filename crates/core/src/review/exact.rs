@@ -197,6 +197,21 @@ pub fn share_at_most(part: u64, whole: u64, ceiling: &Decimal) -> bool {
     BigRational::new(BigInt::from(part), BigInt::from(whole)) <= *ceiling.value()
 }
 
+/// Whether `part / whole ≥ floor`, exactly (`false` for an empty whole: no
+/// evidence is never an admission). The quality gate's comparison.
+pub fn share_at_least(part: u64, whole: u64, floor: &Decimal) -> bool {
+    if whole == 0 {
+        return false;
+    }
+    BigRational::new(BigInt::from(part), BigInt::from(whole)) >= *floor.value()
+}
+
+/// Whether the double `x` is at least `floor`, exactly (`false` for NaN or
+/// an infinity): an imported figure against the quality gate.
+pub fn at_least(x: f64, floor: &Decimal) -> bool {
+    exact(x).is_some_and(|x| x >= *floor.value())
+}
+
 /// Whether a measured latency is at most `limit`. Latencies are doubles
 /// computed from the trace's times, and the trace's own gates are judged in
 /// doubles (docs/contract.md §6.5), so the limit is read the way a trace

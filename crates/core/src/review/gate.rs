@@ -127,6 +127,16 @@ pub fn decide(receipt: &Receipt, criteria: &Criteria) -> Result<Decision, GateEr
     })
 }
 
+impl Decision {
+    /// Adds a criterion decided outside the receipt (the quality share of
+    /// `gate --min-quality`, judged from the sidecar beside the trace): its
+    /// line joins the others and a failing one refuses.
+    pub fn add_check(&mut self, check: Check) {
+        self.admit &= check.pass;
+        self.checks.push(check);
+    }
+}
+
 /// The block the criteria are checked against: all rows, or the named class.
 fn judged_block<'r>(receipt: &'r Receipt, criteria: &Criteria) -> Result<&'r Block, GateError> {
     let Some(name) = &criteria.class else {

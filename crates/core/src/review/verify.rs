@@ -339,6 +339,9 @@ pub fn verify_with_power(
     if has("energy") {
         recompute_energy(claimed, &mut receipt, power, &mut report);
     }
+    if has("quality") {
+        carry_quality(claimed, &analysis.trace, &mut receipt, &mut report);
+    }
     let mut recomputed = match serde_json::to_value(&receipt) {
         Ok(v) => v,
         Err(e) => {
@@ -478,5 +481,36 @@ fn recompute_energy(
                     .to_owned(),
             );
         }
+    }
+}
+
+/// A receipt's `quality` block is judged from the sidecar, which `verify`
+/// does not read: it is carried over as claimed, with a note, unless its
+/// sidecar sha256 is not the one the trace names (then the recomputed
+/// receipt has none, and the difference shows).
+fn carry_quality(
+    claimed: &ClaimedReceipt,
+    trace: &crate::trace::Trace,
+    receipt: &mut crate::receipt::Receipt,
+    report: &mut VerifyReport,
+) {
+    let block: Option<crate::quality::QualityBlock> = claimed
+        .tree
+        .get("quality")
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let named = trace.contract.quality.as_ref().map(|q| q.sha256.as_str());
+    match block {
+        Some(b) if Some(b.sidecar_sha256.as_str()) == named => {
+            receipt.quality = Some(b);
+            report.notes.push(
+                "/quality is carried over, not recomputed: it is judged from the sidecar \
+                 (its sha256 is the trace's quality.sha256; judge it with `goodput quality`)"
+                    .to_owned(),
+            );
+        }
+        _ => report.notes.push(
+            "/quality does not belong to this trace: its sidecar sha256 is not the trace's quality.sha256"
+                .to_owned(),
+        ),
     }
 }

@@ -16,8 +16,8 @@ pub mod write;
 use std::fmt;
 
 pub use model::{
-    concurrency_cap, ArrivalMode, Contract, Equality, Gates, Labels, Scalar, TokenCount, Warmup,
-    Window,
+    concurrency_cap, ArrivalMode, Contract, Equality, Gates, Labels, QualityRef, Scalar,
+    TokenCount, Warmup, Window,
 };
 pub use parse::{Interner, NumSlot, RawRow, RawStatus, Slot};
 pub use phases::{Phase, Resources, ResourcesError};

@@ -268,6 +268,24 @@ pub struct Contract {
     pub phases: Vec<crate::trace::phases::Phase>,
     /// The GPUs (and their price) behind the run, when declared.
     pub resources: Option<crate::trace::phases::Resources>,
+    /// The quality sidecar recorded beside the run, when declared
+    /// (docs/contract.md §10.19).
+    pub quality: Option<QualityRef>,
+}
+
+/// The trace's `quality` member (docs/contract.md §10.19): the answers
+/// sidecar a quality bank left beside the trace, by file name and sha256,
+/// so a reader finds it and knows it is this run's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QualityRef {
+    /// The sidecar's file name, in the trace's directory (no path
+    /// separator), e.g. `run.json.quality.jsonl`.
+    #[schemars(length(min = 1, max = 255))]
+    pub sidecar: String,
+    /// Lower-case hex sha256 of the sidecar's bytes.
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub sha256: String,
 }
 
 /// The `boundary.arrival` value of a trace whose sources recorded no arrival

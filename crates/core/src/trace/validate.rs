@@ -6,7 +6,7 @@
 //! whatever the key order of the input: top-level type, `schema`, unknown or
 //! repeated top-level members, `rows` (presence, type, row limit), `window`,
 //! `warmup`, `equality`, `classes`, `defaultClass`, `tokens`, `boundary`,
-//! `workload`, `phases`, `resources`, and last whether rows without a `class` can be resolved.
+//! `workload`, `phases`, `resources`, `quality`, and last whether rows without a `class` can be resolved.
 
 use std::collections::BTreeMap;
 
@@ -23,7 +23,7 @@ use crate::trace::parse::{Interner, RawDocument, RawRow, RawStatus, RowsField, S
 use crate::trace::{only_fields, Limits, Rejection};
 use goodput_util::pointer::escape;
 
-const TOP_LEVEL_FIELDS: [&str; 13] = [
+const TOP_LEVEL_FIELDS: [&str; 14] = [
     "schema",
     "window",
     "warmup",
@@ -36,6 +36,7 @@ const TOP_LEVEL_FIELDS: [&str; 13] = [
     "workload",
     "phases",
     "resources",
+    "quality",
     "rows",
 ];
 
@@ -146,6 +147,7 @@ pub fn validate_document(
     let phases = crate::trace::phases::validate_phases(m.get("phases"))?;
     no_phases_without_arrivals(&boundary, &phases)?;
     let resources = crate::trace::phases::validate_resources(m.get("resources"))?;
+    let quality = quality_ref(m.get("quality"))?;
     classes_resolve(&rows, &classes, default_class.as_deref())?;
     let contract = Contract {
         start_ms,
@@ -161,8 +163,52 @@ pub fn validate_document(
         workload,
         phases,
         resources,
+        quality,
     };
     Ok((contract, rows, doc.strings))
+}
+
+/// `quality` (absent or null: none): `{sidecar, sha256}`, the sidecar a
+/// plain file name beside the trace, the sha256 64 lower-case hex digits
+/// (docs/contract.md §10.19).
+fn quality_ref(v: Option<&Value>) -> Result<Option<crate::trace::QualityRef>, Rejection> {
+    let obj = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(v) => object(v, "/quality")?,
+    };
+    only_fields(obj, "/quality", &["sidecar", "sha256"])?;
+    let text = |key: &str| match obj.get(key) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(Rejection::at(
+            format!("/quality/{key}"),
+            format_args!("must be a string, found {}", type_name(other)),
+        )),
+        None => Err(Rejection::at(format!("/quality/{key}"), "is missing")),
+    };
+    let sidecar = text("sidecar")?;
+    if sidecar.is_empty()
+        || sidecar.len() > 255
+        || sidecar.contains(['/', '\\'])
+        || sidecar == "."
+        || sidecar == ".."
+    {
+        return Err(Rejection::at(
+            "/quality/sidecar",
+            "must be a file name beside the trace (1 to 255 bytes, no path separator)",
+        ));
+    }
+    let sha256 = text("sha256")?;
+    if sha256.len() != 64
+        || !sha256
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(Rejection::at(
+            "/quality/sha256",
+            "must be 64 lower-case hex digits",
+        ));
+    }
+    Ok(Some(crate::trace::QualityRef { sidecar, sha256 }))
 }
 
 /// A warm-up needs arrival instants: a trace declaring `boundary.arrival =

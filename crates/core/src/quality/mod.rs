@@ -1,4 +1,4 @@
-//! Quality beside the load (docs/quality.md, SPEC §8.4): a fixed bank of
+//! Quality beside the load (docs/quality.md, docs/contract.md §10.17): a fixed bank of
 //! prompts with expectations, the answers a server gave to it while under
 //! the load (the sidecar `TRACE.quality.jsonl`), and the share of answers
 //! that met their expectation, with its Wilson interval.

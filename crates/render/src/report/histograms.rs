@@ -443,7 +443,7 @@ mod tests {
             exact.contains("y=\"167.9\"") && exact.contains("height=\"0.1\""),
             "{exact}"
         );
-        assert!(exact.contains(": 1 rows</title>"), "{exact}");
+        assert!(exact.contains(": 1 row</title>"), "{exact}");
         let floored = lone(&Bars {
             noun: "gaps",
             min_height: 2.0,
@@ -452,6 +452,6 @@ mod tests {
             floored.contains("y=\"166.0\"") && floored.contains("height=\"2.0\""),
             "{floored}"
         );
-        assert!(floored.contains(": 1 gaps</title>"), "{floored}");
+        assert!(floored.contains(": 1 gap</title>"), "{floored}");
     }
 }

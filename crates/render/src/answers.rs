@@ -6,8 +6,7 @@
 
 use std::fmt::Write;
 
-use goodput_core::receipt::{Block, Receipt};
-use goodput_util::escape::terminal;
+use goodput_core::receipt::Receipt;
 
 use crate::cells::{opt, share};
 
@@ -16,21 +15,7 @@ pub fn write_answers(o: &mut String, receipt: &Receipt) {
     if receipt.results.all.answer.is_none() {
         return;
     }
-    let blocks: Vec<(String, &Block)> = std::iter::once(("all".to_owned(), &receipt.results.all))
-        .chain(
-            receipt
-                .results
-                .classes
-                .iter()
-                .map(|(k, b)| (terminal(k).into_owned(), b)),
-        )
-        .collect();
-    let w = blocks
-        .iter()
-        .map(|(n, _)| n.chars().count())
-        .max()
-        .unwrap_or(3)
-        .clamp(12, 24);
+    let (blocks, w) = crate::cells::named_blocks(receipt, 12);
     let _ = writeln!(
         o,
         "\n{:<w$} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>6} {:>9} {:>9}",

@@ -17,3 +17,27 @@ pub(crate) fn opt(x: Option<f64>, decimals: usize) -> String {
 pub(crate) fn share(x: Option<f64>) -> String {
     goodput_util::figures::percent_or_dash(x, 1)
 }
+
+/// The blocks of a receipt as a text section lists them: `all`, then each
+/// class (its name escaped for the terminal), with the width of the name
+/// column (the longest name, between `min` and 24 characters).
+pub(crate) fn named_blocks(
+    receipt: &goodput_core::receipt::Receipt,
+    min: usize,
+) -> (Vec<(String, &goodput_core::receipt::Block)>, usize) {
+    let r = &receipt.results;
+    let blocks: Vec<_> = std::iter::once(("all".to_owned(), &r.all))
+        .chain(
+            r.classes
+                .iter()
+                .map(|(k, b)| (goodput_util::escape::terminal(k).into_owned(), b)),
+        )
+        .collect();
+    let w = blocks
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(3)
+        .clamp(min, 24);
+    (blocks, w)
+}

@@ -7,8 +7,7 @@
 use std::fmt::Write;
 
 use goodput_core::receipt::server_timing::{OutsideCheck, TimeSplit};
-use goodput_core::receipt::{Block, Receipt};
-use goodput_util::escape::terminal;
+use goodput_core::receipt::Receipt;
 
 use crate::cells::{opt, share};
 
@@ -18,21 +17,7 @@ pub fn write_server_timing(o: &mut String, receipt: &Receipt) {
     if receipt.results.all.server_timing.is_none() {
         return;
     }
-    let blocks: Vec<(String, &Block)> = std::iter::once(("all".to_owned(), &receipt.results.all))
-        .chain(
-            receipt
-                .results
-                .classes
-                .iter()
-                .map(|(k, b)| (terminal(k).into_owned(), b)),
-        )
-        .collect();
-    let w = blocks
-        .iter()
-        .map(|(n, _)| n.chars().count())
-        .max()
-        .unwrap_or(3)
-        .clamp(19, 24);
+    let (blocks, w) = crate::cells::named_blocks(receipt, 19);
     let _ = writeln!(
         o,
         "\n{:<w$} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8}  TTFT misses: queue / prefill / outside",

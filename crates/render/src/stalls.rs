@@ -6,31 +6,15 @@
 use std::fmt::Write;
 
 use goodput_core::receipt::Receipt;
-use goodput_util::escape::terminal;
 
 use crate::cells::{opt, share};
 
 /// Appends the `GAPS` section to `o` (nothing when no block has gaps).
 pub fn write_gaps(o: &mut String, receipt: &Receipt) {
-    let blocks: Vec<(String, &goodput_core::receipt::Block)> =
-        std::iter::once(("all".to_owned(), &receipt.results.all))
-            .chain(
-                receipt
-                    .results
-                    .classes
-                    .iter()
-                    .map(|(k, b)| (terminal(k).into_owned(), b)),
-            )
-            .collect();
     let Some(label) = receipt.results.all.gaps.as_ref().map(|g| g.label.as_str()) else {
         return;
     };
-    let w = blocks
-        .iter()
-        .map(|(n, _)| n.chars().count())
-        .max()
-        .unwrap_or(3)
-        .clamp(12, 24);
+    let (blocks, w) = crate::cells::named_blocks(receipt, 12);
     let _ = writeln!(
         o,
         "\n{:<w$} {:>6} {:>8} {:>9} {:>9} {:>9} {:>7} {:>10} {:>9}",

@@ -161,3 +161,17 @@ pub(crate) struct RawDetails {
     #[serde(default)]
     pub(crate) reasoning_tokens: Option<u64>,
 }
+
+/// The chunks `read` makes of a stream written as `frames`, in order: the
+/// test harness every API's event parser is checked with.
+#[cfg(test)]
+pub(crate) fn chunks_of(read: Reader, frames: &[&str]) -> Vec<Chunk> {
+    let mut parser = crate::exchange::sse::SseParser::new();
+    let mut out = Vec::new();
+    for frame in frames {
+        parser
+            .push(frame.as_bytes(), |e| out.push(read(e)))
+            .unwrap();
+    }
+    out
+}

@@ -125,17 +125,9 @@ pub fn classify(event: Event<'_>) -> Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exchange::sse::SseParser;
 
     fn chunks(frames: &[&str]) -> Vec<Chunk> {
-        let mut parser = SseParser::new();
-        let mut out = Vec::new();
-        for frame in frames {
-            parser
-                .push(frame.as_bytes(), |e| out.push(classify(e)))
-                .unwrap();
-        }
-        out
+        crate::exchange::chunk::chunks_of(classify, frames)
     }
 
     /// A thinking block, its signature, a text block, the closing usage,

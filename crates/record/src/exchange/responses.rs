@@ -102,18 +102,10 @@ pub fn classify(event: Event<'_>) -> Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exchange::sse::SseParser;
 
     /// The chunks of a stream written as `frames`, in order.
     fn chunks(frames: &[&str]) -> Vec<Chunk> {
-        let mut parser = SseParser::new();
-        let mut out = Vec::new();
-        for frame in frames {
-            parser
-                .push(frame.as_bytes(), |e| out.push(classify(e)))
-                .unwrap();
-        }
-        out
+        crate::exchange::chunk::chunks_of(classify, frames)
     }
 
     const THINK: &str = "event: response.reasoning_text.delta\ndata: {\"type\":\"response.reasoning_text.delta\",\"item_id\":\"rs_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"hm\",\"sequence_number\":3}\n\n";

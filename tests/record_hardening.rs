@@ -246,6 +246,12 @@ fn every_quirk_at_once_is_still_a_clean_run() {
         reasoning_tokens: 4,
         reasoning_field: goodput_sim::dialect::ReasoningField::ReasoningContent,
         embedding_dim: 8,
+        // Both servers' timing objects in the finish chunk, with the usage
+        // gone before the last token: the row still completes cleanly.
+        server_timing: goodput_sim::quirks::ServerTiming {
+            llama_cpp: true,
+            vllm: true,
+        },
     };
     let server = quirky_sim(10.0, all);
     let trace = short_run(&server, &["--api", "completions"]);
@@ -257,7 +263,15 @@ fn every_quirk_at_once_is_still_a_clean_run() {
         let (first, answer) = (&row["firstTokenMs"], &row["firstAnswerMs"]);
         assert!(answer.as_f64() > first.as_f64(), "{row}");
         assert_eq!(row["reasoningTokens"], 4, "{row}");
+        assert!(
+            row["labels"]["server.prefillMs"].as_f64().is_some(),
+            "{row}"
+        );
     }
+    assert_eq!(
+        trace["workload"]["serverTiming"],
+        "llama.cpp-timings,vllm-metrics"
+    );
     assert_eq!(server.stats.requests.load(Ordering::Relaxed), 10);
 }
 

@@ -16,6 +16,7 @@ use clap::Parser;
 use common::recording::{f, receipt, rows};
 use goodput::cli::{Cli, Command as Sub};
 use goodput_core::trace::write::round_us;
+use goodput_core::trace::Scalar;
 use goodput_record::exchange::{Ending, FailReason, Observation};
 use goodput_record::output::frame::Stop;
 use goodput_record::output::spool::{self, SpoolWriter};
@@ -105,6 +106,25 @@ fn random_outcome(plan: &Plan, seed: u64, with_chunks: bool) -> RunOutcome {
                 },
                 gaps_dropped: kind == 4,
                 last_content_ms: None,
+                // The server's own timing on some rows: its labels and the
+                // trace's declared sources come through the spool alike.
+                server: if kind == 2 {
+                    [
+                        (
+                            "server.queueMs".to_owned(),
+                            Scalar::Number(round_us(sent / 7.0)),
+                        ),
+                        ("server.prefillMs".to_owned(), Scalar::Number(12.5)),
+                    ]
+                    .into_iter()
+                    .collect()
+                } else {
+                    Default::default()
+                },
+                server_sources: goodput_core::server_timing::Sources {
+                    vllm_metrics: kind == 2,
+                    ..Default::default()
+                },
             };
             let ending = match kind {
                 1..=5 => Ending::Completed { completed_ms: end },

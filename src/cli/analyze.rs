@@ -77,8 +77,9 @@ pub struct AnalyzeArgs {
     pub cost: CostArgs,
     /// The power series (watts, summed over its series) integrated from the
     /// trace's metrics sidecar into the receipt's `energy` block.
-    #[arg(long, value_name = "NAME", default_value = goodput_core::energy::DEFAULT_POWER_METRIC)]
-    pub power_metric: String,
+    /// Default: the trace's `workload.powerMetric`, else `DCGM_FI_DEV_POWER_USAGE`.
+    #[arg(long, value_name = "NAME")]
+    pub power_metric: Option<String>,
     /// Leave the `record --metrics` sidecar out (no `energy` block).
     #[arg(long)]
     pub no_sidecar: bool,
@@ -117,7 +118,10 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if let Some(lines) =
         crate::cli::sidecar::power_readings(&args.trace, workload, args.no_sidecar)?
     {
-        analysis.receipt.energy = analysis.receipt.energy_from(&lines, &args.power_metric);
+        analysis.receipt.energy = analysis.receipt.energy_from(
+            &lines,
+            &crate::cli::sidecar::power_metric(args.power_metric.as_deref(), workload),
+        );
     }
     attach_quality(&args.trace, &mut analysis, confidence)?;
     if args.sweep {

@@ -71,6 +71,24 @@ impl From<ReasoningFieldArg> for goodput_sim::dialect::ReasoningField {
     }
 }
 
+/// Whose timing objects the sim's finish chunks carry (`sim --server-timing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ServerTimingArg {
+    /// llama.cpp's `timings` object.
+    #[value(name = "llama.cpp")]
+    LlamaCpp,
+    /// vLLM's per-request `metrics` object.
+    Vllm,
+}
+
+/// The sim's setting for the `--server-timing` values given.
+pub fn server_timing(args: &[ServerTimingArg]) -> goodput_sim::quirks::ServerTiming {
+    goodput_sim::quirks::ServerTiming {
+        llama_cpp: args.contains(&ServerTimingArg::LlamaCpp),
+        vllm: args.contains(&ServerTimingArg::Vllm),
+    }
+}
+
 /// Which API the requests speak (`record --api`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ApiArg {

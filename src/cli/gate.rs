@@ -105,8 +105,9 @@ pub struct GateArgs {
     #[arg(long, value_name = "J")]
     pub max_joules_per_good_request: Option<f64>,
     /// The power series integrated for --max-joules-per-good-request.
-    #[arg(long, value_name = "NAME", default_value = goodput_core::energy::DEFAULT_POWER_METRIC)]
-    pub power_metric: String,
+    /// Default: the trace's `workload.powerMetric`, else `DCGM_FI_DEV_POWER_USAGE`.
+    #[arg(long, value_name = "NAME")]
+    pub power_metric: Option<String>,
     /// Least quality share allowed (its own criterion line): the share of the
     /// trace's quality sidecar (docs/quality.md), or of --quality-import.
     /// A trace without a sidecar beside it then refuses.
@@ -185,7 +186,10 @@ pub fn run(args: GateArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     if criteria.energy.max_joules_per_good_request.is_some() {
         let workload = &analysis.trace.contract.workload;
         if let Some(lines) = crate::cli::sidecar::power_readings(&args.trace, workload, false)? {
-            analysis.receipt.energy = analysis.receipt.energy_from(&lines, &args.power_metric);
+            analysis.receipt.energy = analysis.receipt.energy_from(
+                &lines,
+                &crate::cli::sidecar::power_metric(args.power_metric.as_deref(), workload),
+            );
         }
     }
     let mut decision =

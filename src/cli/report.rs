@@ -112,9 +112,8 @@ pub fn run(args: ReportArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
         Sidecar::None => (None, String::new()),
     };
     if let Some(lines) = lines {
-        analysis.receipt.energy = analysis
-            .receipt
-            .energy_from(lines, goodput_core::energy::DEFAULT_POWER_METRIC);
+        let metric = crate::cli::sidecar::power_metric(None, &analysis.trace.contract.workload);
+        analysis.receipt.energy = analysis.receipt.energy_from(lines, &metric);
     }
     let html = page_with_server(&analysis, lines).map_err(|e| Error::Usage(e.to_string()))?;
     write_file(&args.out, html.as_bytes())?;

@@ -77,6 +77,23 @@ pub fn load(trace_path: &str, workload: &Labels, skip: bool) -> Result<Sidecar, 
         .map_err(|e| problem(e.to_string()))
 }
 
+/// The trace workload's label naming its power series (`record
+/// --power-metric`).
+pub const POWER_METRIC_LABEL: &str = "powerMetric";
+
+/// The power series to integrate: `--power-metric` when given, else the one
+/// the trace declares (`workload.powerMetric`, from `record
+/// --power-metric`), else DCGM's `DCGM_FI_DEV_POWER_USAGE`.
+pub fn power_metric(flag: Option<&str>, workload: &Labels) -> String {
+    let declared = match workload.get(POWER_METRIC_LABEL) {
+        Some(goodput_core::trace::Scalar::String(name)) => Some(name.as_str()),
+        _ => None,
+    };
+    flag.or(declared)
+        .unwrap_or(goodput_core::energy::DEFAULT_POWER_METRIC)
+        .to_owned()
+}
+
 /// The sidecar's readings of a trace, or none (no sidecar named, not
 /// beside the trace, or `skip`): what `analyze`, `report` and `verify`
 /// integrate the power series of (`--power-metric`, docs/contract.md §10.18).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::cli::choices::ReasoningFieldArg;
+use crate::cli::choices::{ReasoningFieldArg, ServerTimingArg};
 use crate::cli::error::Error;
 use goodput_sim::engine::EngineParams;
 use goodput_sim::fault::{check_faults, parse_fault, Fault};
@@ -129,6 +129,11 @@ pub struct SimArgs {
     /// Numbers per /v1/embeddings vector.
     #[arg(long, value_name = "N", default_value_t = goodput_sim::quirks::DEFAULT_EMBEDDING_DIM, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub embedding_dim: u32,
+    /// Put the engine's own timing in every chat/completions finish chunk, as
+    /// llama.cpp (`timings`) and/or vLLM (`metrics`) do, from the queue wait
+    /// and admitting step the engine measured: `--server-timing llama.cpp,vllm`.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "SERVER")]
+    pub server_timing: Vec<ServerTimingArg>,
     /// Answer 401 to any request (but /health) without this header, `'Name: value'`.
     #[arg(long, value_name = "'NAME: VALUE'")]
     pub require_header: Option<String>,
@@ -221,6 +226,7 @@ pub fn config_from(args: &SimArgs) -> Result<SimConfig, Error> {
             reasoning_tokens: args.reasoning_tokens,
             reasoning_field: args.reasoning_field.into(),
             embedding_dim: args.embedding_dim,
+            server_timing: crate::cli::choices::server_timing(&args.server_timing),
         },
     })
 }

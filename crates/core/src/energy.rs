@@ -96,8 +96,53 @@ struct Integral {
     series: u64,
 }
 
-/// Integrates `metric` over `[start, end)` ms by the trapezoid rule.
+/// The endpoints (`MetricsLine::source`) whose scrapes ever read `metric`:
+/// a run may scrape the server and a power exporter side by side, and only
+/// the exporter's lines (readings and failed scrapes) are the power series.
+fn power_sources(lines: &[MetricsLine], metric: &str) -> Vec<Option<u32>> {
+    let mut sources: Vec<Option<u32>> = Vec::new();
+    for line in lines {
+        if watts(line, metric).is_some() && !sources.contains(&line.source) {
+            sources.push(line.source);
+        }
+    }
+    sources
+}
+
+/// Integrates `metric` over `[start, end)` ms by the trapezoid rule, over
+/// the lines of the endpoints that report it (each endpoint's lines are in
+/// time order; with two power endpoints their readings are summed
+/// per endpoint integral, never interleaved).
 fn integrate(lines: &[MetricsLine], metric: &str, start: f64, end: f64) -> Integral {
+    let mut total = Integral::default();
+    for source in power_sources(lines, metric) {
+        let of_source = lines.iter().filter(|l| l.source == source);
+        let one = integrate_series(of_source, metric, start, end);
+        total = Integral {
+            joules: total.joules + one.joules,
+            // Covered is of the window, not summed: the least-covered
+            // endpoint bounds what the joules are of.
+            covered_ms: if total.readings == 0 {
+                one.covered_ms
+            } else {
+                total.covered_ms.min(one.covered_ms)
+            },
+            bridged_ms: total.bridged_ms.max(one.bridged_ms),
+            readings: total.readings + one.readings,
+            gaps: total.gaps + one.gaps,
+            series: total.series + one.series,
+        };
+    }
+    total
+}
+
+/// Integrates one endpoint's lines of `metric` over `[start, end)` ms.
+fn integrate_series<'a>(
+    lines: impl Iterator<Item = &'a MetricsLine>,
+    metric: &str,
+    start: f64,
+    end: f64,
+) -> Integral {
     let mut out = Integral::default();
     let mut last: Option<(f64, f64)> = None;
     let mut gaps_since = 0u64;
@@ -210,6 +255,36 @@ mod tests {
             MetricsLine::gap(3000.0, "timeout"),
             reading(4000.0, &[50.0, 50.0]),
             reading(6000.0, &[60.0, 40.0]),
+        ];
+        let i = integrate(&lines, DEFAULT_POWER_METRIC, 1000.0, 5000.0);
+        assert_eq!(i.joules, 775.0);
+        assert_eq!((i.covered_ms, i.bridged_ms), (4000.0, 2000.0));
+        assert_eq!((i.readings, i.gaps, i.series), (4, 1, 2));
+    }
+
+    /// The run scraped the server (endpoint 0: no power series, one failed
+    /// scrape) and a DCGM exporter (endpoint 1) side by side, lines
+    /// interleaved as they came. Only endpoint 1's lines are the power
+    /// series: the same 775 J as the test above, its one gap at t 3000,
+    /// and the server's lines neither bridge nor break it.
+    #[test]
+    fn only_the_endpoints_that_report_power_make_the_series() {
+        let server = |t: f64| {
+            let mut line = reading(t, &[]);
+            line.raw.insert("vllm:num_requests_running".into(), 3.0);
+            line.from_source(Some(0))
+        };
+        let dcgm = |t: f64, w: &[f64]| reading(t, w).from_source(Some(1));
+        let lines = [
+            server(0.0),
+            dcgm(0.0, &[100.0, 100.0]),
+            server(1000.0),
+            MetricsLine::gap(1500.0, "HTTP 503").from_source(Some(0)),
+            dcgm(2000.0, &[150.0, 150.0]),
+            MetricsLine::gap(3000.0, "timeout").from_source(Some(1)),
+            server(3500.0),
+            dcgm(4000.0, &[50.0, 50.0]),
+            dcgm(6000.0, &[60.0, 40.0]),
         ];
         let i = integrate(&lines, DEFAULT_POWER_METRIC, 1000.0, 5000.0);
         assert_eq!(i.joules, 775.0);

@@ -427,6 +427,11 @@ pub struct MetricsLine {
     /// written: the sidecar keeps what the server said).
     #[serde(skip)]
     pub implausible: Implausible,
+    /// Which of the run's metrics endpoints this line read: its 0-based
+    /// place in the trace's `workload.metricsUrls`. Absent when the run
+    /// scraped one endpoint (so such a sidecar reads as it always did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<u32>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -466,6 +471,7 @@ impl MetricsLine {
             raw,
             raw_dropped,
             implausible: Implausible::default(),
+            source: None,
         }
     }
 
@@ -478,7 +484,13 @@ impl MetricsLine {
             raw: BTreeMap::new(),
             raw_dropped: 0,
             implausible: Implausible::default(),
+            source: None,
         }
+    }
+
+    /// This line, marked as read from endpoint `source`.
+    pub fn from_source(self, source: Option<u32>) -> MetricsLine {
+        MetricsLine { source, ..self }
     }
 }
 

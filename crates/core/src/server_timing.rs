@@ -8,6 +8,13 @@
 //!   processed, the cached ones not counted), `prompt_ms` (their prefill),
 //!   `predicted_n`, `predicted_ms` (decode), `cache_n` (prompt tokens taken
 //!   from the cache). It reports no queue wait.
+//! - **vLLM** (`--enable-per-request-metrics` on the server and
+//!   `"include_metrics": true` in the request, vLLM PR #46768): a top-level
+//!   `metrics` object in the final stream chunk: `queue_time_ms` (the queue
+//!   wait), `time_to_first_token_ms` (the engine's own TTFT, queue
+//!   included), `generation_time_ms`, `mean_itl_ms`, `tokens_per_second`.
+//!   The prefill is not reported apart: it is taken as
+//!   `time_to_first_token_ms − queue_time_ms` (never below 0).
 //! - **`Server-Timing`** (W3C; gateways, proxies, some servers): entries
 //!   `name;dur=MS;desc="…"`, comma-separated, possibly over several header
 //!   lines. An entry named `queue`, `queue_time`, `queueing` or `wait` is the
@@ -32,6 +39,17 @@ pub const PROMPT_TOKENS_LABEL: &str = "server.promptTokens";
 pub const CACHED_TOKENS_LABEL: &str = "server.cachedPromptTokens";
 /// Output tokens the server says it generated.
 pub const OUTPUT_TOKENS_LABEL: &str = "server.outputTokens";
+/// The trace's workload label naming the sources the responses carried
+/// (`llama.cpp-timings,vllm-metrics,server-timing`, those seen).
+pub const SERVER_TIMING_LABEL: &str = "serverTiming";
+/// The engine's own time to first token (vLLM `time_to_first_token_ms`).
+pub const ENGINE_TTFT_LABEL: &str = "server.ttftMs";
+/// vLLM's `generation_time_ms`, kept as it says (its bounds are vLLM's).
+pub const GENERATION_LABEL: &str = "server.generationMs";
+/// vLLM's `mean_itl_ms`.
+pub const MEAN_ITL_LABEL: &str = "server.meanItlMs";
+/// vLLM's `tokens_per_second`.
+pub const TOKENS_PER_S_LABEL: &str = "server.tokensPerSecond";
 /// Most `Server-Timing` entries kept per response (a hostile header cannot
 /// grow a row without bound).
 pub const MAX_TIMING_ENTRIES: usize = 16;
@@ -40,11 +58,17 @@ const MAX_NAME_CHARS: usize = 32;
 
 /// Which sources a response carried, for the trace's
 /// `workload.serverTiming`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Sources {
     /// A llama.cpp `timings` object.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub llama_cpp: bool,
+    /// A vLLM `metrics` object.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vllm_metrics: bool,
     /// A `Server-Timing` header.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub server_timing: bool,
 }
 
@@ -54,6 +78,7 @@ impl Sources {
     pub fn names(self) -> Option<String> {
         let names: Vec<&str> = [
             (self.llama_cpp, "llama.cpp-timings"),
+            (self.vllm_metrics, "vllm-metrics"),
             (self.server_timing, "server-timing"),
         ]
         .into_iter()
@@ -62,10 +87,16 @@ impl Sources {
         (!names.is_empty()).then(|| names.join(","))
     }
 
+    /// Whether no source was seen.
+    pub fn is_none(&self) -> bool {
+        *self == Sources::default()
+    }
+
     /// Both sets of sources.
     pub fn or(self, other: Sources) -> Sources {
         Sources {
             llama_cpp: self.llama_cpp || other.llama_cpp,
+            vllm_metrics: self.vllm_metrics || other.vllm_metrics,
             server_timing: self.server_timing || other.server_timing,
         }
     }
@@ -94,6 +125,68 @@ pub fn read_llama_cpp(chunk: &Value, labels: &mut Labels) -> bool {
         }
     }
     true
+}
+
+/// Adds the labels of a vLLM `metrics` object found in `chunk`; whether
+/// it had one.
+pub fn read_vllm_metrics(chunk: &Value, labels: &mut Labels) -> bool {
+    let Some(m) = chunk.get("metrics").filter(|m| m.is_object()) else {
+        return false;
+    };
+    let queue = non_negative(m.get("queue_time_ms"));
+    let ttft = non_negative(m.get("time_to_first_token_ms"));
+    // Rounded to the microsecond, as the trace writes instants: the
+    // difference of two decimal figures carries binary noise otherwise.
+    let prefill = queue
+        .zip(ttft)
+        .map(|(q, t)| crate::trace::write::round_us((t - q).max(0.0)));
+    for (value, label) in [
+        (queue, QUEUE_LABEL),
+        (ttft, ENGINE_TTFT_LABEL),
+        (prefill, PREFILL_LABEL),
+        (non_negative(m.get("generation_time_ms")), GENERATION_LABEL),
+        (non_negative(m.get("mean_itl_ms")), MEAN_ITL_LABEL),
+        (non_negative(m.get("tokens_per_second")), TOKENS_PER_S_LABEL),
+    ] {
+        if let Some(x) = value {
+            labels.insert(label.to_owned(), Scalar::Number(x));
+        }
+    }
+    true
+}
+
+/// The members of a stream event that may carry the server's word on its
+/// timing; the rest of the event is skipped unparsed.
+#[derive(serde::Deserialize)]
+struct TimingMembers {
+    #[serde(default)]
+    timings: Option<Value>,
+    #[serde(default)]
+    metrics: Option<Value>,
+}
+
+/// Adds the labels of the timing objects (llama.cpp `timings`, vLLM
+/// `metrics`) in one stream event's JSON `data`, replacing what an earlier
+/// event or a header said; the sources it carried. Data that is not a JSON
+/// object, or members of the wrong shape, add nothing (the server's timing
+/// is evidence beside the row, never a reason to fail it).
+pub fn read_event(data: &[u8], labels: &mut Labels) -> Sources {
+    let Ok(members) = serde_json::from_slice::<TimingMembers>(data) else {
+        return Sources::default();
+    };
+    let mut doc = serde_json::Map::new();
+    if let Some(t) = members.timings {
+        doc.insert("timings".into(), t);
+    }
+    if let Some(m) = members.metrics {
+        doc.insert("metrics".into(), m);
+    }
+    let doc = Value::Object(doc);
+    Sources {
+        llama_cpp: read_llama_cpp(&doc, labels),
+        vllm_metrics: read_vllm_metrics(&doc, labels),
+        server_timing: false,
+    }
 }
 
 /// Adds the labels of the `Server-Timing` header values `headers` (one per
@@ -185,6 +278,48 @@ mod tests {
             &mut bad,
         );
         assert!(bad.is_empty());
+    }
+
+    #[test]
+    fn a_vllm_metrics_object_gives_queue_engine_ttft_and_the_prefill_between() {
+        // Field names of vLLM PR #46768; values by hand: prefill = 180.5 − 42.25.
+        let data = br#"{"choices":[{"delta":{},"finish_reason":"stop"}],
+            "metrics":{"queue_time_ms":42.25,"time_to_first_token_ms":180.5,
+            "generation_time_ms":900,"mean_itl_ms":12.5,"tokens_per_second":80}}"#;
+        let mut labels = Labels::new();
+        let seen = read_event(data, &mut labels);
+        assert!(seen.vllm_metrics && !seen.llama_cpp);
+        assert_eq!(num(&labels, QUEUE_LABEL), Some(42.25));
+        assert_eq!(num(&labels, ENGINE_TTFT_LABEL), Some(180.5));
+        assert_eq!(num(&labels, PREFILL_LABEL), Some(138.25));
+        assert_eq!(num(&labels, GENERATION_LABEL), Some(900.0));
+        assert_eq!(num(&labels, MEAN_ITL_LABEL), Some(12.5));
+        assert_eq!(num(&labels, TOKENS_PER_S_LABEL), Some(80.0));
+        // A TTFT below the queue wait (clocks of two processes) gives prefill 0.
+        let mut odd = Labels::new();
+        read_event(
+            br#"{"metrics":{"queue_time_ms":50,"time_to_first_token_ms":49}}"#,
+            &mut odd,
+        );
+        assert_eq!(num(&odd, PREFILL_LABEL), Some(0.0));
+        // Not JSON, or a metrics member that is not an object: nothing.
+        let mut none = Labels::new();
+        assert!(read_event(b"[DONE]", &mut none).is_none());
+        assert!(read_event(br#"{"metrics":[1,2]}"#, &mut none).is_none());
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn one_event_with_both_objects_names_both_sources() {
+        let data = br#"{"timings":{"prompt_ms":30,"prompt_n":8},"metrics":{"queue_time_ms":5}}"#;
+        let mut labels = Labels::new();
+        let seen = read_event(data, &mut labels);
+        assert_eq!(
+            seen.names().as_deref(),
+            Some("llama.cpp-timings,vllm-metrics")
+        );
+        assert_eq!(num(&labels, PREFILL_LABEL), Some(30.0));
+        assert_eq!(num(&labels, QUEUE_LABEL), Some(5.0));
     }
 
     #[test]

@@ -60,7 +60,9 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
+use goodput_core::server_timing::{Sources, SERVER_TIMING_LABEL};
 use goodput_core::trace::write::{TraceDoc, TraceRow};
+use goodput_core::trace::Scalar;
 
 use self::error::RecordError;
 use self::output::frame::{Frame, PromptMeta, Stop};
@@ -192,7 +194,7 @@ pub fn execute_into<T: Transport>(
     let mut scraper = match &plan.metrics {
         Some(m) => Some((
             m.clone(),
-            m.transport(&plan.endpoint)?,
+            m.transports(&plan.endpoint)?,
             SidecarFile::create(&metrics_sidecar_path(&plan.out))?,
         )),
         None => None,
@@ -255,7 +257,17 @@ pub fn build_trace(plan: &Plan, outcome: &RunOutcome) -> TraceDoc {
             ),
         })
         .collect();
-    frame.document(&Stop::of(outcome), tokens, rows)
+    let mut doc = frame.document(&Stop::of(outcome), tokens, rows);
+    let sources = outcome
+        .results
+        .iter()
+        .flatten()
+        .fold(Sources::default(), |s, f| s.or(f.obs.server_sources));
+    if let Some(names) = sources.names() {
+        doc.workload
+            .insert(SERVER_TIMING_LABEL.into(), Scalar::String(names));
+    }
+    doc
 }
 
 /// The event loop of a recording. One thread runs every connection, the

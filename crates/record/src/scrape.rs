@@ -39,13 +39,23 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// The largest metrics page read.
 const MAX_PAGE_BYTES: usize = 4 << 20;
 
-/// Where and how often to scrape, and how to connect.
+/// Where and how often to scrape, and how to connect: one or more
+/// endpoints (the server's, and e.g. a DCGM or node exporter beside it),
+/// all read at every tick into the one sidecar.
 #[derive(Debug, Clone)]
 pub struct MetricsPlan {
-    /// The metrics endpoint (`http://` or `https://`).
-    pub uri: Uri,
+    /// The endpoints, in the order given (a sidecar line's `source` is the
+    /// place of its endpoint here, when there are several).
+    pub endpoints: Vec<MetricsEndpoint>,
     /// Time between scrapes (at least [`MIN_INTERVAL`]); also each scrape's timeout.
     pub interval: Duration,
+}
+
+/// One metrics endpoint and how to reach it.
+#[derive(Debug, Clone)]
+pub struct MetricsEndpoint {
+    /// The metrics endpoint (`http://` or `https://`).
+    pub uri: Uri,
     /// The TLS configuration for an `https://` endpoint (the run's own
     /// trust settings when the server is `https://` too).
     pub tls: Option<Arc<rustls::ClientConfig>>,
@@ -55,9 +65,10 @@ pub struct MetricsPlan {
     pub credentials: bool,
 }
 
-impl MetricsPlan {
-    /// The scraper's own transport (its own connection pool, never the
-    /// requests'), with the run's headers and key when `credentials`.
+impl MetricsEndpoint {
+    /// The scraper's own transport for this endpoint (its own connection
+    /// pool, never the requests'), with the run's headers and key when
+    /// `credentials`.
     pub fn transport(&self, endpoint: &Endpoint) -> Result<HyperTransport, TransportError> {
         if self.credentials {
             HyperTransport::with_options(
@@ -69,6 +80,16 @@ impl MetricsPlan {
         } else {
             HyperTransport::with_options(self.uri.clone(), None, &[], self.tls.clone())
         }
+    }
+}
+
+impl MetricsPlan {
+    /// Every endpoint's transport, in order.
+    pub fn transports(&self, endpoint: &Endpoint) -> Result<Vec<HyperTransport>, TransportError> {
+        self.endpoints
+            .iter()
+            .map(|e| e.transport(endpoint))
+            .collect()
     }
 }
 
@@ -131,14 +152,18 @@ fn scrape_line(t_ms: f64, page: Result<String, ScrapeError>, secrets: &Secrets) 
     }
 }
 
-/// Scrapes `plan.uri` every interval through `transport` until `stop`
-/// fires, appending one line per scrape to `sidecar` as it comes,
-/// timestamps in ms since `t0`. Runs on the scraper's own thread and event
-/// loop ([`Scraper`]), so neither the fetch nor the parse of a large page
-/// can delay a send. A failed write of the sidecar ends it.
+/// Scrapes every endpoint of `plan` every interval, each through its
+/// transport (`transports[i]` for `plan.endpoints[i]`), until `stop` fires,
+/// appending one line per scrape to `sidecar` (in endpoint order within a
+/// tick, each marked with its endpoint when there are several),
+/// timestamps in ms since `t0`. The endpoints of a tick are fetched at
+/// once, so a slow exporter does not shift the server's readings. Runs on
+/// the scraper's own thread and event loop ([`Scraper`]), so neither the
+/// fetch nor the parse of a large page can delay a send. A failed write of
+/// the sidecar ends it.
 async fn scrape_loop(
     plan: MetricsPlan,
-    transport: HyperTransport,
+    transports: Vec<HyperTransport>,
     t0: Instant,
     sidecar: &mut SidecarFile,
     secrets: &Secrets,
@@ -147,19 +172,41 @@ async fn scrape_loop(
     let mut tick = tokio::time::interval_at(t0, plan.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let ms = |t: Instant| t.saturating_duration_since(t0).as_secs_f64() * 1000.0;
+    let several = plan.endpoints.len() > 1;
     while !sidecar.has_failed() {
         tokio::select! {
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
-        let sent = Instant::now();
-        let page = tokio::select! {
-            page = tokio::time::timeout(plan.interval, fetch(&transport, &plan.uri)) => page,
-            _ = stop.changed() => return,
-        };
-        let t_ms = goodput_core::trace::write::round_us((ms(sent) + ms(Instant::now())) / 2.0);
-        let page = page.unwrap_or(Err(ScrapeError::Timeout));
-        sidecar.push(&scrape_line(t_ms, page, secrets));
+        let fetches: Vec<_> = plan
+            .endpoints
+            .iter()
+            .zip(&transports)
+            .map(|(e, t)| {
+                let (uri, transport, interval) = (e.uri.clone(), t.clone(), plan.interval);
+                tokio::spawn(async move {
+                    let sent = Instant::now();
+                    let page = tokio::time::timeout(interval, fetch(&transport, &uri)).await;
+                    (
+                        sent,
+                        Instant::now(),
+                        page.unwrap_or(Err(ScrapeError::Timeout)),
+                    )
+                })
+            })
+            .collect();
+        for (i, fetch) in fetches.into_iter().enumerate() {
+            let done = tokio::select! {
+                done = fetch => done,
+                _ = stop.changed() => return,
+            };
+            let Ok((sent, got, page)) = done else {
+                continue;
+            };
+            let t_ms = goodput_core::trace::write::round_us((ms(sent) + ms(got)) / 2.0);
+            let source = several.then_some(i as u32);
+            sidecar.push(&scrape_line(t_ms, page, secrets).from_source(source));
+        }
     }
 }
 
@@ -173,11 +220,11 @@ pub(crate) struct Scraper {
 }
 
 impl Scraper {
-    /// Starts [`scrape_loop`] on its own thread: `plan.uri` through
-    /// `transport`, from `t0`, into `sidecar`, redacting `secrets`.
+    /// Starts [`scrape_loop`] on its own thread: `plan`'s endpoints through
+    /// `transports`, from `t0`, into `sidecar`, redacting `secrets`.
     pub(crate) fn start(
         plan: MetricsPlan,
-        transport: HyperTransport,
+        transports: Vec<HyperTransport>,
         t0: Instant,
         mut sidecar: SidecarFile,
         secrets: Secrets,
@@ -193,7 +240,7 @@ impl Scraper {
                     .map_err(RecordError::Runtime)?;
                 runtime.block_on(scrape_loop(
                     plan,
-                    transport,
+                    transports,
                     t0,
                     &mut sidecar,
                     &secrets,

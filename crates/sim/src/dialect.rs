@@ -77,6 +77,48 @@ pub struct Close {
     pub finish_reason: bool,
     /// Send the usage (asked for, `--no-usage` off).
     pub usage: bool,
+    /// The engine's timing, and which objects the finish chunk carries it in.
+    pub timing: Option<(ClosingTiming, crate::quirks::ServerTiming)>,
+}
+
+/// What the engine measured of one sequence, for the finish chunk's
+/// server-timing objects.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClosingTiming {
+    /// Queue wait, ms.
+    pub queue_ms: f64,
+    /// The admitting step to the first token, ms.
+    pub prefill_ms: f64,
+    /// The first token to the last, ms.
+    pub decode_ms: f64,
+}
+
+impl ClosingTiming {
+    /// The members to add to a finish chunk: `,"timings":{…}` and/or
+    /// `,"metrics":{…}`, as `which` says.
+    fn members(&self, c: &Close, which: crate::quirks::ServerTiming) -> String {
+        let (q, p, d) = (self.queue_ms, self.prefill_ms, self.decode_ms);
+        let (prompt, n) = (c.prompt_tokens, c.output_tokens);
+        let mut out = String::new();
+        if which.llama_cpp {
+            out.push_str(&format!(
+                ",\"timings\":{{\"cache_n\":0,\"prompt_n\":{prompt},\"prompt_ms\":{p:.3},\"predicted_n\":{n},\"predicted_ms\":{d:.3}}}"
+            ));
+        }
+        if which.vllm {
+            let itl = if n > 1 { d / f64::from(n - 1) } else { 0.0 };
+            let rate = if d > 0.0 {
+                f64::from(n) * 1000.0 / d
+            } else {
+                0.0
+            };
+            out.push_str(&format!(
+                ",\"metrics\":{{\"queue_time_ms\":{q:.3},\"time_to_first_token_ms\":{:.3},\"generation_time_ms\":{d:.3},\"mean_itl_ms\":{itl:.3},\"tokens_per_second\":{rate:.3}}}",
+                q + p
+            ));
+        }
+        out
+    }
 }
 
 /// Pre-rendered JSON around each token, so a chunk costs two copies.
@@ -214,13 +256,18 @@ impl Shape {
         )
     }
 
-    /// The chat/completions finish chunk.
+    /// The chat/completions finish chunk (with the engine's timing objects
+    /// when asked).
     pub fn finish_chunk(&self, c: &Close) -> String {
         let finish = if c.by_length { "length" } else { "stop" };
         let head = &self.head;
+        let timing = c
+            .timing
+            .map(|(t, which)| t.members(c, which))
+            .unwrap_or_default();
         match self.dialect {
-            Dialect::Completions => format!("data: {head}\"choices\":[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish}\"}}]}}\n\n"),
-            _ => format!("data: {head}\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish}\"}}]}}\n\n"),
+            Dialect::Completions => format!("data: {head}\"choices\":[{{\"index\":0,\"text\":\"\",\"logprobs\":null,\"finish_reason\":\"{finish}\"}}]{timing}}}\n\n"),
+            _ => format!("data: {head}\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{finish}\"}}]{timing}}}\n\n"),
         }
     }
 
@@ -289,6 +336,7 @@ mod tests {
             reasoning_tokens: 2,
             finish_reason: true,
             usage: true,
+            timing: None,
         };
         for dialect in [
             Dialect::Chat,

@@ -7,6 +7,10 @@
 //! average rate; after an idle spell, or when more than 2 ms behind, the clock
 //! restarts from now instead of bursting to catch up. A zero-cost step only
 //! yields, so a "near-zero latency" engine runs as fast as the CPU allows.
+//!
+//! Each first token carries its [`EngineTiming`]: the queue wait from the
+//! sequence's submission to the start of the step that admitted it, and
+//! that step's time to the token's delivery, both on this task's clock.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -16,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::engine::{Engine, EngineParams, SeqSpec, TokenOut};
+use crate::engine::{Engine, EngineParams, EngineTiming, SeqSpec, TokenOut};
 use crate::exposition::EngineGauges;
 
 struct Submit {
@@ -60,13 +64,34 @@ pub fn spawn_engine(params: EngineParams) -> EngineHandle {
     EngineHandle { tx, gauges }
 }
 
+/// A sequence's way back to its request, and when the engine got it.
+struct Sink {
+    tx: mpsc::UnboundedSender<TokenOut>,
+    submitted: Instant,
+}
+
+/// Queues a submitted sequence, noting when it came.
+fn admit(engine: &mut Engine, sinks: &mut HashMap<u64, Sink>, s: Submit) {
+    engine.submit(s.spec);
+    let sink = Sink {
+        tx: s.sink,
+        submitted: Instant::now(),
+    };
+    sinks.insert(s.spec.id, sink);
+}
+
+/// Milliseconds from `a` to `b` (0 if `b` is earlier).
+fn ms_between(a: Instant, b: Instant) -> f64 {
+    b.saturating_duration_since(a).as_secs_f64() * 1000.0
+}
+
 async fn engine_loop(
     params: EngineParams,
     mut rx: mpsc::UnboundedReceiver<Submit>,
     gauges: Arc<EngineGauges>,
 ) {
     let mut engine = Engine::new(params);
-    let mut sinks: HashMap<u64, mpsc::UnboundedSender<TokenOut>> = HashMap::new();
+    let mut sinks: HashMap<u64, Sink> = HashMap::new();
     let mut deadline = Instant::now();
     let slack = Duration::from_millis(2);
     loop {
@@ -74,19 +99,16 @@ async fn engine_loop(
             gauges.waiting.store(0, Ordering::Relaxed);
             gauges.running.store(0, Ordering::Relaxed);
             match rx.recv().await {
-                Some(s) => {
-                    engine.submit(s.spec);
-                    sinks.insert(s.spec.id, s.sink);
-                }
+                Some(s) => admit(&mut engine, &mut sinks, s),
                 None => return,
             }
             deadline = Instant::now();
         }
         while let Ok(s) = rx.try_recv() {
-            engine.submit(s.spec);
-            sinks.insert(s.spec.id, s.sink);
+            admit(&mut engine, &mut sinks, s);
         }
-        engine.drop_waiting(|id| sinks.get(&id).is_none_or(|s| s.is_closed()));
+        engine.drop_waiting(|id| sinks.get(&id).is_none_or(|s| s.tx.is_closed()));
+        let began = Instant::now();
         let Some(step) = engine.step() else { continue };
         gauges
             .waiting
@@ -102,12 +124,20 @@ async fn engine_loop(
         } else {
             tokio::task::yield_now().await;
         }
-        for token in step.tokens {
+        let delivered_at = Instant::now();
+        for mut token in step.tokens {
             gauges.tokens.fetch_add(1, Ordering::Relaxed);
             gauges
                 .finished
                 .fetch_add(u64::from(token.last), Ordering::Relaxed);
-            let delivered = sinks.get(&token.id).is_some_and(|s| s.send(token).is_ok());
+            let sink = sinks.get(&token.id);
+            if let (0, Some(sink)) = (token.index, sink) {
+                token.timing = Some(EngineTiming {
+                    queue_ms: ms_between(sink.submitted, began),
+                    prefill_ms: ms_between(began, delivered_at),
+                });
+            }
+            let delivered = sink.is_some_and(|s| s.tx.send(token).is_ok());
             if !delivered {
                 engine.cancel(token.id);
                 sinks.remove(&token.id);

@@ -56,7 +56,7 @@ pub struct SeqSpec {
 }
 
 /// One output token produced by a step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TokenOut {
     /// The sequence.
     pub id: u64,
@@ -64,6 +64,22 @@ pub struct TokenOut {
     pub index: u32,
     /// This was the sequence's last token.
     pub last: bool,
+    /// On a first token, where its time went in the engine, measured by
+    /// the real-time driver (the pure engine has no clock: `None` here).
+    pub timing: Option<EngineTiming>,
+}
+
+/// Where a sequence's time to first token went inside the engine, on the
+/// driver's clock: what the sim reports as its own server timing, so a
+/// recording's split can be checked against the engine's truth.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EngineTiming {
+    /// From the engine receiving the sequence to the start of the step that
+    /// admitted it, ms.
+    pub queue_ms: f64,
+    /// That step, from its start to the first token's delivery (its prefill,
+    /// and the decode that made the token), ms.
+    pub prefill_ms: f64,
 }
 
 /// What one step did.
@@ -165,6 +181,7 @@ impl Engine {
                 id: seq.id,
                 index,
                 last: seq.emitted >= seq.output_tokens,
+                timing: None,
             });
         }
         self.running.retain(|s| s.emitted < s.output_tokens);

@@ -37,7 +37,7 @@ use rand_distr::{Distribution, Normal};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use crate::dialect::{Close, Dialect, Kind, Shape};
+use crate::dialect::{Close, ClosingTiming, Dialect, Kind, Shape};
 use crate::driver::EngineHandle;
 use crate::engine::{SeqSpec, TokenOut};
 use crate::fault::{pick, Fault, FaultKind};
@@ -537,6 +537,7 @@ fn schedule(
         closer: if request.stream { closer } else { None },
         held: None,
         pause: None,
+        first: None,
     }
 }
 
@@ -618,6 +619,8 @@ struct SimStream {
     held: Option<TokenOut>,
     /// The stall before `held`.
     pause: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The engine's timing of the first token, and when it was taken.
+    first: Option<(tokio::time::Instant, crate::engine::EngineTiming)>,
 }
 
 impl SimStream {
@@ -671,7 +674,26 @@ impl SimStream {
             reasoning_tokens: self.reasoning_tokens,
             finish_reason: !self.quirks.no_finish_reason,
             usage: self.include_usage,
+            timing: self.closing_timing(),
         }
+    }
+
+    /// The engine's timing for the finish chunk, when `--server-timing`
+    /// asks for it: the first token's queue wait and admitting step, and
+    /// the time from the first token to now (the last).
+    fn closing_timing(&self) -> Option<(ClosingTiming, crate::quirks::ServerTiming)> {
+        let which = self.quirks.server_timing;
+        if !(which.llama_cpp || which.vllm) {
+            return None;
+        }
+        let (at, t) = self.first?;
+        let decode_ms = at.elapsed().as_secs_f64() * 1000.0;
+        let timing = ClosingTiming {
+            queue_ms: t.queue_ms,
+            prefill_ms: t.prefill_ms,
+            decode_ms,
+        };
+        Some((timing, which))
     }
 
     /// Whether the stream is chat or completions (their own usage chunk,
@@ -826,6 +848,9 @@ impl SimStream {
     /// where `usage_before_last_token` puts it); true when the frame must go
     /// out now: the drawn fault fired, or that was the last token.
     fn take_token(&mut self, buf: &mut BytesMut, token: TokenOut) -> bool {
+        if let Some(t) = token.timing {
+            self.first = Some((tokio::time::Instant::now(), t));
+        }
         let before_last = self.quirks.usage_before_last_token;
         if before_last && token.last && token.index == 0 {
             // A 1-token output: the usage goes just before it.

@@ -24,6 +24,14 @@
 //!   ([`crate::dialect`]); not a quirk of a broken server but of a
 //!   reasoning model, shaped here like the rest of the stream.
 //! - `embedding_dim`: the length of every embeddings vector.
+//! - `server_timing`: the finish chunk of chat and completions streams
+//!   carries the engine's own timing, as llama.cpp (`timings`: `prompt_n`,
+//!   `prompt_ms`, `predicted_n`, `predicted_ms`, `cache_n`) and vLLM
+//!   (`metrics`: `queue_time_ms`, `time_to_first_token_ms`,
+//!   `generation_time_ms`, `mean_itl_ms`, `tokens_per_second`) write it,
+//!   from the driver's measured queue wait and admitting step
+//!   ([`crate::engine::EngineTiming`]); `prompt_ms` is that step and
+//!   `predicted_ms` the time from the first token to the last.
 //!
 //! Quirks shape streamed bodies only; non-streaming responses are
 //! unchanged (an embeddings vector's length, the one unstreamed shape,
@@ -59,6 +67,18 @@ pub struct StreamQuirks {
     pub reasoning_field: crate::dialect::ReasoningField,
     /// Numbers per embeddings vector.
     pub embedding_dim: u32,
+    /// Which servers' timing objects the finish chunk carries.
+    pub server_timing: ServerTiming,
+}
+
+/// The server-timing objects a chat or completions finish chunk carries
+/// (`--server-timing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerTiming {
+    /// llama.cpp's `timings`.
+    pub llama_cpp: bool,
+    /// vLLM's `metrics`.
+    pub vllm: bool,
 }
 
 /// The default length of an embeddings vector: small, since a load test
@@ -82,6 +102,7 @@ impl Default for StreamQuirks {
             reasoning_tokens: 0,
             reasoning_field: crate::dialect::ReasoningField::Reasoning,
             embedding_dim: DEFAULT_EMBEDDING_DIM,
+            server_timing: ServerTiming::default(),
         }
     }
 }
@@ -116,6 +137,12 @@ impl StreamQuirks {
         }
         if self.template_tokens > 0 {
             out.push(format!("template-tokens {}", self.template_tokens));
+        }
+        if self.server_timing.llama_cpp {
+            out.push("server-timing llama.cpp".to_owned());
+        }
+        if self.server_timing.vllm {
+            out.push("server-timing vllm".to_owned());
         }
         out.join(", ")
     }

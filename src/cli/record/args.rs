@@ -319,13 +319,23 @@ pub struct RecordArgs {
     /// request) made before the schedule starts.
     #[arg(long)]
     pub no_preflight: bool,
-    /// Scrape the server's Prometheus metrics while recording, into a sidecar
-    /// `TRACE.metrics.jsonl` beside the trace (its sha256 in the trace's workload).
-    #[arg(long)]
-    pub metrics: bool,
-    /// The metrics endpoint (default: `/metrics` on the server's origin).
+    /// Scrape Prometheus metrics while recording, into a sidecar
+    /// `TRACE.metrics.jsonl` beside the trace (its sha256 in the trace's
+    /// workload). Alone: `/metrics` on the server's origin; with a URL: that
+    /// endpoint. Give it more than once to read several at every tick (the
+    /// server and, e.g., a DCGM or node exporter for --power-metric).
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "", action = clap::ArgAction::Append)]
+    pub metrics: Vec<String>,
+    /// A metrics endpoint instead of the server's `/metrics` (the same as
+    /// `--metrics URL`; may be repeated).
     #[arg(long, value_name = "URL", requires = "metrics")]
-    pub metrics_url: Option<String>,
+    pub metrics_url: Vec<String>,
+    /// The power series (watts) the metrics endpoints carry, declared in the
+    /// trace (`workload.powerMetric`) so `analyze`, `gate` and `report`
+    /// integrate it into energy per good request (default there:
+    /// `DCGM_FI_DEV_POWER_USAGE`).
+    #[arg(long, value_name = "NAME", requires = "metrics", value_parser = parse_metric_name)]
+    pub power_metric: Option<String>,
     /// Time between scrapes, also each scrape's timeout (at least 100 ms).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s", requires = "metrics")]
     pub metrics_interval: Duration,
@@ -390,5 +400,22 @@ pub fn parse_precision(text: &str) -> Result<f64, String> {
         Ok(value)
     } else {
         Err(format!("`{text}` must be above 0 and below 100 %"))
+    }
+}
+
+/// A Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`, at most 200
+/// characters): what `--power-metric` may name.
+fn parse_metric_name(s: &str) -> Result<String, String> {
+    let mut chars = s.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':');
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+    if first_ok && rest_ok && s.len() <= 200 {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "`{s}` is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, at most 200 characters)"
+        ))
     }
 }

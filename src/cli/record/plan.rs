@@ -836,10 +836,21 @@ fn metrics_scrape(
 ) -> Result<Option<MetricsPlan>, Error> {
     let metrics = scrape::metrics_plan(args, uri, endpoint)?;
     if let Some(m) = &metrics {
-        labels.insert(
-            "metricsUrl".into(),
-            Scalar::String(scrape::public_url(&m.uri)),
-        );
+        let urls: Vec<String> = m
+            .endpoints
+            .iter()
+            .map(|e| scrape::public_url(&e.uri))
+            .collect();
+        labels.insert("metricsUrl".into(), Scalar::String(urls[0].clone()));
+        if urls.len() > 1 {
+            labels.insert("metricsUrls".into(), Scalar::String(urls.join(" ")));
+        }
+        if let Some(name) = &args.power_metric {
+            labels.insert(
+                crate::cli::sidecar::POWER_METRIC_LABEL.into(),
+                Scalar::String(name.clone()),
+            );
+        }
         labels.insert(
             "metricsIntervalS".into(),
             Scalar::Number(m.interval.as_secs_f64()),
@@ -944,7 +955,7 @@ fn check_record_output(args: &RecordArgs) -> Result<(), Error> {
         }
         .into());
     }
-    if args.metrics {
+    if !args.metrics.is_empty() {
         let sidecar = goodput_record::metrics_sidecar_path(out);
         goodput_util::io::check_output(&sidecar, &inputs).map_err(|source| Error::Output {
             what: "the metrics sidecar".to_owned(),

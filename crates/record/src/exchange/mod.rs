@@ -61,6 +61,8 @@ pub use crate::transport::error_text::{
     ErrorHead, ERROR_TEXT_BYTES, ERROR_TEXT_CHARS, ERROR_TEXT_WAIT,
 };
 use crate::workload::body::Api;
+use goodput_core::server_timing::{self, Sources};
+use goodput_core::trace::Labels;
 
 /// The run's monotonic clock: milliseconds since `t0`.
 #[derive(Clone, Copy, Debug)]
@@ -238,6 +240,13 @@ pub struct Observation {
     pub gaps_dropped: bool,
     /// The last content event's instant, rounded to the microsecond.
     pub last_content_ms: Option<f64>,
+    /// What the server said of its own timing (`server.*` labels:
+    /// [`goodput_core::server_timing`]), from the response's
+    /// `Server-Timing` header and its closing events; beside the client's
+    /// instants, never instead of them.
+    pub server: Labels,
+    /// Which of the server's timing sources the response carried.
+    pub server_sources: Sources,
 }
 
 impl Observation {
@@ -271,6 +280,22 @@ impl Observation {
         }
         if tokens.answer {
             self.first_answer_ms.get_or_insert(now_ms);
+        }
+    }
+
+    /// Reads the server's timing from a closing event's JSON `data` (the
+    /// one with a finish reason or the usage: where llama.cpp puts
+    /// `timings` and vLLM `metrics`). Token-only events are never parsed
+    /// twice.
+    fn server_report(&mut self, data: &[u8]) {
+        let seen = server_timing::read_event(data, &mut self.server);
+        self.server_sources = self.server_sources.or(seen);
+    }
+
+    /// Reads the response's `Server-Timing` header lines.
+    fn server_header(&mut self, lines: &[String]) {
+        if server_timing::read_server_timing(lines.iter().map(String::as_str), &mut self.server) {
+            self.server_sources.server_timing = true;
         }
     }
 
@@ -323,7 +348,12 @@ impl StreamState {
             if ending.is_some() {
                 return;
             }
-            ending = take(obs, (self.read)(event), now_ms);
+            let data = event.data;
+            let chunk = (self.read)(event);
+            if closing(&chunk) {
+                obs.server_report(data);
+            }
+            ending = take(obs, chunk, now_ms);
         });
         match pushed {
             // An event decided before the bound was passed: that decides.
@@ -346,6 +376,12 @@ impl StreamState {
             }
         }
     }
+}
+
+/// Whether an event closes the answer (a finish reason or usage): the
+/// events a server's own timing comes in.
+fn closing(chunk: &Chunk) -> bool {
+    matches!(chunk, Chunk::Data { finished, usage, .. } if *finished || usage.is_some())
 }
 
 /// Notes one event's [`Chunk`] received at `now_ms`; the ending when it
@@ -469,7 +505,9 @@ pub async fn exchange<T: Transport>(
     let Head {
         status,
         event_stream,
+        server_timing,
     } = head;
+    obs.server_header(&server_timing);
     if !(200..300).contains(&status) {
         let ending = Ending::Failed {
             reason: FailReason::Http(status),
@@ -747,6 +785,45 @@ mod tests {
     const DONE: &str = "data: [DONE]\n\n";
 
     #[test]
+    fn the_closing_chunk_s_timings_and_metrics_become_server_labels() {
+        use goodput_core::trace::Scalar;
+        // llama-server's last chunk (finish reason, usage and timings in one).
+        let llama = "data: {\"choices\":[{\"finish_reason\":\"stop\",\"index\":0,\"delta\":{}}],\
+            \"usage\":{\"completion_tokens\":2,\"prompt_tokens\":9},\
+            \"timings\":{\"cache_n\":1,\"prompt_n\":8,\"prompt_ms\":43.25,\"predicted_n\":2,\"predicted_ms\":19.5}}\n\n";
+        let (obs, _) = feed_all(&[(TOK, 5.0), (TOK, 6.0), (llama, 7.0), (DONE, 8.0)]);
+        let num = |k: &str| match obs.server.get(k) {
+            Some(Scalar::Number(x)) => Some(*x),
+            _ => None,
+        };
+        assert_eq!(num("server.prefillMs"), Some(43.25));
+        assert_eq!(num("server.decodeMs"), Some(19.5));
+        assert_eq!(num("server.promptTokens"), Some(8.0));
+        assert_eq!(num("server.cachedPromptTokens"), Some(1.0));
+        assert!(obs.server_sources.llama_cpp && !obs.server_sources.vllm_metrics);
+        // The client's instants are its own: the first token at 5, not moved.
+        assert_eq!(obs.first_token_ms, Some(5.0));
+        // vLLM puts `metrics` on its usage chunk.
+        let vllm = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2},\
+            \"metrics\":{\"queue_time_ms\":12.5,\"time_to_first_token_ms\":40}}\n\n";
+        let (obs, _) = feed_all(&[(TOK, 5.0), (FIN, 6.0), (vllm, 7.0), (DONE, 8.0)]);
+        assert_eq!(obs.server_sources.names().as_deref(), Some("vllm-metrics"));
+        assert_eq!(
+            obs.server.get("server.queueMs"),
+            Some(&Scalar::Number(12.5))
+        );
+        assert_eq!(
+            obs.server.get("server.prefillMs"),
+            Some(&Scalar::Number(27.5))
+        );
+        // A token chunk that happens to name `timings` is not read as the
+        // server's word: only closing events are.
+        let sly = "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}],\"timings\":{\"prompt_ms\":1}}\n\n";
+        let (obs, _) = feed_all(&[(sly, 5.0), (FIN, 6.0), (DONE, 7.0)]);
+        assert!(obs.server.is_empty() && obs.server_sources.is_none());
+    }
+
+    #[test]
     fn the_first_token_is_the_first_frame_with_content_not_the_role_chunk() {
         let (obs, ending) = feed_all(&[
             (ROLE, 10.0),
@@ -984,6 +1061,7 @@ mod tests {
                 Head {
                     status,
                     event_stream: self.event_stream,
+                    ..Head::default()
                 },
                 ScriptBody(Mutex::new(self.frames.iter().copied().collect()), self.end),
             ))

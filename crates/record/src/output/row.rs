@@ -82,6 +82,8 @@ pub fn assemble(
             row.labels.insert("sendLagMs".into(), Scalar::Number(lag));
         }
     }
+    row.labels
+        .extend(obs.server.iter().map(|(k, v)| (k.clone(), v.clone())));
     if let Some(n) = obs.usage_prompt_tokens {
         row.labels
             .insert("serverPromptTokens".into(), Scalar::Number(n as f64));
@@ -182,6 +184,7 @@ mod tests {
             gaps_ms: vec![20.0, 0.5],
             gaps_dropped: false,
             last_content_ms: None,
+            ..Observation::default()
         }
     }
 

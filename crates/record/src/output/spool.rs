@@ -59,6 +59,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::RecordError;
+use goodput_core::server_timing::{Sources, SERVER_TIMING_LABEL};
 use goodput_core::trace::write::TraceRow;
 use goodput_core::trace::{Labels, Scalar, TokenCount};
 
@@ -239,6 +240,12 @@ struct SpoolRow {
     /// The workload's labels of the request (`promptTokens`, `session`…).
     #[serde(default, skip_serializing_if = "Labels::is_empty")]
     labels: Labels,
+    /// What the server said of its own timing (`server.*` labels).
+    #[serde(default, skip_serializing_if = "Labels::is_empty")]
+    server: Labels,
+    /// Which timing sources the response carried.
+    #[serde(default, skip_serializing_if = "Sources::is_none")]
+    server_sources: Sources,
 }
 
 /// A request's first token, as spooled before its ending.
@@ -363,6 +370,8 @@ impl SpoolRow {
             prompt_chars: f.prompt_chars,
             prompt_hash: f.prompt_hash.clone(),
             labels: f.labels.clone(),
+            server: f.obs.server.clone(),
+            server_sources: f.obs.server_sources,
         }
     }
 
@@ -395,6 +404,8 @@ impl SpoolRow {
                     gaps_dropped: self.gaps_dropped,
                     gaps_ms: self.gaps_ms.unwrap_or_default(),
                     last_content_ms: None,
+                    server: self.server,
+                    server_sources: self.server_sources,
                 },
                 ending,
                 class: self.class,
@@ -661,6 +672,9 @@ pub struct Scan {
     /// of those the ones off by more than the tokenizer rule's slack
     /// ([`goodput_core::receipt::tokenizer::row_off`]).
     pub prompt_counts: (u64, u64),
+    /// The server-timing sources the ended requests' responses carried:
+    /// the trace's `workload.serverTiming`.
+    pub server_sources: Sources,
     /// The error that stopped the run, when its spool could not be written
     /// (the spool's `writeFailed` line).
     pub write_failed: Option<String>,
@@ -814,6 +828,7 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
         firsts: BTreeMap::new(),
         impossible: None,
         prompt_counts: (0, 0),
+        server_sources: Sources::default(),
         write_failed: None,
     };
     let mut all_usage = true;
@@ -832,6 +847,7 @@ pub fn scan(path: &Path) -> Result<Scan, SpoolError> {
                 }
                 scan.end(&row).map_err(|m| lines.bad(m.to_string()))?;
                 scan.count_prompt(&row);
+                scan.server_sources = scan.server_sources.or(row.server_sources);
             }
             Line::Mark { at_ms, dispatched } => {
                 scan.last_instant_ms = scan.last_instant_ms.max(at_ms);
@@ -1144,6 +1160,10 @@ pub fn write_trace(
     if scan.tokenizer_mismatch() {
         doc.workload
             .insert("tokenizerMismatch".into(), Scalar::Bool(true));
+    }
+    if let Some(names) = scan.server_sources.names() {
+        doc.workload
+            .insert(SERVER_TIMING_LABEL.into(), Scalar::String(names));
     }
     let mut tally = Tally::default();
     let stream = self::rows(spool, scan, rows, unended)?.inspect(|row| {

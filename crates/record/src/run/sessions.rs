@@ -433,6 +433,7 @@ data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n";
                 Head {
                     status: 200,
                     event_stream: true,
+                    ..Head::default()
                 },
                 EchoBody(frames.into()),
             ))

@@ -71,13 +71,33 @@ pub enum SendError {
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// What the recorder reads from a response head.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Head {
     /// The HTTP status.
     pub status: u16,
     /// The body is an event stream: its `Content-Type` is `text/event-stream`
     /// (any parameters, any case) or absent.
     pub event_stream: bool,
+    /// The `Server-Timing` header lines (at most [`MAX_TIMING_LINES`], each
+    /// cut at [`MAX_TIMING_LINE_BYTES`]); empty, and unallocated, without.
+    pub server_timing: Vec<String>,
+}
+
+/// Most `Server-Timing` header lines read from one response.
+pub const MAX_TIMING_LINES: usize = 8;
+/// Most bytes of one `Server-Timing` line read.
+pub const MAX_TIMING_LINE_BYTES: usize = 1024;
+
+/// The `Server-Timing` lines of a response head (see [`Head::server_timing`]);
+/// a line that is not visible ASCII is skipped.
+pub fn server_timing_lines(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all("server-timing")
+        .iter()
+        .take(MAX_TIMING_LINES)
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| v[..v.len().min(MAX_TIMING_LINE_BYTES)].to_owned())
+        .collect()
 }
 
 /// Whether headers announce an event stream (see [`Head::event_stream`]).
@@ -243,6 +263,7 @@ impl HyperTransport {
                 let head = Head {
                     status: response.status().as_u16(),
                     event_stream: is_event_stream(response.headers()),
+                    server_timing: server_timing_lines(response.headers()),
                 };
                 Ok((head, HyperBody(response.into_body())))
             }

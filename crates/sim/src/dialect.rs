@@ -78,7 +78,17 @@ pub struct Close {
     /// Send the usage (asked for, `--no-usage` off).
     pub usage: bool,
     /// The engine's timing, and which objects the finish chunk carries it in.
-    pub timing: Option<(ClosingTiming, crate::quirks::ServerTiming)>,
+    pub timing: Option<(ClosingTiming, ServerTiming)>,
+}
+
+/// The server-timing objects a chat or completions finish chunk carries
+/// (`--server-timing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerTiming {
+    /// llama.cpp's `timings`.
+    pub llama_cpp: bool,
+    /// vLLM's `metrics`.
+    pub vllm: bool,
 }
 
 /// What the engine measured of one sequence, for the finish chunk's
@@ -96,7 +106,7 @@ pub struct ClosingTiming {
 impl ClosingTiming {
     /// The members to add to a finish chunk: `,"timings":{…}` and/or
     /// `,"metrics":{…}`, as `which` says.
-    fn members(&self, c: &Close, which: crate::quirks::ServerTiming) -> String {
+    fn members(&self, c: &Close, which: ServerTiming) -> String {
         let (q, p, d) = (self.queue_ms, self.prefill_ms, self.decode_ms);
         let (prompt, n) = (c.prompt_tokens, c.output_tokens);
         let mut out = String::new();

@@ -681,7 +681,7 @@ impl SimStream {
     /// The engine's timing for the finish chunk, when `--server-timing`
     /// asks for it: the first token's queue wait and admitting step, and
     /// the time from the first token to now (the last).
-    fn closing_timing(&self) -> Option<(ClosingTiming, crate::quirks::ServerTiming)> {
+    fn closing_timing(&self) -> Option<(ClosingTiming, crate::dialect::ServerTiming)> {
         let which = self.quirks.server_timing;
         if !(which.llama_cpp || which.vllm) {
             return None;

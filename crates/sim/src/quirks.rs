@@ -71,15 +71,7 @@ pub struct StreamQuirks {
     pub server_timing: ServerTiming,
 }
 
-/// The server-timing objects a chat or completions finish chunk carries
-/// (`--server-timing`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ServerTiming {
-    /// llama.cpp's `timings`.
-    pub llama_cpp: bool,
-    /// vLLM's `metrics`.
-    pub vllm: bool,
-}
+pub use crate::dialect::ServerTiming;
 
 /// The default length of an embeddings vector: small, since a load test
 /// measures the time, not the vector.

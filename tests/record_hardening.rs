@@ -252,6 +252,7 @@ fn every_quirk_at_once_is_still_a_clean_run() {
             llama_cpp: true,
             vllm: true,
         },
+        corrupt_answers: 0.0,
     };
     let server = quirky_sim(10.0, all);
     let trace = short_run(&server, &["--api", "completions"]);

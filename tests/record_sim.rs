@@ -425,7 +425,7 @@ fn sigint_stops_the_run_writes_the_trace_and_exits_130() {
     let server = sim(engine(64, 0.0, 50.0, 0.0), 100.0, vec![]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
         .args([
             "record",
             "--url",
@@ -448,27 +448,14 @@ fn sigint_stops_the_run_writes_the_trace_and_exits_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
     // Ctrl-C twice, 300 ms apart: the first stops the sending, the second
     // cuts the requests it let run on (each needs 100 × 50 ms = 5 s).
-    for pause in [0, 300] {
-        std::thread::sleep(Duration::from_millis(pause));
-        // SAFETY: kill(2) on our own child's pid.
-        let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-        assert_eq!(sent, 0);
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("record did not stop after SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let output = child.wait_with_output().unwrap();
+    let output = common::recording::interrupt_and_wait(
+        child,
+        &[Duration::from_millis(1200), Duration::from_millis(300)],
+        Duration::from_secs(10),
+    );
+    let status = output.status;
     assert_eq!(
         status.code(),
         Some(130),

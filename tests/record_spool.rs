@@ -230,7 +230,7 @@ fn through_the_spool(plan: &Plan, outcome: &RunOutcome, seed: u64) -> (Vec<u8>, 
         outcome,
         &spool_file,
         &Stop::of(outcome),
-        &Default::default(),
+        &spool::Ends::labels(&Default::default()),
     )
     .expect("the trace is written from the spool");
     std::fs::remove_file(&spool_file).unwrap();
@@ -1415,13 +1415,26 @@ fn a_finished_run_whose_trace_write_failed_recovers_as_it_ended() {
     assert_eq!(outcome.interrupted_at_ms, None);
     let labels = goodput_core::trace::Labels::new();
     plan.out = dir.path().join("gone").join("t.json");
-    let failed = spool::finish_run(&plan, outcome, &spool_file, &Stop::of(outcome), &labels);
+    let failed = spool::finish_run(
+        &plan,
+        outcome,
+        &spool_file,
+        &Stop::of(outcome),
+        &spool::Ends::labels(&labels),
+    );
     assert!(failed.is_err(), "the trace's directory is gone");
     assert!(spool_file.exists(), "the spool stays");
 
     // What the run would have written, and what its spool recovers.
     plan.out = dir.path().join("expected.json");
-    spool::finish_run(&plan, outcome, &spool_file, &Stop::of(outcome), &labels).unwrap();
+    spool::finish_run(
+        &plan,
+        outcome,
+        &spool_file,
+        &Stop::of(outcome),
+        &spool::Ends::labels(&labels),
+    )
+    .unwrap();
     let recovered = dir.path().join("recovered.json");
     let r = goodput_record::output::recover::recover(&spool_file, &recovered).unwrap();
     assert!(r.run_ended);

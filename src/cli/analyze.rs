@@ -175,7 +175,7 @@ pub fn run(args: AnalyzeArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
 /// beside the trace (its sha256 checked: a mismatch is exit 2). A named
 /// sidecar that is missing leaves the block out, and says so on standard
 /// error, so the receipt never claims figures it did not judge.
-fn attach_quality(
+pub(crate) fn attach_quality(
     trace: &str,
     analysis: &mut goodput_core::analyze::Analysis,
     confidence: goodput_core::intervals::Confidence,

@@ -132,9 +132,11 @@ pub fn run(args: CompareArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     let release = release_options(None, Some(&args.cost))?;
     let mut a = judge(trace_a, confidence)?;
     let mut b = judge(trace_b, confidence)?;
-    for run in [&mut a, &mut b] {
+    for (path, run) in [(&args.a, &mut a), (&args.b, &mut b)] {
         attach(&mut run.receipt, &run.trace, &run.judgements, &release)
             .map_err(|e| Error::Usage(e.to_string()))?;
+        // Quality A vs B, from the sidecar beside each trace.
+        crate::cli::analyze::attach_quality(path, run, confidence)?;
         if let Some(set) = &percentiles {
             attach_percentiles(&mut run.receipt, &run.trace, &run.judgements, set);
         }

@@ -134,6 +134,11 @@ pub struct SimArgs {
     /// and admitting step the engine measured: `--server-timing llama.cpp,vllm`.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "SERVER")]
     pub server_timing: Vec<ServerTimingArg>,
+    /// Corrupt the answers of this share of prompts (0–1), chosen by the
+    /// prompt's hash so the same prompts every run (docs/quality.md, "The
+    /// sim"): to test a quality gate.
+    #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = parse_share)]
+    pub corrupt_answers: f64,
     /// Answer 401 to any request (but /health) without this header, `'Name: value'`.
     #[arg(long, value_name = "'NAME: VALUE'")]
     pub require_header: Option<String>,
@@ -227,6 +232,7 @@ pub fn config_from(args: &SimArgs) -> Result<SimConfig, Error> {
             reasoning_field: args.reasoning_field.into(),
             embedding_dim: args.embedding_dim,
             server_timing: crate::cli::choices::server_timing(&args.server_timing),
+            corrupt_answers: args.corrupt_answers,
         },
     })
 }
@@ -283,6 +289,14 @@ pub fn run(args: SimArgs, stdout: &mut dyn Write) -> Result<i32, Error> {
     ));
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     Ok(EXIT_OK)
+}
+
+/// A share between 0 and 1.
+fn parse_share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}` is not a share between 0 and 1")),
+    }
 }
 
 #[cfg(test)]

@@ -87,3 +87,28 @@ pub fn assert_no_lost_row(trace: &Value) {
         assert_eq!(row["id"], format!("r{i}"));
     }
 }
+
+/// Sends SIGINT to `child` once after each of `pauses` (a second one cuts
+/// what the first let run on), then waits up to `limit` for it to exit;
+/// kills it and fails the test if it does not.
+pub fn interrupt_and_wait(
+    mut child: std::process::Child,
+    pauses: &[std::time::Duration],
+    limit: std::time::Duration,
+) -> std::process::Output {
+    for pause in pauses {
+        std::thread::sleep(*pause);
+        // SAFETY: kill(2) on our own child's pid.
+        let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(sent, 0);
+    }
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the child did not stop after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}

@@ -294,6 +294,77 @@ pub struct Comparison {
     pub closed_loop: Option<String>,
     /// All rows first (`class` null), then each class by name.
     pub blocks: Vec<BlockComparison>,
+    /// Quality A vs B, when both receipts carry a `quality` block
+    /// (docs/contract.md §10.19); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<QualityComparison>,
+}
+
+/// The quality bank's share of met expectations, A vs B: the shares of
+/// items met over items judged, their difference with Newcombe's interval
+/// (Wilson per side, combined by the MOVER) and a verdict. Two different
+/// banks are not compared item for item: then only the note says so.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QualityComparison {
+    /// A's items met / judged (met + missed + failed); null when none judged.
+    pub a: Option<f64>,
+    /// B's.
+    pub b: Option<f64>,
+    /// A's judged items.
+    pub judged_a: u64,
+    /// B's judged items.
+    pub judged_b: u64,
+    /// B − A with its interval; null when a side has nothing judged or the
+    /// banks differ.
+    pub difference: Option<Interval>,
+    /// `better`, `worse`, `indistinguishable`, or `not_compared`.
+    pub verdict: String,
+    /// Why not compared (different banks, nothing judged), or null.
+    pub note: Option<String>,
+}
+
+/// Compares two receipts' quality blocks.
+fn compare_quality(
+    a: &crate::quality::QualityBlock,
+    b: &crate::quality::QualityBlock,
+    confidence: Confidence,
+) -> QualityComparison {
+    let judged = |q: &crate::quality::QualityBlock| q.met + q.missed + q.failed;
+    let (na, nb) = (judged(a), judged(b));
+    let same_bank = a.bank_sha256 == b.bank_sha256;
+    let difference = if same_bank {
+        newcombe(a.met, na, b.met, nb, confidence)
+    } else {
+        None
+    };
+    let d = a.share.zip(b.share).map(|(x, y)| y - x);
+    let verdict = match (difference, d) {
+        (Some(i), Some(_)) if i.lower > 0.0 => "better",
+        (Some(i), Some(_)) if i.upper < 0.0 => "worse",
+        (Some(_), Some(_)) => "indistinguishable",
+        _ => "not_compared",
+    };
+    let note = if !same_bank {
+        Some(format!(
+            "the runs answered different banks (sha256 {} vs {}): shares are shown, not compared",
+            &a.bank_sha256[..a.bank_sha256.len().min(12)],
+            &b.bank_sha256[..b.bank_sha256.len().min(12)]
+        ))
+    } else if difference.is_none() {
+        Some("a run has no judged item".to_owned())
+    } else {
+        None
+    };
+    QualityComparison {
+        a: a.share,
+        b: b.share,
+        judged_a: na,
+        judged_b: nb,
+        difference,
+        verdict: verdict.to_owned(),
+        note,
+    }
 }
 
 /// The methods of a comparison, named and stated.
@@ -711,6 +782,11 @@ pub fn compare_at(
         judged_under_a: options.judged_under_a,
         closed_loop,
         blocks,
+        quality: a
+            .quality
+            .as_ref()
+            .zip(b.quality.as_ref())
+            .map(|(qa, qb)| compare_quality(qa, qb, confidence)),
     })
 }
 

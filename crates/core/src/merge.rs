@@ -193,6 +193,8 @@ struct ShardDoc {
     phases: Vec<Phase>,
     #[serde(default)]
     resources: Option<Resources>,
+    #[serde(default)]
+    quality: Option<crate::trace::QualityRef>,
     rows: Vec<TraceRow>,
 }
 
@@ -440,10 +442,40 @@ pub fn merge(files: &[(String, Vec<u8>)]) -> Result<TraceDoc, MergeError> {
     for s in &shards {
         s.check_rows()?;
     }
+    check_quality(&shards)?;
     shards.sort_by_key(|s| s.index);
     let merged = assemble(shards);
     check_schedule_hash(&merged, files)?;
     Ok(merged)
+}
+
+/// Refuses shards naming different quality sidecars: one bank's answers
+/// belong to the merged trace; two would leave it naming one and losing the
+/// other. The bank is run on one shard (`record --quality-bank` on shard 0).
+fn check_quality(shards: &[Shard]) -> Result<(), MergeError> {
+    let mut named = shards.iter().filter(|s| s.doc.quality.is_some());
+    let Some(first) = named.next() else {
+        return Ok(());
+    };
+    for other in named {
+        if other.doc.quality != first.doc.quality {
+            let show = |s: &Shard| {
+                s.doc
+                    .quality
+                    .as_ref()
+                    .map(|q| format!("{} ({})", q.sidecar, q.sha256))
+                    .unwrap_or_default()
+            };
+            return Err(MergeError::Mismatch {
+                path: other.path.clone(),
+                first: first.path.clone(),
+                what: "quality (the quality sidecar; run the bank on one shard only)".into(),
+                theirs: show(other),
+                ours: show(first),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Refuses merged shards whose arrivals are not the schedule they declare:
@@ -499,6 +531,9 @@ fn assemble(shards: Vec<Shard>) -> TraceDoc {
         .iter_mut()
         .map(|d| std::mem::take(&mut d.rows).into_iter())
         .collect();
+    // The quality bank runs on one shard (docs/recorder.md): its sidecar
+    // is the merged trace's; `merge` refused shards naming different ones.
+    let quality = docs.iter().find_map(|d| d.quality.clone());
     let head = docs.swap_remove(0);
     let rows: Vec<TraceRow> = (0..size)
         .filter_map(|i| columns[i % count].next())
@@ -516,6 +551,7 @@ fn assemble(shards: Vec<Shard>) -> TraceDoc {
         workload,
         phases: head.phases,
         resources: head.resources,
+        quality,
         rows,
     }
 }

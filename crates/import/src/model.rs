@@ -119,6 +119,7 @@ impl ImportOptions {
             workload,
             phases: Vec::new(),
             resources: None,
+            quality: None,
             rows,
         }
     }

@@ -49,6 +49,8 @@ pub mod run;
 pub mod output;
 // The server's metrics beside the run.
 pub mod scrape;
+// The quality bank beside the run.
+pub mod quality;
 // The recorder's error type.
 pub mod error;
 // The signals that end a recording (SIGINT, SIGTERM, SIGHUP).
@@ -66,6 +68,7 @@ use goodput_core::trace::Scalar;
 
 use self::error::RecordError;
 use self::output::frame::{Frame, PromptMeta, Stop};
+use self::quality::BankRunner;
 use self::run::{Collector, Counters, Interrupt, RunOutcome};
 use self::scrape::{Scraper, SidecarFile};
 use self::transport::client::Transport;
@@ -199,13 +202,20 @@ pub fn execute_into<T: Transport>(
         )),
         None => None,
     };
-    let (mut outcome, t0, start_late_ms, scraping) = runtime.block_on(async {
+    let mut bank = match &plan.quality {
+        Some(b) => Some((b.clone(), bank_transport(plan)?)),
+        None => None,
+    };
+    let (mut outcome, t0, start_late_ms, scraping, bank) = runtime.block_on(async {
         let (t0, start_late_ms) = run::start::place_t0(plan.start_at_unix_ms);
         // The scraper runs on its own thread and event loop: nothing it
         // fetches or parses can delay a send on this one.
         let scraping = scraper.take().map(|(m, transport, sidecar)| {
             Scraper::start(m, transport, t0, sidecar, plan.endpoint.secrets.clone())
         });
+        let bank = bank
+            .take()
+            .map(|(b, transport)| BankRunner::start(b, transport, t0));
         let counters = Arc::new(Counters::default());
         let ticker = start_progress(plan, &progress, &counters, t0);
         let outcome = run::run_into(
@@ -218,8 +228,12 @@ pub fn execute_into<T: Transport>(
         )
         .await;
         stop_progress(ticker, progress.as_ref());
-        (outcome, t0, start_late_ms, scraping)
+        (outcome, t0, start_late_ms, scraping, bank)
     });
+    // The bank's items still unsent go now (none after an interrupt);
+    // every item gets its line.
+    let interrupted = outcome.interrupted_at_ms.is_some();
+    let quality = bank.map(|started| started.and_then(|b| b.finish(interrupted)));
     // The scraper ends with the run; its sidecar is closed here.
     let metrics = scraping.map(|started| started.and_then(Scraper::stop));
     if let (Some(start), Some(late)) = (plan.start_at_unix_ms, start_late_ms) {
@@ -230,8 +244,20 @@ pub fn execute_into<T: Transport>(
     Ok(Recording {
         outcome,
         metrics,
+        quality,
         signal: None,
     })
+}
+
+/// The bank's own transport: the load's URI, headers and key, its own
+/// connections.
+fn bank_transport(plan: &Plan) -> Result<transport::client::HyperTransport, RecordError> {
+    Ok(transport::client::HyperTransport::with_options(
+        plan.uri.clone(),
+        plan.endpoint.api_key.as_deref(),
+        &plan.endpoint.headers,
+        plan.endpoint.tls.clone(),
+    )?)
 }
 
 /// Turns a finished run into the trace document (pure).

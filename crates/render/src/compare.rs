@@ -38,6 +38,7 @@ pub fn render_text(c: &Comparison) -> String {
             ));
         }
     }
+    out.push_str(&quality_line(c));
     out.push_str(&footer(c));
     // The net under the per-string escaping: no raw control byte leaves.
     goodput_util::escape::terminal_lines(&out).into_owned()
@@ -90,6 +91,7 @@ pub fn render_markdown(c: &Comparison) -> String {
         }
     }
     out.push('\n');
+    out.push_str(&quality_line(c));
     out.push_str(&footer(c));
     out
 }
@@ -115,6 +117,43 @@ fn header(c: &Comparison) -> String {
         c.b.cohort,
         c.b.window_s,
         c.b.arrival_mode.as_str()
+    )
+}
+
+/// `quality  A 98.0 % (50 judged)  B 90.0 % (50 judged)  B - A −8.0 [−17.4, +0.6] pp  indistinguishable`,
+/// or nothing when a run has no quality block.
+fn quality_line(c: &Comparison) -> String {
+    let Some(q) = &c.quality else {
+        return String::new();
+    };
+    let share = |s: Option<f64>, n: u64| match s {
+        Some(s) => format!("{:.1} % ({n} judged)", s * 100.0),
+        None => "none judged".to_owned(),
+    };
+    let diff = q.difference.map_or_else(
+        || "—".to_owned(),
+        |i| {
+            let d = q.b.zip(q.a).map_or(0.0, |(b, a)| b - a);
+            format!(
+                "{:+.1} [{:+.1}, {:+.1}] pp",
+                d * 100.0,
+                i.lower * 100.0,
+                i.upper * 100.0
+            )
+        },
+    );
+    let note = q
+        .note
+        .as_deref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    format!(
+        "\nquality  A {}  B {}  B - A {}  {}{}\n",
+        share(q.a, q.judged_a),
+        share(q.b, q.judged_b),
+        diff,
+        q.verdict,
+        note
     )
 }
 

@@ -106,6 +106,10 @@ struct CompletionRequest {
     messages: Option<Vec<serde_json::Value>>,
     #[serde(default)]
     prompt: Option<serde_json::Value>,
+    /// `temperature: 0` asks for a deterministic answer: its length is the
+    /// mean of `--output-tokens` (capped by `max_tokens`), not a draw.
+    #[serde(default)]
+    temperature: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -461,6 +465,12 @@ impl Draw {
             } else {
                 mean
             };
+            // Drawn either way, so the other requests' draws do not move.
+            let natural = if request.temperature == Some(0.0) {
+                mean
+            } else {
+                natural
+            };
             (
                 pick(&state.faults, u),
                 natural.round().clamp(1.0, 1e6) as u32,
@@ -496,6 +506,10 @@ fn schedule(
         prompt_tokens,
         output_tokens,
     });
+    let first_word = crate::answer::first_word(
+        &crate::answer::prompt_text(request.messages.as_deref(), request.prompt.as_ref()),
+        state.quirks.corrupt_answers,
+    );
     let model = request.model.unwrap_or_else(|| state.model_name.clone());
     let shape = Shape::new(dialect, id, &model, state.quirks.reasoning_field);
     let asked_usage = match dialect {
@@ -538,6 +552,7 @@ fn schedule(
         held: None,
         pause: None,
         first: None,
+        first_word,
     }
 }
 
@@ -570,7 +585,9 @@ fn count_words(v: Option<&serde_json::Value>) -> u32 {
     }
 }
 
-const WORDS: [&str; 8] = [
+/// The sim's vocabulary: token i of an answer is
+/// `WORDS[(first_word + i) % 8]` ([`crate::answer`]).
+pub(crate) const WORDS: [&str; 8] = [
     " the", " model", " says", " hello", " to", " a", " queue", " again",
 ];
 
@@ -621,13 +638,15 @@ struct SimStream {
     pause: Option<Pin<Box<tokio::time::Sleep>>>,
     /// The engine's timing of the first token, and when it was taken.
     first: Option<(tokio::time::Instant, crate::engine::EngineTiming)>,
+    /// Where in [`WORDS`] the answer starts ([`crate::answer::first_word`]).
+    first_word: usize,
 }
 
 impl SimStream {
     /// Takes one token; a content chunk goes into `buf` when
     /// `tokens_per_chunk` of them are pending (see [`SimStream::flush`]).
     fn push_token(&mut self, buf: &mut BytesMut, index: u32) {
-        let word = WORDS[index as usize % WORDS.len()];
+        let word = WORDS[(self.first_word + index as usize) % WORDS.len()];
         if self.collect {
             self.text.push_str(word);
         } else {

@@ -12,6 +12,7 @@
 //! The library takes a plain [`SimConfig`]; the flags, the "listening on"
 //! line and the exit status of `goodput sim` are `cli::sim`'s.
 
+pub mod answer;
 pub mod dialect;
 pub mod driver;
 pub mod engine;

@@ -38,7 +38,7 @@
 //! excepted).
 
 /// How the sim shapes its streamed responses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StreamQuirks {
     /// Close the connection after each streamed response, without announcing it.
     pub close_after_response: bool,
@@ -69,6 +69,9 @@ pub struct StreamQuirks {
     pub embedding_dim: u32,
     /// Which servers' timing objects the finish chunk carries.
     pub server_timing: ServerTiming,
+    /// The share of prompts whose answer is corrupted (0–1; streamed and
+    /// unstreamed alike: [`crate::answer`]).
+    pub corrupt_answers: f64,
 }
 
 pub use crate::dialect::ServerTiming;
@@ -95,6 +98,7 @@ impl Default for StreamQuirks {
             reasoning_field: crate::dialect::ReasoningField::Reasoning,
             embedding_dim: DEFAULT_EMBEDDING_DIM,
             server_timing: ServerTiming::default(),
+            corrupt_answers: 0.0,
         }
     }
 }
@@ -135,6 +139,9 @@ impl StreamQuirks {
         }
         if self.server_timing.vllm {
             out.push("server-timing vllm".to_owned());
+        }
+        if self.corrupt_answers > 0.0 {
+            out.push(format!("corrupt-answers {}", self.corrupt_answers));
         }
         out.join(", ")
     }

@@ -336,6 +336,23 @@ pub struct RecordArgs {
     /// `DCGM_FI_DEV_POWER_USAGE`).
     #[arg(long, value_name = "NAME", requires = "metrics", value_parser = parse_metric_name)]
     pub power_metric: Option<String>,
+    /// Send this quality bank (JSON Lines, docs/quality.md) beside the load,
+    /// one item at a time, and write the answers to `TRACE.quality.jsonl`
+    /// (its sha256 in the trace's `quality` member).
+    #[arg(long, value_name = "BANK")]
+    pub quality_bank: Option<std::path::PathBuf>,
+    /// When the bank is sent: interleaved with the load from t0 at
+    /// --quality-rate (the rest right after it), or all after it.
+    #[arg(long, value_enum, default_value_t = QualityPhaseArg::Interleaved, requires = "quality_bank")]
+    pub quality_phase: QualityPhaseArg,
+    /// Bank items per second while interleaved.
+    #[arg(
+        long,
+        value_name = "R",
+        default_value_t = 1.0,
+        requires = "quality_bank"
+    )]
+    pub quality_rate: f64,
     /// Time between scrapes, also each scrape's timeout (at least 100 ms).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s", requires = "metrics")]
     pub metrics_interval: Duration,
@@ -401,6 +418,15 @@ pub fn parse_precision(text: &str) -> Result<f64, String> {
     } else {
         Err(format!("`{text}` must be above 0 and below 100 %"))
     }
+}
+
+/// When the quality bank is sent (`--quality-phase`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum QualityPhaseArg {
+    /// Beside the load, from t0, at --quality-rate; the rest right after it.
+    Interleaved,
+    /// All after the load has ended.
+    After,
 }
 
 /// A Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`, at most 200

@@ -89,6 +89,7 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
     let endpoint = connection(args, &target, &mut labels)?;
     let metrics = metrics_scrape(args, &target.uri, &endpoint, &mut labels)?;
     let template = request_body(args, target.model.clone().unwrap_or_default(), &mut labels)?;
+    let quality = bank_plan(args, &target.uri, &template, timeout, &mut labels)?;
     check_record_output(args)?;
     Ok(Plan {
         uri: target.uri,
@@ -118,8 +119,57 @@ pub fn plan(args: &RecordArgs) -> Result<Plan, Error> {
         shard,
         start_at_unix_ms,
         metrics,
+        quality,
         no_gaps: args.no_gaps,
     })
+}
+
+/// `--quality-bank`: the bank, read and checked before anything is sent (a
+/// bank that does not parse is exit 2, its line and pointer named), and
+/// how it goes; its file's sha256 and the phase in `labels`.
+fn bank_plan(
+    args: &RecordArgs,
+    uri: &Uri,
+    template: &goodput_record::workload::body::BodyTemplate,
+    timeout: std::time::Duration,
+    labels: &mut Labels,
+) -> Result<Option<goodput_record::quality::BankPlan>, Error> {
+    use crate::cli::record::args::QualityPhaseArg;
+    use goodput_core::quality::sidecar::Placement;
+    let Some(path) = &args.quality_bank else {
+        return Ok(None);
+    };
+    if !matches!(template.api, Api::Chat | Api::Completions) {
+        return Err(usage(
+            "--quality-bank needs --api chat or completions (the bank's answers are read from their unstreamed responses)",
+        ));
+    }
+    if !(args.quality_rate.is_finite() && args.quality_rate > 0.0 && args.quality_rate <= 100.0) {
+        return Err(usage(
+            "--quality-rate must be above 0 and at most 100 per second",
+        ));
+    }
+    let limits = goodput_core::quality::QualityLimits::default();
+    let shown = path.display().to_string();
+    let bytes = goodput_util::io::read_limited(&shown, limits.max_bytes)?;
+    let bank = goodput_core::quality::parse_bank(&bytes, limits)?;
+    let phase = match args.quality_phase {
+        QualityPhaseArg::Interleaved => Placement::Interleaved,
+        QualityPhaseArg::After => Placement::After,
+    };
+    labels.insert(
+        "qualityBankSha256".into(),
+        Scalar::String(bank.sha256.clone()),
+    );
+    Ok(Some(goodput_record::quality::BankPlan {
+        bank,
+        model: template.model.clone(),
+        api: template.api,
+        phase,
+        rate_per_s: args.quality_rate,
+        timeout,
+        uri: uri.clone(),
+    }))
 }
 
 /// Resolves the endpoint URL: a bare base gets the --api path appended, a
@@ -935,11 +985,16 @@ fn max_tokens_flag(args: &RecordArgs) -> Option<&'static str> {
 /// sidecar path that is a regular file too.
 fn check_record_output(args: &RecordArgs) -> Result<(), Error> {
     let out = args.out.as_path();
-    let mut inputs: Vec<&Path> = [&args.prompts, &args.tokenizer, &args.cacert]
-        .into_iter()
-        .flatten()
-        .map(|p| p.as_path())
-        .collect();
+    let mut inputs: Vec<&Path> = [
+        &args.prompts,
+        &args.tokenizer,
+        &args.cacert,
+        &args.quality_bank,
+    ]
+    .into_iter()
+    .flatten()
+    .map(|p| p.as_path())
+    .collect();
     for pair in [&args.dataset, &args.replay].into_iter().flatten() {
         inputs.extend(pair.get(1).map(Path::new));
     }
@@ -954,6 +1009,13 @@ fn check_record_output(args: &RecordArgs) -> Result<(), Error> {
             path: spool.display().to_string(),
         }
         .into());
+    }
+    if args.quality_bank.is_some() {
+        let sidecar = crate::cli::record::single::quality_sidecar_path(out);
+        goodput_util::io::check_output(&sidecar, &inputs).map_err(|source| Error::Output {
+            what: "the quality sidecar".to_owned(),
+            source,
+        })?;
     }
     if !args.metrics.is_empty() {
         let sidecar = goodput_record::metrics_sidecar_path(out);

@@ -72,7 +72,18 @@ pub fn record_judged(
     if let Some(written) = &sidecar {
         crate::cli::record::scrape::record_sidecar(written, &mut extra);
     }
-    let built = spool::finish_run(plan, outcome, &spool_file, &Stop::of(outcome), &extra)
+    let quality = match (&plan.quality, recording.quality) {
+        (Some(bank), Some(Ok(lines))) => {
+            Some(write_quality_sidecar(plan, bank, &lines).map_err(kept)?)
+        }
+        (_, Some(Err(e))) => return Err(kept(e.into())),
+        _ => None,
+    };
+    let ends = spool::Ends {
+        extra: &extra,
+        quality: quality.as_ref(),
+    };
+    let built = spool::finish_run(plan, outcome, &spool_file, &Stop::of(outcome), &ends)
         .map_err(|e| kept(e.into()))?;
     // The trace is safe on disk: the spool has done its job.
     std::fs::remove_file(&spool_file).map_err(|source| Error::Write {
@@ -120,6 +131,45 @@ pub fn record_judged(
         });
     }
     Ok((built.written, receipt))
+}
+
+/// Writes the quality bank's sidecar beside the trace (atomically): its
+/// header, then one line per item; the trace's `quality` member for it.
+fn write_quality_sidecar(
+    plan: &Plan,
+    bank: &goodput_record::quality::BankPlan,
+    lines: &[goodput_core::quality::sidecar::ItemLine],
+) -> Result<goodput_core::trace::QualityRef, Error> {
+    use goodput_core::quality::sidecar::{sidecar_bytes, Placement, Sampling, SidecarHeader};
+    let header = SidecarHeader {
+        schema: goodput_core::quality::SIDECAR_SCHEMA.to_owned(),
+        bank_sha256: bank.bank.sha256.clone(),
+        model: bank.model.clone(),
+        phase: bank.phase,
+        rate_per_s: (bank.phase == Placement::Interleaved).then_some(bank.rate_per_s),
+        sampling: Sampling {
+            temperature: 0.0,
+            seed: Some(goodput_record::quality::BANK_SEED),
+        },
+    };
+    let bytes = sidecar_bytes(&header, lines);
+    let path = quality_sidecar_path(&plan.out);
+    goodput_util::io::write_atomic(&path, &bytes).map_err(|source| Error::Write {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(goodput_core::trace::QualityRef {
+        sidecar: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        sha256: goodput_core::trace::sha256_hex(&bytes),
+    })
+}
+
+/// The quality sidecar's path for a trace at `out`: `t.json` → `t.quality.jsonl`.
+pub fn quality_sidecar_path(out: &std::path::Path) -> std::path::PathBuf {
+    out.with_extension("quality.jsonl")
 }
 
 /// The receipt of the trace just written (read back from disk: the run's rows

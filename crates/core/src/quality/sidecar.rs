@@ -12,6 +12,7 @@ use std::collections::HashSet;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::quality::bank::BankItem;
 use crate::quality::normalise::normalise;
 use crate::quality::{check_id, line_value, lines, FileKind, QualityError, QualityLimits};
 
@@ -118,6 +119,63 @@ pub struct ItemLine {
     /// When the answer ended (completed items), ms on the trace's clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_ms: Option<f64>,
+}
+
+impl ItemLine {
+    /// The line of an item that was answered: the answer normalised and
+    /// hashed, the verdict from the bank item's expectation (`baseline`
+    /// without one).
+    pub fn answered(
+        item: &BankItem,
+        raw_answer: &str,
+        arrival_ms: f64,
+        completed_ms: f64,
+    ) -> ItemLine {
+        let answer = normalise(raw_answer);
+        let verdict = match item.judge(raw_answer) {
+            Some(true) => Verdict::Met,
+            Some(false) => Verdict::Missed,
+            None => Verdict::Baseline,
+        };
+        ItemLine {
+            id: item.id.clone(),
+            status: ItemStatus::Completed,
+            reason: None,
+            answer_sha256: Some(crate::trace::sha256_hex(answer.as_bytes())),
+            answer: Some(answer),
+            verdict,
+            arrival_ms,
+            completed_ms: Some(completed_ms.max(arrival_ms)),
+        }
+    }
+
+    /// The line of an item whose request failed for `reason`.
+    pub fn failed(item: &BankItem, reason: String, arrival_ms: f64) -> ItemLine {
+        ItemLine {
+            id: item.id.clone(),
+            status: ItemStatus::Failed,
+            reason: Some(reason),
+            answer: None,
+            answer_sha256: None,
+            verdict: Verdict::Failed,
+            arrival_ms,
+            completed_ms: None,
+        }
+    }
+}
+
+/// The sidecar's bytes: the header line, then one line per item, each
+/// ending in `\n` (what [`parse_sidecar`] reads back).
+pub fn sidecar_bytes(header: &SidecarHeader, items: &[ItemLine]) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Both hold only strings, finite numbers and enums: they serialize.
+    let _ = serde_json::to_writer(&mut out, header);
+    out.push(b'\n');
+    for item in items {
+        let _ = serde_json::to_writer(&mut out, item);
+        out.push(b'\n');
+    }
+    out
 }
 
 /// A checked sidecar: its header, its items (line numbers kept for errors

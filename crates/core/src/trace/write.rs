@@ -60,6 +60,10 @@ pub struct TraceDoc {
     /// The GPUs behind the run and their price, when declared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<Resources>,
+    /// The quality sidecar a bank left beside the run (`record
+    /// --quality-bank`; docs/contract.md §10.19), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality: Option<crate::trace::QualityRef>,
     /// Exactly one row per scheduled request, ids `r0`, `r1`, … in schedule
     /// order (`r<i>-s<K>` when recorded by shard K of a split schedule).
     pub rows: Vec<TraceRow>,

@@ -266,6 +266,7 @@ impl Frame {
             workload: self.stopped_workload(stop, rows),
             phases: self.phases.clone(),
             resources: self.resources,
+            quality: None,
             rows: Vec::new(),
         }
     }

@@ -134,7 +134,7 @@ pub fn recover(spool_file: &Path, out: &Path) -> Result<Recovered, RecordError> 
         rows,
         unended,
         out,
-        &stopped_by(&scan),
+        &spool::Ends::labels(&stopped_by(&scan)),
     )?;
     let _ = std::fs::remove_file(spool::reserve_path(spool_file));
     Ok(recovered(&scan, built, rows, not_sent))
@@ -346,7 +346,7 @@ fn recover_sessions(
         rows,
         unended,
         out,
-        &stopped_by(scan),
+        &spool::Ends::labels(&stopped_by(scan)),
     )?;
     let _ = std::fs::remove_file(spool::reserve_path(spool_file));
     Ok(recovered(scan, built, rows, not_sent))

@@ -1139,12 +1139,32 @@ pub struct Built {
     pub tokens: TokenCount,
 }
 
+/// What joins the trace only once the run has ended: workload labels (the
+/// metrics sidecar's sha256) and the quality sidecar's name and sha256.
+#[derive(Debug, Clone, Copy)]
+pub struct Ends<'a> {
+    /// Joins the workload.
+    pub extra: &'a Labels,
+    /// The trace's `quality` member.
+    pub quality: Option<&'a goodput_core::trace::QualityRef>,
+}
+
+impl<'a> Ends<'a> {
+    /// Workload labels only, no quality sidecar.
+    pub fn labels(extra: &'a Labels) -> Ends<'a> {
+        Ends {
+            extra,
+            quality: None,
+        }
+    }
+}
+
 /// Writes the trace of a run from its spool: the document of `frame` and
 /// `stop`, `rows` rows, each ended request's row as spooled, every other
 /// one's row from `unended` (not sent, or in flight when recovering). The
 /// trace is written atomically; the spool is left in place (the caller
-/// removes it once the trace is safe). `extra` joins the workload: what is
-/// only known once the run has ended (the metrics sidecar's sha256).
+/// removes it once the trace is safe). `ends` is what is only known once the
+/// run has ended (the metrics sidecar's sha256, the quality sidecar).
 pub fn write_trace(
     spool: &Path,
     scan: &Scan,
@@ -1152,9 +1172,11 @@ pub fn write_trace(
     rows: usize,
     unended: impl Fn(usize) -> TraceRow,
     out: &Path,
-    extra: &Labels,
+    ends: &Ends<'_>,
 ) -> Result<Built, RecordError> {
+    let extra = ends.extra;
     let mut doc = scan.header.frame.envelope(stop, rows, scan.tokens);
+    doc.quality = ends.quality.cloned();
     doc.workload
         .extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
     if scan.tokenizer_mismatch() {
@@ -1202,7 +1224,7 @@ pub fn finish_run(
     outcome: &RunOutcome,
     spool: &Path,
     stop: &Stop,
-    extra: &Labels,
+    ends: &Ends<'_>,
 ) -> Result<Built, RecordError> {
     let scan = scan(spool)?;
     let frame = &scan.header.frame;
@@ -1213,5 +1235,5 @@ pub fn finish_run(
             &PromptMeta::of(&plan.run.prompts.prompt(index)),
         )
     };
-    write_trace(spool, &scan, stop, outcome.rows, unsent, &plan.out, extra)
+    write_trace(spool, &scan, stop, outcome.rows, unsent, &plan.out, ends)
 }

@@ -60,6 +60,8 @@ pub struct Plan {
     pub start_at_unix_ms: Option<f64>,
     /// Where to scrape server metrics while the run lasts (`--metrics`).
     pub metrics: Option<MetricsPlan>,
+    /// The quality bank sent beside the load (`--quality-bank`).
+    pub quality: Option<crate::quality::BankPlan>,
     /// Leave every row's `gapsMs` out of the trace (`--no-gaps`).
     pub no_gaps: bool,
 }
@@ -72,6 +74,9 @@ pub struct Recording {
     /// The sidecar written beside the trace (with `--metrics`), or why it
     /// could not be: its lines went to disk as they came, none is held.
     pub metrics: Option<Result<WrittenSidecar, RecordError>>,
+    /// The quality bank's lines, one per item, in bank order (with
+    /// `--quality-bank`), or why the bank could not run.
+    pub quality: Option<Result<Vec<goodput_core::quality::sidecar::ItemLine>, RecordError>>,
     /// The signal that interrupted the run ([`record`](crate::record) only;
     /// `None` when none did, or when the interrupt was the caller's own).
     pub signal: Option<crate::signal::StopSignal>,
@@ -102,6 +107,9 @@ impl Plan {
                 put("modelFrom", Scalar::String("/v1/models".into()));
                 put("modelChecked", Scalar::Bool(true));
                 self.run.template.model = name.clone();
+                if let Some(bank) = &mut self.quality {
+                    bank.model = name.clone();
+                }
                 self.model_given = true;
             }
         }

@@ -1,5 +1,16 @@
 //! Recorder throughput benchmark (`cargo bench --bench record`).
 //!
+//! First the reference rows (`record/realistic.rs`): streams shaped like
+//! real servers' — one token per event, 1 ms and 10 ms apart, and
+//! 100,000-token prompts — from a sim in its own process, the two
+//! processes pinned to cores of their own; p50/p99 send lag, CPU per 1,000
+//! tokens and per request, and the TTFT error against the sim's own
+//! measured first-token time, side by side with `GOODPUT_BENCH_BASELINE`.
+//! `GOODPUT_BENCH_REALISTIC=0` skips them, `GOODPUT_BENCH_REAL_SECS=10`
+//! sets their run length, `GOODPUT_BENCH_REAL_ROWS=1ms,10ms,long` picks
+//! some, `GOODPUT_BENCH_NEIGHBOUR=1` adds the two loads beside a CPU-bound
+//! process on each core. The rest below is the older sweep.
+//!
 //! Starts the sim in this process (one runtime thread) with near-zero latency
 //! (no prefill, a 0.02 ms decode step, no per-sequence cost, batch 4096) and
 //! 64 output tokens per request, then runs the real `goodput record` binary
@@ -39,6 +50,9 @@
 //! `GOODPUT_BENCH_TOKENS` per rate list, e.g. `…_RATES=2000 …_TOKENS=64`)
 //! `GOODPUT_BENCH_KEEP=DIR` (copy each run's trace there) and
 //! `GOODPUT_BENCH_WORKLOAD_RATE=1000` (0: skip the workload check).
+
+#[path = "record/realistic.rs"]
+mod realistic;
 
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -435,6 +449,14 @@ fn main() {
         "machine wake-up noise (0.5 ms sleeps, before the runs): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
         noise.0, noise.1, noise.2
     );
+    if std::env::var("GOODPUT_BENCH_REALISTIC").map_or(true, |v| v != "0") {
+        let secs = std::env::var("GOODPUT_BENCH_REAL_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(10.0);
+        let baseline = std::env::var("GOODPUT_BENCH_BASELINE").ok();
+        realistic::run(&env.binary, baseline.as_deref(), secs, REPEATS);
+    }
     let dir = tempfile::tempdir().expect("temp dir");
     let server = SimServer::start(config.clone(), 1).expect("start the sim");
     let tls = env.with_tls.then(|| tls_sim(config, dir.path()));

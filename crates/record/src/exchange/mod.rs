@@ -46,6 +46,7 @@ pub mod embeddings;
 pub mod messages;
 pub mod responses;
 pub mod sse;
+pub mod token_scan;
 
 use std::time::Duration;
 

@@ -124,7 +124,7 @@ pub fn classify(event: Event<'_>) -> Chunk {
 
 /// The full parse of one chunk's JSON data: what [`token_only`] must agree
 /// with whenever it answers.
-pub(crate) fn parse(data: &[u8]) -> Chunk {
+pub fn parse(data: &[u8]) -> Chunk {
     let raw: RawChunk<'_> = match serde_json::from_slice(data) {
         Ok(raw) => raw,
         Err(_) => return Chunk::Malformed,

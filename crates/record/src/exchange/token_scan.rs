@@ -25,7 +25,6 @@ pub const MAX_DEPTH: usize = 16;
 /// The tokens of a chunk that carries tokens and nothing else, or `None`
 /// when the full parse must decide (see the module documentation).
 pub fn token_only(data: &[u8]) -> Option<Tokens> {
-    std::str::from_utf8(data).ok()?;
     let mut scan = Scan { s: data, i: 0 };
     let mut tokens = Tokens::NONE;
     let mut seen = Seen::default();
@@ -103,27 +102,36 @@ impl<'a> Scan<'a> {
     }
 
     /// Consumes a string; its raw bytes between the quotes and whether it
-    /// held an escape. Declines on `\u` and on control characters.
+    /// held an escape. Declines on `\u`, on control characters and on
+    /// bytes that are not UTF-8 (checked only when a byte is not ASCII:
+    /// outside strings the grammar admits ASCII alone).
     fn string(&mut self) -> Option<(&'a [u8], bool)> {
         self.eat(b'"')?;
         let start = self.i;
-        let mut escaped = false;
+        let (mut escaped, mut ascii) = (false, true);
         loop {
-            let at = self.i + memchr::memchr2(b'"', b'\\', &self.s[self.i..])?;
-            if self.s[self.i..at].iter().any(|&b| b < 0x20) {
-                return None;
+            let b = *self.s.get(self.i)?;
+            self.i += 1;
+            match b {
+                b'"' => break,
+                b'\\' => {
+                    match self.s.get(self.i)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                        _ => return None,
+                    }
+                    escaped = true;
+                    self.i += 1;
+                }
+                0..0x20 => return None,
+                0x80.. => ascii = false,
+                _ => {}
             }
-            if self.s[at] == b'"' {
-                self.i = at + 1;
-                return Some((&self.s[start..at], escaped));
-            }
-            match self.s.get(at + 1)? {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                _ => return None,
-            }
-            escaped = true;
-            self.i = at + 2;
         }
+        let raw = &self.s[start..self.i - 1];
+        if !ascii {
+            std::str::from_utf8(raw).ok()?;
+        }
+        Some((raw, escaped))
     }
 
     /// A string member's raw text (`None` inside for `null`); declines on

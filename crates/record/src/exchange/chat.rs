@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use crate::exchange::chunk::{non_empty, Chunk, RawDetails, Tokens, Usage};
 use crate::exchange::sse::Event;
+use crate::exchange::token_scan::token_only;
 
 #[derive(Deserialize)]
 struct RawChunk<'a> {
@@ -104,7 +105,9 @@ fn choice_tokens(choice: &RawChoice<'_>) -> Tokens {
     }
 }
 
-/// Reads one event as an OpenAI chat or completions chunk.
+/// Reads one event as an OpenAI chat or completions chunk: a chunk that
+/// carries only tokens is recognised by [`token_only`] without a full
+/// parse (most of a stream's events), anything else is parsed in full.
 pub fn classify(event: Event<'_>) -> Chunk {
     let data = event.data;
     if event.error {
@@ -113,6 +116,15 @@ pub fn classify(event: Event<'_>) -> Chunk {
     if data.trim_ascii() == b"[DONE]" {
         return Chunk::Done(None);
     }
+    if let Some(tokens) = token_only(data) {
+        return Chunk::tokens(tokens);
+    }
+    parse(data)
+}
+
+/// The full parse of one chunk's JSON data: what [`token_only`] must agree
+/// with whenever it answers.
+pub fn parse(data: &[u8]) -> Chunk {
     let raw: RawChunk<'_> = match serde_json::from_slice(data) {
         Ok(raw) => raw,
         Err(_) => return Chunk::Malformed,

@@ -46,6 +46,7 @@ pub mod embeddings;
 pub mod messages;
 pub mod responses;
 pub mod sse;
+pub mod token_scan;
 
 use std::time::Duration;
 
@@ -256,6 +257,12 @@ impl Observation {
         use goodput_core::trace::write::round_us;
         let at = round_us(now_ms);
         if let Some(last) = self.last_content_ms {
+            if self.gaps_ms.capacity() == 0 {
+                // Room for a typical answer's gaps at once: the list then
+                // grows (by doubling) only past that many tokens, not a
+                // handful of times in every stream.
+                self.gaps_ms.reserve(GAPS_RESERVED.min(MAX_GAPS_PER_ROW));
+            }
             if self.gaps_ms.len() < MAX_GAPS_PER_ROW {
                 self.gaps_ms.push(round_us(at - last));
             } else if !self.gaps_dropped {
@@ -314,6 +321,10 @@ impl Observation {
         }
     }
 }
+
+/// The gaps a request's list has room for from its first gap (8 bytes
+/// each): answers up to this long never grow the list again.
+pub const GAPS_RESERVED: usize = 256;
 
 /// The SSE-reading half of a request, without I/O: feed frames, get the ending.
 #[derive(Debug)]

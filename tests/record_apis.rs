@@ -102,6 +102,9 @@ fn every_streamed_api_stamps_the_first_answer_after_its_reasoning() {
     // Tolerance: each step may run a few ms long on a loaded machine (the
     // driver's sleep is late, never early, so at most 2 ms early through
     // the client's own reading), and a step can be up to 25 ms late in all.
+    // The first token's own stamp can be late too on a loaded machine (its
+    // read waits for the client's loop), which shortens the difference: 8 ms
+    // of that is allowed below 80 (76.4 ms was seen beside two builds).
     let server = sim(4, StreamQuirks::default());
     for api in STREAMED {
         let (stdout, trace, receipt) = run(&server, api, GATES, &[]);
@@ -110,7 +113,7 @@ fn every_streamed_api_stamps_the_first_answer_after_its_reasoning() {
             assert_eq!(row["outputTokens"], OUTPUT, "{api}: {row}");
             let thinking = f(&row["firstAnswerMs"]) - f(&row["firstTokenMs"]);
             assert!(
-                (78.0..=105.0).contains(&thinking),
+                (72.0..=105.0).contains(&thinking),
                 "{api}: thinking {thinking} ms, {row}"
             );
             assert_eq!(row["reasoningTokens"], reported_reasoning(api, 4), "{api}");
@@ -125,7 +128,7 @@ fn every_streamed_api_stamps_the_first_answer_after_its_reasoning() {
         assert_eq!(answer["answered"], 6, "{api}: {answer}");
         assert_eq!(answer["noAnswer"], 0, "{api}");
         let p50 = f(&answer["thinkingMs"]["p50"]);
-        assert!((78.0..=105.0).contains(&p50), "{api}: thinking p50 {p50}");
+        assert!((72.0..=105.0).contains(&p50), "{api}: thinking p50 {p50}");
         if api != "messages" {
             // 6 rows × 4 of 10 tokens: 24 of 60, 40 %.
             assert!(
@@ -166,7 +169,7 @@ fn chat_reads_reasoning_in_either_field() {
     for row in rows(&trace) {
         let thinking = f(&row["firstAnswerMs"]) - f(&row["firstTokenMs"]);
         assert!(
-            (78.0..=105.0).contains(&thinking),
+            (72.0..=105.0).contains(&thinking),
             "thinking {thinking} ms, {row}"
         );
         assert_eq!(row["reasoningTokens"], 4);

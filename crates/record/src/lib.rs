@@ -74,7 +74,8 @@ use self::scrape::{Scraper, SidecarFile};
 use self::transport::client::Transport;
 
 pub use self::plan::{
-    metrics_sidecar_path, Plan, Progress, ProgressSink, Recording, Stage, Written,
+    metrics_sidecar_path, quality_sidecar_path, Plan, Progress, ProgressSink, Recording, Stage,
+    Written,
 };
 
 /// The preflight of [`preflight`] for a plan (nothing when `--no-preflight`):

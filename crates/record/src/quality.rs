@@ -23,7 +23,7 @@ use hyper::Uri;
 use tokio::time::Instant;
 
 use goodput_core::quality::bank::{Bank, BankItem, Prompt};
-use goodput_core::quality::sidecar::{ItemLine, Placement};
+use goodput_core::quality::sidecar::{ItemLine, Placement, Sampling, SidecarHeader};
 
 use crate::error::RecordError;
 use crate::transport::client::{HyperTransport, ResponseBody, Transport};
@@ -35,6 +35,8 @@ pub const DEFAULT_MAX_TOKENS: u64 = 256;
 const MAX_ANSWER_BYTES: usize = 4 << 20;
 /// The seed sent with every bank request (APIs that take one).
 pub const BANK_SEED: u64 = 7;
+/// The temperature of every bank request: greedy, so the answers repeat.
+pub const BANK_TEMPERATURE: u8 = 0;
 
 /// How the bank is sent.
 #[derive(Debug, Clone)]
@@ -55,13 +57,31 @@ pub struct BankPlan {
     pub uri: Uri,
 }
 
+impl BankPlan {
+    /// The sidecar's header line for this bank as it is sent: the sampling
+    /// is the one [`item_body`] puts in every request.
+    pub fn sidecar_header(&self) -> SidecarHeader {
+        SidecarHeader {
+            schema: goodput_core::quality::SIDECAR_SCHEMA.to_owned(),
+            bank_sha256: self.bank.sha256.clone(),
+            model: self.model.clone(),
+            phase: self.phase,
+            rate_per_s: (self.phase == Placement::Interleaved).then_some(self.rate_per_s),
+            sampling: Sampling {
+                temperature: f64::from(BANK_TEMPERATURE),
+                seed: Some(BANK_SEED),
+            },
+        }
+    }
+}
+
 /// The JSON body of one item's request.
 pub fn item_body(plan: &BankPlan, item: &BankItem) -> Bytes {
     let max_tokens = item.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     let mut body = serde_json::json!({
         "model": plan.model,
         "stream": false,
-        "temperature": 0,
+        "temperature": BANK_TEMPERATURE,
         "seed": BANK_SEED,
         "max_tokens": max_tokens,
     });

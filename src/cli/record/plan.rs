@@ -1011,7 +1011,7 @@ fn check_record_output(args: &RecordArgs) -> Result<(), Error> {
         .into());
     }
     if args.quality_bank.is_some() {
-        let sidecar = crate::cli::record::single::quality_sidecar_path(out);
+        let sidecar = goodput_record::quality_sidecar_path(out);
         goodput_util::io::check_output(&sidecar, &inputs).map_err(|source| Error::Output {
             what: "the quality sidecar".to_owned(),
             source,

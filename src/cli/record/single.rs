@@ -140,20 +140,8 @@ fn write_quality_sidecar(
     bank: &goodput_record::quality::BankPlan,
     lines: &[goodput_core::quality::sidecar::ItemLine],
 ) -> Result<goodput_core::trace::QualityRef, Error> {
-    use goodput_core::quality::sidecar::{sidecar_bytes, Placement, Sampling, SidecarHeader};
-    let header = SidecarHeader {
-        schema: goodput_core::quality::SIDECAR_SCHEMA.to_owned(),
-        bank_sha256: bank.bank.sha256.clone(),
-        model: bank.model.clone(),
-        phase: bank.phase,
-        rate_per_s: (bank.phase == Placement::Interleaved).then_some(bank.rate_per_s),
-        sampling: Sampling {
-            temperature: 0.0,
-            seed: Some(goodput_record::quality::BANK_SEED),
-        },
-    };
-    let bytes = sidecar_bytes(&header, lines);
-    let path = quality_sidecar_path(&plan.out);
+    let bytes = goodput_core::quality::sidecar::sidecar_bytes(&bank.sidecar_header(), lines);
+    let path = goodput_record::quality_sidecar_path(&plan.out);
     goodput_util::io::write_atomic(&path, &bytes).map_err(|source| Error::Write {
         path: path.display().to_string(),
         source,
@@ -165,11 +153,6 @@ fn write_quality_sidecar(
             .unwrap_or_default(),
         sha256: goodput_core::trace::sha256_hex(&bytes),
     })
-}
-
-/// The quality sidecar's path for a trace at `out`: `t.json` → `t.quality.jsonl`.
-pub fn quality_sidecar_path(out: &std::path::Path) -> std::path::PathBuf {
-    out.with_extension("quality.jsonl")
 }
 
 /// The receipt of the trace just written (read back from disk: the run's rows

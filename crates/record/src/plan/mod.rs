@@ -87,6 +87,12 @@ pub fn metrics_sidecar_path(out: &Path) -> PathBuf {
     out.with_extension("metrics.jsonl")
 }
 
+/// The quality bank's sidecar path for a trace at `out`: `t.json` →
+/// `t.quality.jsonl`.
+pub fn quality_sidecar_path(out: &Path) -> PathBuf {
+    out.with_extension("quality.jsonl")
+}
+
 impl Plan {
     /// Takes what the preflight found out about the model: the model
     /// `/v1/models` served alone goes into every request and the trace's

@@ -71,6 +71,11 @@ fn children_cpu_s() -> f64 {
     // SAFETY: getrusage fills the struct we hand it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    cpu_s(&usage)
+}
+
+/// User + system seconds of a resource-usage record.
+fn cpu_s(usage: &libc::rusage) -> f64 {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }

@@ -253,13 +253,12 @@ fn wait_with_cpu(child: Child) -> (i32, f64) {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     std::mem::forget(child); // reaped here, not by Child
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let code = if got == pid && libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else {
         -1
     };
-    (code, tv(usage.ru_utime) + tv(usage.ru_stime))
+    (code, super::cpu_s(&usage))
 }
 
 /// The figures of one trace, from its rows.
